@@ -1,0 +1,187 @@
+package hd
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/asn1"
+	"errors"
+	"fmt"
+	"math/big"
+
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
+)
+
+// ErrWrongCurve is returned when a signing primitive does not match the key's curve.
+var ErrWrongCurve = errors.New("signing scheme does not match the key's curve")
+
+// ECDSASignature is an ECDSA signature as Turnkey returns it: 32-byte big-endian r and s and
+// the recovery id V (0 or 1), the parity of R's y coordinate.
+type ECDSASignature struct {
+	R, S [32]byte
+	V    byte
+}
+
+// SignECDSA signs a 32-byte digest with a secp256k1 or P-256 key. The caller decides what the
+// digest is (Keccak-256, SHA-256, a sighash, ...); nothing is hashed here.
+//
+// secp256k1: RFC 6979 deterministic nonce, low-S (s ≤ n/2), V from the signer.
+//
+// P-256: RFC 6979 deterministic nonce (crypto/ecdsa with a nil random source). S is
+// normalised to low-S as well: P-256 verifiers accept either half, and one canonical form keeps
+// signatures of both ECDSA curves alike. V is then found by recovering the public key for
+// both candidates; R.x ≥ n (probability about 2^-128) is not represented, as for secp256k1.
+func (k *Key) SignECDSA(digest []byte) (ECDSASignature, error) {
+	var sig ECDSASignature
+	if len(digest) != 32 {
+		return sig, fmt.Errorf("hd: ECDSA digest must be 32 bytes, got %d", len(digest))
+	}
+	switch k.curve {
+	case CurveSecp256k1:
+		priv := secp256k1.PrivKeyFromBytes(k.secret[:])
+		defer priv.Zero()
+		compact := secpecdsa.SignCompact(priv, digest, true)
+		sig.V = compact[0] - 27 - 4
+		copy(sig.R[:], compact[1:33])
+		copy(sig.S[:], compact[33:65])
+		return sig, nil
+	case CurveP256:
+		return k.signP256(digest)
+	}
+	return sig, fmt.Errorf("%w: ECDSA needs secp256k1 or P-256, key is %s", ErrWrongCurve, k.curve)
+}
+
+func (k *Key) signP256(digest []byte) (ECDSASignature, error) {
+	var sig ECDSASignature
+	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), k.secret[:])
+	if err != nil {
+		return sig, err
+	}
+	der, err := priv.Sign(nil, digest, crypto.SHA256) // nil random: RFC 6979
+	if err != nil {
+		return sig, err
+	}
+	var rs struct{ R, S *big.Int }
+	if _, err := asn1.Unmarshal(der, &rs); err != nil {
+		return sig, err
+	}
+	halfN := new(big.Int).Rsh(p256Order, 1)
+	if rs.S.Cmp(halfN) > 0 {
+		rs.S.Sub(p256Order, rs.S)
+	}
+	rs.R.FillBytes(sig.R[:])
+	rs.S.FillBytes(sig.S[:])
+	// A valid signature recovers the key under exactly one of the two candidates, so trying
+	// v = 0 decides both (one recovery instead of two).
+	x, y := recoverP256(sig.R[:], rs.S, digest, 0)
+	if x == nil || x.Cmp(new(big.Int).SetBytes(k.pubUnc[1:33])) != 0 ||
+		y.Cmp(new(big.Int).SetBytes(k.pubUnc[33:65])) != 0 {
+		sig.V = 1
+	}
+	return sig, nil
+}
+
+// recoverP256 returns Q = r⁻¹(sR − eG) for the R with x = r and y parity v, or nil.
+func recoverP256(r []byte, s *big.Int, digest []byte, v byte) (*big.Int, *big.Int) {
+	curve := elliptic.P256()
+	rx, ry := elliptic.UnmarshalCompressed(curve, append([]byte{0x02 | v}, r...))
+	if rx == nil {
+		return nil, nil
+	}
+	n := p256Order
+	rInv := new(big.Int).ModInverse(new(big.Int).SetBytes(r), n)
+	if rInv == nil {
+		return nil, nil
+	}
+	e := new(big.Int).SetBytes(digest)
+	u1 := new(big.Int).Neg(e)
+	u1.Mul(u1, rInv).Mod(u1, n)
+	u2 := new(big.Int).Mul(s, rInv)
+	u2.Mod(u2, n)
+	var b1, b2 [32]byte
+	x1, y1 := curve.ScalarBaseMult(u1.FillBytes(b1[:]))
+	x2, y2 := curve.ScalarMult(rx, ry, u2.FillBytes(b2[:]))
+	return curve.Add(x1, y1, x2, y2)
+}
+
+// SignEd25519 signs message with an Ed25519 key (RFC 8032; the message is hashed by EdDSA
+// itself) and returns the 64-byte signature.
+func (k *Key) SignEd25519(message []byte) ([]byte, error) {
+	if k.curve != CurveEd25519 {
+		return nil, fmt.Errorf("%w: Ed25519 needs an Ed25519 key, key is %s", ErrWrongCurve, k.curve)
+	}
+	return ed25519.Sign(k.edPriv, message), nil
+}
+
+// SignSchnorr makes a BIP-340 Schnorr signature (64 bytes) over a 32-byte digest with a
+// secp256k1 key, using fresh auxiliary randomness as BIP-340 recommends. With taprootTweak the
+// key is first tweaked as a BIP-86 key-path spend (BIP-341 t = hash_TapTweak(x(P)), no script
+// tree), which is how Turnkey signs for P2TR addresses; without it the key signs as is (Spark).
+func (k *Key) SignSchnorr(digest []byte, taprootTweak bool) ([]byte, error) {
+	var aux [32]byte
+	if _, err := rand.Read(aux[:]); err != nil {
+		return nil, err
+	}
+	return k.signSchnorr(digest, taprootTweak, aux)
+}
+
+func (k *Key) signSchnorr(digest []byte, taprootTweak bool, aux [32]byte) ([]byte, error) {
+	if k.curve != CurveSecp256k1 {
+		return nil, fmt.Errorf("%w: Schnorr needs a secp256k1 key, key is %s", ErrWrongCurve, k.curve)
+	}
+	if len(digest) != 32 {
+		return nil, fmt.Errorf("hd: Schnorr digest must be 32 bytes, got %d", len(digest))
+	}
+	var d secp256k1.ModNScalar
+	d.SetBytes(&k.secret)
+	defer d.Zero()
+	if taprootTweak {
+		if err := tapTweak(&d, k.pub); err != nil {
+			return nil, err
+		}
+	}
+	priv := secp256k1.NewPrivateKey(&d)
+	defer priv.Zero()
+	sig, err := schnorr.Sign(priv, digest, schnorr.CustomNonce(aux))
+	if err != nil {
+		return nil, err
+	}
+	return sig.Serialize(), nil
+}
+
+// tapTweak turns d into the BIP-86 output key's secret: d' = (±d) + hash_TapTweak(x(P)) where
+// ±d is negated when P = dG has an odd y.
+func tapTweak(d *secp256k1.ModNScalar, compressedPub []byte) error {
+	if compressedPub[0] == 0x03 {
+		d.Negate()
+	}
+	t := taggedHash("TapTweak", compressedPub[1:33])
+	var ts secp256k1.ModNScalar
+	if overflow := ts.SetBytes(&t); overflow != 0 {
+		return errors.New("hd: taproot tweak out of range")
+	}
+	d.Add(&ts)
+	if d.IsZero() {
+		return errors.New("hd: taproot tweak gives a zero key")
+	}
+	return nil
+}
+
+// taggedHash is BIP-340's hash_tag(x) = SHA256(SHA256(tag) ‖ SHA256(tag) ‖ x).
+func taggedHash(tag string, msg ...[]byte) [32]byte {
+	th := sha256.Sum256([]byte(tag))
+	h := sha256.New()
+	h.Write(th[:])
+	h.Write(th[:])
+	for _, m := range msg {
+		h.Write(m)
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
