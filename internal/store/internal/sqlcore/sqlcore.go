@@ -1,0 +1,287 @@
+// Package sqlcore holds what the SQL drivers of the store share: the SQL of the paged queries
+// (written once, with the dialect's parameter markers), the encoding of times as unix
+// nanoseconds, the normalization of secondary keys, and the reading of numbered migration
+// files. It never talks to a database itself.
+package sqlcore
+
+import (
+	"fmt"
+	"io/fs"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Placeholder returns the marker of the n-th (1-based) query parameter.
+type Placeholder func(n int) string
+
+// Question is SQLite's marker.
+func Question(int) string { return "?" }
+
+// Dollar is PostgreSQL's marker.
+func Dollar(n int) string { return "$" + strconv.Itoa(n) }
+
+// RecordColumns and ActivityColumns are the column lists every record and activity query
+// selects, in the order the drivers scan them.
+const (
+	RecordColumns   = "kind, id, org_id, data, created_at, updated_at"
+	ActivityColumns = "id, org_id, fingerprint, status, type, created_at, updated_at, data"
+)
+
+type builder struct {
+	sb   strings.Builder
+	args []any
+	ph   Placeholder
+}
+
+func (b *builder) arg(v any) string {
+	b.args = append(b.args, v)
+	return b.ph(len(b.args))
+}
+
+func (b *builder) in(column string, values []string) {
+	b.sb.WriteString(" AND ")
+	b.sb.WriteString(column)
+	b.sb.WriteString(" IN (")
+	for i, v := range values {
+		if i > 0 {
+			b.sb.WriteString(", ")
+		}
+		b.sb.WriteString(b.arg(v))
+	}
+	b.sb.WriteString(")")
+}
+
+// ListRecords builds the query for store.Reader.List. When reversed is true the rows come back
+// in the opposite of the wanted order (the query reads backwards from a Before cursor so that
+// Limit keeps the rows nearest to it) and the caller must reverse them.
+//
+// A cursor id that names no record of that kind yields no rows.
+func ListRecords(ph Placeholder, kind, orgID string, o store.ListOptions) (query string, args []any, reversed bool) {
+	b := &builder{ph: ph}
+	b.sb.WriteString("SELECT " + RecordColumns + " FROM records WHERE kind = ")
+	b.sb.WriteString(b.arg(kind))
+	b.sb.WriteString(" AND org_id = ")
+	b.sb.WriteString(b.arg(orgID))
+	// In ascending order "after" means greater; in descending order, smaller.
+	afterOp, beforeOp := ">", "<"
+	if o.Desc {
+		afterOp, beforeOp = "<", ">"
+	}
+	cursor := func(op, id string) {
+		fmt.Fprintf(&b.sb, " AND (created_at, id) %s (SELECT created_at, id FROM records WHERE kind = %s AND id = %s)",
+			op, b.arg(kind), b.arg(id))
+	}
+	if o.After != "" {
+		cursor(afterOp, o.After)
+	}
+	if o.Before != "" {
+		cursor(beforeOp, o.Before)
+	}
+	desc := o.Desc
+	if o.Before != "" && o.After == "" && o.Limit > 0 {
+		reversed = true
+		desc = !desc
+	}
+	if desc {
+		b.sb.WriteString(" ORDER BY created_at DESC, id DESC")
+	} else {
+		b.sb.WriteString(" ORDER BY created_at ASC, id ASC")
+	}
+	if o.Limit > 0 {
+		b.sb.WriteString(" LIMIT ")
+		b.sb.WriteString(b.arg(int64(o.Limit)))
+	}
+	return b.sb.String(), b.args, reversed
+}
+
+func activityWhere(b *builder, orgID string, f store.ActivityFilter) error {
+	b.sb.WriteString(" WHERE 1 = 1")
+	if orgID != "" {
+		b.sb.WriteString(" AND org_id = ")
+		b.sb.WriteString(b.arg(orgID))
+	}
+	if len(f.Statuses) > 0 {
+		b.in("status", f.Statuses)
+	}
+	if len(f.Types) > 0 {
+		b.in("type", f.Types)
+	}
+	if !f.Since.IsZero() {
+		n, err := Nanos(f.Since)
+		if err != nil {
+			return err
+		}
+		b.sb.WriteString(" AND created_at >= ")
+		b.sb.WriteString(b.arg(n))
+	}
+	return nil
+}
+
+// ListActivities builds the query for store.Reader.ListActivities (newest first); reversed as
+// in ListRecords.
+func ListActivities(ph Placeholder, orgID string, f store.ActivityFilter) (query string, args []any, reversed bool, err error) {
+	b := &builder{ph: ph}
+	b.sb.WriteString("SELECT " + ActivityColumns + " FROM activities")
+	if err := activityWhere(b, orgID, f); err != nil {
+		return "", nil, false, err
+	}
+	cursor := func(op, id string) {
+		fmt.Fprintf(&b.sb, " AND (created_at, id) %s (SELECT created_at, id FROM activities WHERE id = %s)", op, b.arg(id))
+	}
+	// Newest first: "after" is older.
+	if f.After != "" {
+		cursor("<", f.After)
+	}
+	if f.Before != "" {
+		cursor(">", f.Before)
+	}
+	if f.Before != "" && f.After == "" && f.Limit > 0 {
+		reversed = true
+		b.sb.WriteString(" ORDER BY created_at ASC, id ASC")
+	} else {
+		b.sb.WriteString(" ORDER BY created_at DESC, id DESC")
+	}
+	if f.Limit > 0 {
+		b.sb.WriteString(" LIMIT ")
+		b.sb.WriteString(b.arg(int64(f.Limit)))
+	}
+	return b.sb.String(), b.args, reversed, nil
+}
+
+// CountActivities builds the query for store.Reader.CountActivities; orgID "" counts every
+// organization. Paging fields of the filter are ignored.
+func CountActivities(ph Placeholder, orgID string, f store.ActivityFilter) (query string, args []any, err error) {
+	b := &builder{ph: ph}
+	b.sb.WriteString("SELECT count(*) FROM activities")
+	if err := activityWhere(b, orgID, f); err != nil {
+		return "", nil, err
+	}
+	return b.sb.String(), b.args, nil
+}
+
+// Reverse reverses s in place.
+func Reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+// zeroNanos stands for the zero time.Time, which has no unix-nanosecond value. It is
+// math.MinInt64, an instant (in 1677) outside the range Nanos accepts, so it is unambiguous
+// and still sorts before every real time.
+const zeroNanos = math.MinInt64
+
+var (
+	minTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// KeepCreatedAt is the SQL an upsert of records uses for created_at: a Put whose CreatedAt
+// is the zero time keeps the stored one (the creation time of a record is set once).
+const KeepCreatedAt = "created_at = CASE WHEN excluded.created_at = -9223372036854775808 THEN records.created_at ELSE excluded.created_at END"
+
+// Nanos encodes t as unix nanoseconds. The zero time is kept as the zero time; other times
+// must lie in [1678, 2262), the range of int64 nanoseconds.
+func Nanos(t time.Time) (int64, error) {
+	if t.IsZero() {
+		return zeroNanos, nil
+	}
+	if t.Before(minTime) || !t.Before(maxTime) {
+		return 0, fmt.Errorf("store: time %s out of range [1678, 2262)", t.UTC().Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+// Time decodes Nanos: a UTC time, or the zero time.
+func Time(n int64) time.Time {
+	if n == zeroNanos {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// NormalizeKeys drops repeated (Name, Value) pairs, a pair being unique when any of its
+// repetitions is. It returns whether any key is unique.
+func NormalizeKeys(keys []store.Key) (out []store.Key, anyUnique bool) {
+	type nv struct{ name, value string }
+	for i, k := range keys {
+		anyUnique = anyUnique || k.Unique
+		dup := false
+		for _, p := range keys[:i] {
+			if p.Name == k.Name && p.Value == k.Value {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, k)
+		}
+	}
+	if len(out) == len(keys) {
+		return keys, anyUnique
+	}
+	// A repeated pair is unique if any repetition is.
+	seen := make(map[nv]int, len(out))
+	for i, k := range out {
+		seen[nv{k.Name, k.Value}] = i
+	}
+	for _, k := range keys {
+		if k.Unique {
+			out[seen[nv{k.Name, k.Value}]].Unique = true
+		}
+	}
+	return out, anyUnique
+}
+
+// Data returns d, or an empty non-nil slice for nil (the data columns are NOT NULL).
+func Data(d []byte) []byte {
+	if d == nil {
+		return []byte{}
+	}
+	return d
+}
+
+// Migration is one numbered SQL file.
+type Migration struct {
+	Version int64
+	Name    string // file name
+	SQL     string
+}
+
+// Migrations reads the files NNNN_name.sql at the root of fsys, ordered by version. Versions
+// must be positive and distinct.
+func Migrations(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("store: read migrations: %w", err)
+	}
+	var ms []Migration
+	seen := map[int64]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".sql") {
+			continue
+		}
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("store: migration %q: name must be NNNN_description.sql", name)
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("store: migrations %q and %q share version %d", prev, name, v)
+		}
+		seen[v] = name
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("store: read migration %q: %w", name, err)
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	return ms, nil
+}

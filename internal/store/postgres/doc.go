@@ -1,0 +1,35 @@
+// Package postgres is the production store: PostgreSQL through pgx's native API and a
+// pgxpool of Options.MaxConns connections (default 32). Any server that speaks PostgreSQL's
+// protocol and SQL (CockroachDB, YugabyteDB) is the road past one machine. It owns its schema
+// (migrations/, applied at Open in order, one transaction each under an advisory lock so
+// processes starting together migrate once, recorded in schema_migrations).
+//
+// # Durability and isolation
+//
+// Each Update is one READ COMMITTED transaction with synchronous_commit=on: when Update
+// returns nil the commit is flushed to the server's WAL. PostgreSQL group-commits concurrent
+// transactions in one WAL flush, so throughput grows with the pool.
+//
+// Get inside Update is SELECT ... FOR UPDATE: a read-modify-write (Get, change, Put) holds the
+// row until commit and concurrent ones queue behind it, so no update is lost. Inserts of the
+// same (kind, id) or of the same unique key queue on the index and exactly one wins; the
+// others get store.ErrAlreadyExists.
+//
+// # Retries
+//
+// A serialization failure (40001) or a deadlock (40P01) anywhere in fn's error chain rolls
+// the transaction back and runs fn again, up to Options.MaxAttempts times, after a jittered
+// pause of 0.5-1 ms doubling up to 50 ms. fn must therefore have no effect outside its Tx.
+//
+// # Conflicts without aborting
+//
+// In PostgreSQL a failed statement aborts the whole transaction, yet ErrAlreadyExists is an
+// answer callers act on (the activity engine looks up who holds a fingerprint). So conflicts
+// are detected without errors where possible (INSERT ... ON CONFLICT DO NOTHING and counting
+// rows: Insert, a new activity), and otherwise (Put with unique keys, updating an activity
+// with a fingerprint) the statements run in a savepoint, pipelined with it in one round trip,
+// that is rolled back on conflict. The transaction stays usable either way.
+//
+// View runs plain pooled queries: each read sees what was committed when it started.
+// Errors carry the SQLSTATE and the server's message, never the statement's parameters.
+package postgres

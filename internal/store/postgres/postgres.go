@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+func migrationsFS() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// Options tune Open. The zero value is ready to use.
+type Options struct {
+	// MaxConns is the size of the connection pool. Default: 32 (PostgreSQL group-commits
+	// concurrent transactions in its WAL flush, so more connections mean more durable
+	// Updates per fsync, up to the CPU).
+	MaxConns int32
+	// Schema, when set, is the search_path of every connection: the store's tables live in
+	// it. It must exist. Tests use a fresh schema each to stay apart.
+	Schema string
+	// MaxAttempts bounds how many times Update runs fn when the transaction hits a
+	// serialization failure (40001) or a deadlock (40P01). Default: 10.
+	MaxAttempts int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 32
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 10
+	}
+	return o
+}
+
+// Store is the PostgreSQL store. It implements store.Store.
+type Store struct {
+	opts   Options
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+	once   sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value DSN), applies
+// pending migrations and returns the store.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors leave the password out.
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	// Update promises an fsync-durable commit whatever the server's default.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, pool, opts.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{opts: opts, pool: pool}, nil
+}
+
+// Dialect returns "postgres".
+func (s *Store) Dialect() string { return "postgres" }
+
+// Ping checks the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return s.pool.Ping(ctx)
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.closed.Store(true)
+		s.pool.Close()
+	})
+	return nil
+}
+
+// View runs fn with plain pooled queries: each read sees the data committed when it starts.
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return fn(&reader{q: s.pool})
+}
+
+// Update runs fn in one READ COMMITTED transaction and commits it. On a serialization
+// failure or a deadlock the whole transaction is rolled back and fn runs again, up to
+// MaxAttempts times, after a short jittered pause.
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		if s.closed.Load() {
+			return store.ErrClosed
+		}
+		err := s.attempt(ctx, fn)
+		if err == nil || !retryable(err) || attempt >= s.opts.MaxAttempts {
+			return err
+		}
+		// 1ms, 2ms, 4ms ... capped at 50ms; a random half to full of it.
+		d := min(time.Millisecond<<(attempt-1), 50*time.Millisecond)
+		d = d/2 + rand.N(d/2+1)
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+	}
+}
+
+func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		if s.closed.Load() {
+			return store.ErrClosed
+		}
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	t := &tx{reader: reader{q: ptx, forUpdate: true}, tx: ptx}
+	committed := false
+	defer func() {
+		t.finished.Store(true)
+		if !committed {
+			// Also on a panic in fn, which then carries on up the caller's stack.
+			_ = ptx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	// The commit must not be cut off half-way by the caller's context: its outcome would be
+	// unknown.
+	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+// retryable reports a serialization failure or a deadlock anywhere in err's chain.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+func uniqueViolation(err error) (*pgconn.PgError, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe, true
+	}
+	return nil, false
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	ms, err := sqlcore.Migrations(migrationsFS())
+	if err != nil {
+		return err
+	}
+	// One advisory lock per schema serializes processes migrating the same tables at once.
+	h := fnv.New64a()
+	h.Write([]byte("latchkey.migrate:" + schema))
+	lock := int64(h.Sum64())
+	for _, m := range ms {
+		if err := applyMigration(ctx, pool, lock, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, pool *pgxpool.Pool, lock int64, m sqlcore.Migration) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lock); err != nil {
+			return fmt.Errorf("postgres: migration lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    BIGINT NOT NULL PRIMARY KEY,
+			applied_at BIGINT NOT NULL)`); err != nil {
+			return fmt.Errorf("postgres: create schema_migrations: %w", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version = $1", m.Version).Scan(&n); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		// No arguments: pgx uses the simple protocol, which runs every statement of the file.
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+			m.Version, time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("postgres: migration %s: record: %w", m.Name, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,502 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
+)
+
+// querier is what both the pool (View) and a transaction (Update) offer.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+const (
+	qGetRecord       = "SELECT " + sqlcore.RecordColumns + " FROM records WHERE kind = $1 AND id = $2"
+	qCountRecords    = "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = $1 AND org_id = $2 LIMIT $3) AS capped"
+	qLookup          = "SELECT kind, id, org_id FROM record_keys WHERE name = $1 AND value = $2"
+	qGetActivity     = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE id = $1"
+	qGetActivityByFP = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE fingerprint = $1 AND status <> '" + store.ActivityStatusFailed + "'"
+
+	// qInsertRecord inserts the record and, only if it was new, its keys, in one statement
+	// that reports conflicts as counts instead of errors (an error would abort the
+	// transaction): a zero first count is a duplicate (kind, id); a second count short of the
+	// number of keys is a taken unique key, and the caller deletes the new record again.
+	qInsertRecord = `WITH r AS (
+		INSERT INTO records (kind, id, org_id, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (kind, id) DO NOTHING RETURNING 1
+	), k AS (
+		INSERT INTO record_keys (name, value, kind, id, org_id, uniq)
+		SELECT n, v, $1, $2, $3, u FROM unnest($7::text[], $8::text[], $9::bool[]) AS k(n, v, u)
+		WHERE EXISTS (SELECT 1 FROM r)
+		ON CONFLICT DO NOTHING RETURNING 1
+	) SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM k)`
+	qUpsertRecord = `INSERT INTO records (kind, id, org_id, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (kind, id) DO UPDATE SET org_id = excluded.org_id, data = excluded.data,
+		updated_at = excluded.updated_at, ` + sqlcore.KeepCreatedAt
+	qDeleteKeys = "DELETE FROM record_keys WHERE kind = $1 AND id = $2"
+	qInsertKeys = `INSERT INTO record_keys (name, value, kind, id, org_id, uniq)
+		SELECT n, v, $1, $2, $3, u FROM unnest($4::text[], $5::text[], $6::bool[]) AS k(n, v, u)`
+	qDeleteRecord = "WITH k AS (DELETE FROM record_keys WHERE kind = $1 AND id = $2) DELETE FROM records WHERE kind = $1 AND id = $2"
+	// qInsertActivity skips on any conflict, of id or of fingerprint; qUpdateActivity then
+	// tells them apart.
+	qInsertActivity = `INSERT INTO activities (id, org_id, fingerprint, status, type, created_at, updated_at, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`
+	qUpdateActivity = `UPDATE activities SET org_id = $2, fingerprint = $3, status = $4, type = $5,
+		created_at = $6, updated_at = $7, data = $8 WHERE id = $1`
+)
+
+func scanRecord(row pgx.Row) (store.Record, error) {
+	var r store.Record
+	var c, u int64
+	if err := row.Scan(&r.Kind, &r.ID, &r.OrgID, &r.Data, &c, &u); err != nil {
+		return store.Record{}, err
+	}
+	r.CreatedAt, r.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
+	return r, nil
+}
+
+func scanActivity(row pgx.Row) (store.Activity, error) {
+	var a store.Activity
+	var fp *string
+	var c, u int64
+	if err := row.Scan(&a.ID, &a.OrgID, &fp, &a.Status, &a.Type, &c, &u, &a.Data); err != nil {
+		return store.Activity{}, err
+	}
+	if fp != nil {
+		a.Fingerprint = *fp
+	}
+	a.CreatedAt, a.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
+	return a, nil
+}
+
+// reader implements store.Reader: on the pool in View, on the transaction in Update, where
+// Get locks the row it reads (forUpdate).
+type reader struct {
+	q         querier
+	forUpdate bool
+}
+
+func (r *reader) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	q := qGetRecord
+	if r.forUpdate {
+		q += " FOR UPDATE"
+	}
+	rec, err := scanRecord(r.q.QueryRow(ctx, q, kind, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Record{}, fmt.Errorf("%w: record %s/%s", store.ErrNotFound, kind, id)
+	}
+	if err != nil {
+		return store.Record{}, fmt.Errorf("postgres: get record %s/%s: %w", kind, id, err)
+	}
+	return rec, nil
+}
+
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (r *reader) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
+	query, args, reversed := sqlcore.ListRecords(sqlcore.Dollar, kind, orgID, opts)
+	rows, err := r.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list %s: %w", kind, err)
+	}
+	out, err := collect(rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list %s: %w", kind, err)
+	}
+	if reversed {
+		sqlcore.Reverse(out)
+	}
+	return out, nil
+}
+
+func (r *reader) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
+	var limit any // NULL: no limit
+	if atMost > 0 {
+		limit = atMost
+	}
+	var n int
+	if err := r.q.QueryRow(ctx, qCountRecords, kind, orgID, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count %s: %w", kind, err)
+	}
+	return n, nil
+}
+
+func (r *reader) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
+	rows, err := r.q.Query(ctx, qLookup, name, value)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lookup %s: %w", name, err)
+	}
+	out, err := collect(rows, func(row pgx.Row) (store.Ref, error) {
+		var ref store.Ref
+		err := row.Scan(&ref.Kind, &ref.ID, &ref.OrgID)
+		return ref, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lookup %s: %w", name, err)
+	}
+	return out, nil
+}
+
+func (r *reader) getActivity(ctx context.Context, what, query, arg string) (store.Activity, error) {
+	a, err := scanActivity(r.q.QueryRow(ctx, query, arg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Activity{}, fmt.Errorf("%w: activity %s", store.ErrNotFound, what)
+	}
+	if err != nil {
+		return store.Activity{}, fmt.Errorf("postgres: get activity %s: %w", what, err)
+	}
+	return a, nil
+}
+
+func (r *reader) GetActivity(ctx context.Context, id string) (store.Activity, error) {
+	return r.getActivity(ctx, id, qGetActivity, id)
+}
+
+func (r *reader) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
+	if fingerprint == "" {
+		return store.Activity{}, fmt.Errorf("%w: activity with empty fingerprint", store.ErrNotFound)
+	}
+	return r.getActivity(ctx, "by fingerprint", qGetActivityByFP, fingerprint)
+}
+
+func (r *reader) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
+	query, args, reversed, err := sqlcore.ListActivities(sqlcore.Dollar, orgID, f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list activities: %w", err)
+	}
+	out, err := collect(rows, scanActivity)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list activities: %w", err)
+	}
+	if reversed {
+		sqlcore.Reverse(out)
+	}
+	return out, nil
+}
+
+func (r *reader) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
+	query, args, err := sqlcore.CountActivities(sqlcore.Dollar, orgID, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := r.q.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count activities: %w", err)
+	}
+	return n, nil
+}
+
+var errTxDone = errors.New("postgres: transaction used after its Update fn returned")
+
+// tx is the store.Tx of one Update attempt.
+type tx struct {
+	reader
+	tx       pgx.Tx
+	depth    int
+	parent   *tx
+	finished atomic.Bool
+}
+
+var _ store.Tx = (*tx)(nil)
+
+func (t *tx) check(ctx context.Context) error {
+	for p := t; p != nil; p = p.parent {
+		if p.finished.Load() {
+			return errTxDone
+		}
+	}
+	return ctx.Err()
+}
+
+// guarded runs the queued statements of b as one pipeline (one round trip). When guard is
+// set they run inside a savepoint, so that a failure (a taken unique key) undoes them alone
+// and leaves the transaction usable. results reads each statement's result in order.
+func (t *tx) guarded(ctx context.Context, guard bool, b *pgx.Batch, results func(pgx.BatchResults) error) error {
+	if guard {
+		stmts := b.QueuedQueries
+		b = &pgx.Batch{}
+		b.Queue("SAVEPOINT lk_write")
+		b.QueuedQueries = append(b.QueuedQueries, stmts...)
+		b.Queue("RELEASE SAVEPOINT lk_write")
+	}
+	br := t.tx.SendBatch(ctx, b)
+	err := func() error {
+		if guard {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := results(br); err != nil {
+			return err
+		}
+		if guard {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && guard {
+		if _, rerr := t.tx.Exec(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT lk_write; RELEASE SAVEPOINT lk_write"); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+func keyArrays(keys []store.Key) (names, values []string, uniq []bool) {
+	names = make([]string, len(keys))
+	values = make([]string, len(keys))
+	uniq = make([]bool, len(keys))
+	for i, k := range keys {
+		names[i], values[i], uniq[i] = k.Name, k.Value, k.Unique
+	}
+	return names, values, uniq
+}
+
+func (t *tx) Put(ctx context.Context, rec store.Record, keys ...store.Key) error {
+	return t.put(ctx, false, rec, keys)
+}
+
+func (t *tx) Insert(ctx context.Context, rec store.Record, keys ...store.Key) error {
+	return t.put(ctx, true, rec, keys)
+}
+
+func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []store.Key) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if rec.Kind == "" || rec.ID == "" {
+		return fmt.Errorf("postgres: record needs a kind and an id")
+	}
+	created, err := sqlcore.Nanos(rec.CreatedAt)
+	if err != nil {
+		return err
+	}
+	updated, err := sqlcore.Nanos(rec.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	keys, anyUnique := sqlcore.NormalizeKeys(keys)
+	names, values, uniq := keyArrays(keys)
+	data := sqlcore.Data(rec.Data)
+	if insert {
+		var inserted, keyed int
+		err := t.tx.QueryRow(ctx, qInsertRecord, rec.Kind, rec.ID, rec.OrgID, data, created, updated, names, values, uniq).
+			Scan(&inserted, &keyed)
+		if err != nil {
+			return fmt.Errorf("postgres: insert %s/%s: %w", rec.Kind, rec.ID, err)
+		}
+		if inserted == 0 {
+			return fmt.Errorf("%w: record %s/%s", store.ErrAlreadyExists, rec.Kind, rec.ID)
+		}
+		if keyed < len(keys) {
+			if _, err := t.tx.Exec(ctx, qDeleteRecord, rec.Kind, rec.ID); err != nil {
+				return fmt.Errorf("postgres: insert %s/%s: undo: %w", rec.Kind, rec.ID, err)
+			}
+			return fmt.Errorf("%w: a unique key of record %s/%s is taken", store.ErrAlreadyExists, rec.Kind, rec.ID)
+		}
+		return nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(qUpsertRecord, rec.Kind, rec.ID, rec.OrgID, data, created, updated)
+	b.Queue(qDeleteKeys, rec.Kind, rec.ID)
+	if len(keys) > 0 {
+		b.Queue(qInsertKeys, rec.Kind, rec.ID, rec.OrgID, names, values, uniq)
+	}
+	n := b.Len()
+	// Only a unique key can fail once the record is written: a savepoint then undoes the
+	// record's write alone and keeps the transaction usable.
+	err = t.guarded(ctx, anyUnique, b, func(br pgx.BatchResults) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if _, ok := uniqueViolation(err); ok {
+		return fmt.Errorf("%w: a unique key of record %s/%s is taken", store.ErrAlreadyExists, rec.Kind, rec.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put %s/%s: %w", rec.Kind, rec.ID, err)
+	}
+	return nil
+}
+
+func (t *tx) Delete(ctx context.Context, kind, id string) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, qDeleteRecord, kind, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete %s/%s: %w", kind, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: record %s/%s", store.ErrNotFound, kind, id)
+	}
+	return nil
+}
+
+func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if a.ID == "" {
+		return fmt.Errorf("postgres: activity needs an id")
+	}
+	created, err := sqlcore.Nanos(a.CreatedAt)
+	if err != nil {
+		return err
+	}
+	updated, err := sqlcore.Nanos(a.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	var fp *string
+	if a.Fingerprint != "" {
+		fp = &a.Fingerprint
+	}
+	args := []any{a.ID, a.OrgID, fp, a.Status, a.Type, created, updated, sqlcore.Data(a.Data)}
+	// The common case, a new activity, needs one statement and no savepoint.
+	tag, err := t.tx.Exec(ctx, qInsertActivity, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: put activity %s: %w", a.ID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	// The id exists (update it), or the fingerprint is held (no row has the id). The update
+	// itself may collide on the fingerprint, so it runs in a savepoint.
+	b := &pgx.Batch{}
+	b.Queue(qUpdateActivity, args...)
+	guard := fp != nil && a.Status != store.ActivityStatusFailed
+	var updated1 int64
+	err = t.guarded(ctx, guard, b, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		updated1 = tag.RowsAffected()
+		return err
+	})
+	if _, ok := uniqueViolation(err); ok || (err == nil && updated1 == 0) {
+		return fmt.Errorf("%w: another activity holds the fingerprint of activity %s", store.ErrAlreadyExists, a.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put activity %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error) {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	name := "lk_s" + strconv.Itoa(t.depth+1)
+	if _, err := t.tx.Exec(ctx, "SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("postgres: savepoint: %w", err)
+	}
+	child := &tx{reader: t.reader, tx: t.tx, depth: t.depth + 1, parent: t}
+	normal := false
+	defer func() {
+		child.finished.Store(true)
+		var q string
+		if !normal || err != nil {
+			q = "ROLLBACK TO SAVEPOINT " + name + "; RELEASE SAVEPOINT " + name
+		} else {
+			q = "RELEASE SAVEPOINT " + name
+		}
+		if _, rerr := t.tx.Exec(context.WithoutCancel(ctx), q); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("postgres: end savepoint: %w", rerr))
+		}
+	}()
+	err = fn(child)
+	normal = true
+	return err
+}
+
+// The reads of a Tx check it is still live first.
+
+func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Record{}, err
+	}
+	return t.reader.Get(ctx, kind, id)
+}
+
+func (t *tx) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.List(ctx, kind, orgID, opts)
+}
+
+func (t *tx) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	return t.reader.Count(ctx, kind, orgID, atMost)
+}
+
+func (t *tx) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.Lookup(ctx, name, value)
+}
+
+func (t *tx) GetActivity(ctx context.Context, id string) (store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Activity{}, err
+	}
+	return t.reader.GetActivity(ctx, id)
+}
+
+func (t *tx) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Activity{}, err
+	}
+	return t.reader.GetActivityByFingerprint(ctx, fingerprint)
+}
+
+func (t *tx) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.ListActivities(ctx, orgID, f)
+}
+
+func (t *tx) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	return t.reader.CountActivities(ctx, orgID, f)
+}

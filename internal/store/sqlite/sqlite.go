@@ -1,0 +1,256 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Options tune Open. The zero value is ready to use.
+type Options struct {
+	// ReadConns is the size of the read-only connection pool behind View. Default:
+	// max(4, 2*GOMAXPROCS).
+	ReadConns int
+	// BusyTimeout is how long a statement waits for a lock held by another process (say, a
+	// second latchkey binary opened on the same file) before failing. Default: 5s.
+	BusyTimeout time.Duration
+	// MaxBatch caps how many Updates share one transaction and one fsync. Default: 512.
+	MaxBatch int
+	// QueueLength is how many Updates may wait for the writer before Update blocks on
+	// enqueueing. Default: 4 * MaxBatch.
+	QueueLength int
+}
+
+func (o Options) withDefaults() Options {
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.QueueLength <= 0 {
+		o.QueueLength = 4 * o.MaxBatch
+	}
+	return o
+}
+
+// Store is the SQLite store. It implements store.Store.
+type Store struct {
+	opts   Options
+	wdb    *sql.DB // one connection, held by the writer
+	rdb    *sql.DB // read-only pool
+	reads  *reader
+	w      *writer
+	mu     sync.RWMutex // held for reading while enqueueing; Close takes it to stop enqueues
+	closed atomic.Bool
+	once   sync.Once
+	cerr   error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if missing) the database file at path, applies pending migrations and
+// starts the writer.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || path == ":memory:" {
+		return nil, fmt.Errorf("sqlite: %q is not a plain database file path", path)
+	}
+	// Create the file private to its owner: it holds (sealed) secrets and their metadata.
+	// SQLite gives the -wal and -shm files the same mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, fmt.Errorf("sqlite: create database file: %w", err)
+	} else {
+		f.Close()
+	}
+	busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+	common := path + "?_busy_timeout=" + busy + "&_foreign_keys=0"
+	wdb, err := sql.Open("sqlite", common+"&_journal_mode=WAL&_synchronous=FULL")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open writer: %w", err)
+	}
+	fail := func(err error) (*Store, error) {
+		conn.Close()
+		wdb.Close()
+		return nil, err
+	}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fail(fmt.Errorf("sqlite: read journal mode: %w", err))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("sqlite: journal mode is %q, want wal", mode))
+	}
+	if err := migrate(ctx, conn); err != nil {
+		return fail(err)
+	}
+	rdb, err := sql.Open("sqlite", common+"&_query_only=1")
+	if err != nil {
+		return fail(fmt.Errorf("sqlite: open readers: %w", err))
+	}
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	rdb.SetConnMaxLifetime(0)
+	rdb.SetConnMaxIdleTime(0)
+
+	w, err := newWriter(ctx, conn, opts)
+	if err != nil {
+		rdb.Close()
+		return fail(err)
+	}
+	s := &Store{
+		opts:  opts,
+		wdb:   wdb,
+		rdb:   rdb,
+		reads: &reader{q: &queries{cache: newStmtCache(rdb)}},
+		w:     w,
+	}
+	go w.run()
+	return s, nil
+}
+
+// Dialect returns "sqlite".
+func (s *Store) Dialect() string { return "sqlite" }
+
+// Ping checks the file can be read.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return s.rdb.PingContext(ctx)
+}
+
+// View runs fn over committed data, on the read-only pool. Each read sees the data committed
+// when it starts.
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return fn(s.reads)
+}
+
+// Update queues fn for the writer, which runs it inside a savepoint of the batch transaction
+// it is building, and returns after that transaction is durably committed. See the package
+// documentation.
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
+	s.mu.RLock()
+	if s.closed.Load() {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case s.w.jobs <- j:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+			return ctx.Err()
+		}
+		// The writer has taken it: its outcome (committed or not) is what we report.
+		<-j.done
+	}
+	if j.panicked {
+		panic(j.panicVal)
+	}
+	return j.err
+}
+
+// Close waits for queued Updates to finish, then closes the database. Later calls return
+// store.ErrClosed.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed.Store(true)
+		s.mu.Unlock()
+		close(s.w.quit)
+		<-s.w.stopped
+		s.cerr = errors.Join(s.w.close(), s.reads.q.cache.close(), s.wdb.Close(), s.rdb.Close())
+	})
+	return s.cerr
+}
+
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	ms, err := sqlcore.Migrations(mustSub(migrationFiles))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if err := applyMigration(ctx, conn, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, conn *sql.Conn, m sqlcore.Migration) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("sqlite: migration %s: begin: %w", m.Name, err)
+	}
+	defer func() {
+		if err != nil {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
+	}
+	if n > 0 {
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+		m.Version, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("sqlite: migration %s: record: %w", m.Name, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("sqlite: migration %s: commit: %w", m.Name, err)
+	}
+	return nil
+}

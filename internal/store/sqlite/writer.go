@@ -1,0 +1,416 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
+)
+
+// Job states. A job is queued until the writer takes it or its caller abandons it (context
+// done while still queued); whichever CAS wins decides.
+const (
+	jobQueued int32 = iota
+	jobTaken
+	jobAbandoned
+)
+
+// job is one Update waiting for, or run by, the writer.
+type job struct {
+	ctx   context.Context
+	fn    func(store.Tx) error
+	state atomic.Int32
+	// Set by the writer before done is closed.
+	err      error
+	panicked bool
+	panicVal any
+	done     chan struct{}
+}
+
+// writer owns the one read-write connection. Only its goroutine (run) touches the connection,
+// and every Update's fn runs on that goroutine.
+type writer struct {
+	conn     *sql.Conn
+	q        *queries
+	r        *reader
+	jobs     chan *job
+	quit     chan struct{}
+	stopped  chan struct{}
+	maxBatch int
+	batch    []*job
+
+	// Statistics, for tests and metrics.
+	commits atomic.Int64 // committed batch transactions
+	jobsRun atomic.Int64 // jobs run in committed batches (succeeded or rolled back to their savepoint)
+}
+
+var writerStatements = []string{
+	qGetRecord, qInsertRecord, qUpsertRecord, qDeleteKeys, qInsertKey, qDeleteRecord,
+	qUpsertActivity, qGetActivity, qGetActivityByFP, qLookup, qCountRecords,
+	qSavepointWrite, qRollbackToWrite, qReleaseWrite,
+	qSavepointJob, qRollbackToJob, qReleaseJob,
+	qBeginImmediate, qCommit, qRollback,
+}
+
+func newWriter(ctx context.Context, conn *sql.Conn, opts Options) (*writer, error) {
+	q := &queries{cache: newStmtCache(conn), background: true}
+	for _, s := range writerStatements {
+		if _, err := q.cache.stmt(ctx, s); err != nil {
+			q.cache.close()
+			return nil, fmt.Errorf("sqlite: prepare writer statements: %w", err)
+		}
+	}
+	return &writer{
+		conn:     conn,
+		q:        q,
+		r:        &reader{q: q},
+		jobs:     make(chan *job, opts.QueueLength),
+		quit:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+		maxBatch: opts.MaxBatch,
+	}, nil
+}
+
+func (w *writer) close() error {
+	return errors.Join(w.q.cache.close(), w.conn.Close())
+}
+
+// run is the writer goroutine. It waits for a job, then builds one batch transaction from that
+// job and every job already queued behind it, commits, and acknowledges them all. It never
+// waits for more jobs to arrive: an idle store commits a lone Update at once.
+func (w *writer) run() {
+	defer close(w.stopped)
+	for {
+		select {
+		case j := <-w.jobs:
+			w.runBatch(j)
+		case <-w.quit:
+			// Close stopped new enqueues before closing quit: finish what is queued.
+			for {
+				select {
+				case j := <-w.jobs:
+					w.runBatch(j)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (w *writer) exec(query string) error {
+	_, err := w.q.exec(context.Background(), query)
+	return err
+}
+
+func (w *writer) runBatch(first *job) {
+	if !first.state.CompareAndSwap(jobQueued, jobTaken) {
+		return // abandoned by its caller
+	}
+	batch := append(w.batch[:0], first)
+	var fatal error
+	if err := w.exec(qBeginImmediate); err != nil {
+		fatal = fmt.Errorf("sqlite: begin: %w", err)
+	} else {
+		fatal = w.runJob(first)
+	}
+	for fatal == nil && len(batch) < w.maxBatch {
+		var j *job
+		select {
+		case j = <-w.jobs:
+		default:
+		}
+		if j == nil {
+			break
+		}
+		if !j.state.CompareAndSwap(jobQueued, jobTaken) {
+			continue
+		}
+		batch = append(batch, j)
+		fatal = w.runJob(j)
+	}
+	if fatal == nil {
+		if err := w.exec(qCommit); err != nil {
+			fatal = fmt.Errorf("sqlite: commit: %w", err)
+		}
+	}
+	if fatal != nil {
+		// Nothing of this batch is kept. ROLLBACK fails harmlessly if SQLite already
+		// rolled back on its own (disk full, I/O error).
+		_ = w.exec(qRollback)
+		for _, j := range batch {
+			if !j.panicked {
+				j.err = fatal
+			}
+		}
+	} else {
+		w.commits.Add(1)
+		w.jobsRun.Add(int64(len(batch)))
+	}
+	for i, j := range batch {
+		close(j.done)
+		batch[i] = nil
+	}
+	w.batch = batch[:0]
+}
+
+// runJob runs one job inside SAVEPOINT j of the batch transaction, rolling back to it when fn
+// fails. The returned error is fatal to the whole batch (the savepoint machinery itself broke);
+// fn's own error goes to the job.
+func (w *writer) runJob(j *job) error {
+	if err := w.exec(qSavepointJob); err != nil {
+		return fmt.Errorf("sqlite: savepoint: %w", err)
+	}
+	t := &tx{reader: w.r, w: w}
+	j.err, j.panicked, j.panicVal = call(j.fn, t)
+	t.finished.Store(true)
+	if j.err != nil || j.panicked {
+		if err := w.exec(qRollbackToJob); err != nil {
+			return fmt.Errorf("sqlite: rollback to savepoint: %w", err)
+		}
+	}
+	if err := w.exec(qReleaseJob); err != nil {
+		return fmt.Errorf("sqlite: release savepoint: %w", err)
+	}
+	return nil
+}
+
+// call runs fn, turning a panic into a value the caller's goroutine re-raises.
+func call(fn func(store.Tx) error, t store.Tx) (err error, panicked bool, panicVal any) {
+	normal := false
+	defer func() {
+		if !normal {
+			panicked = true
+			panicVal = recover()
+			if panicVal == nil {
+				panicVal = errors.New("sqlite: Update fn panicked with nil")
+			}
+		}
+	}()
+	err = fn(t)
+	normal = true
+	return err, false, nil
+}
+
+// errTxDone is returned by a Tx used after its fn returned.
+var errTxDone = errors.New("sqlite: transaction used after its Update fn returned")
+
+// tx is the store.Tx given to an Update's fn: reads and writes on the writer's connection,
+// inside the batch transaction.
+type tx struct {
+	*reader
+	w        *writer
+	depth    int // savepoint nesting of this Tx (0: the job's own savepoint)
+	finished atomic.Bool
+	parent   *tx
+}
+
+var _ store.Tx = (*tx)(nil)
+
+func (t *tx) check(ctx context.Context) error {
+	for p := t; p != nil; p = p.parent {
+		if p.finished.Load() {
+			return errTxDone
+		}
+	}
+	return ctx.Err()
+}
+
+func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Record{}, err
+	}
+	return t.reader.Get(ctx, kind, id)
+}
+
+func (t *tx) Put(ctx context.Context, rec store.Record, keys ...store.Key) error {
+	return t.put(ctx, qUpsertRecord, rec, keys)
+}
+
+func (t *tx) Insert(ctx context.Context, rec store.Record, keys ...store.Key) error {
+	return t.put(ctx, qInsertRecord, rec, keys)
+}
+
+func (t *tx) put(ctx context.Context, stmt string, rec store.Record, keys []store.Key) (err error) {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if rec.Kind == "" || rec.ID == "" {
+		return fmt.Errorf("sqlite: record needs a kind and an id")
+	}
+	created, err := sqlcore.Nanos(rec.CreatedAt)
+	if err != nil {
+		return err
+	}
+	updated, err := sqlcore.Nanos(rec.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	keys, anyUnique := sqlcore.NormalizeKeys(keys)
+	// Only a unique key can fail after the record row is written; guard those writes with a
+	// savepoint so a taken key leaves the record as it was.
+	if anyUnique {
+		if _, err := t.w.q.exec(ctx, qSavepointWrite); err != nil {
+			return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
+		}
+		defer func() {
+			if err != nil {
+				if _, rerr := t.w.q.exec(context.Background(), qRollbackToWrite); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
+			if _, rerr := t.w.q.exec(context.Background(), qReleaseWrite); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}()
+	}
+	if _, err := t.w.q.exec(ctx, stmt, rec.Kind, rec.ID, rec.OrgID, sqlcore.Data(rec.Data), created, updated); err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: record %s/%s", store.ErrAlreadyExists, rec.Kind, rec.ID)
+		}
+		return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
+	}
+	if stmt == qUpsertRecord {
+		if _, err := t.w.q.exec(ctx, qDeleteKeys, rec.Kind, rec.ID); err != nil {
+			return fmt.Errorf("sqlite: put %s/%s: replace keys: %w", rec.Kind, rec.ID, err)
+		}
+	}
+	for _, k := range keys {
+		if _, err := t.w.q.exec(ctx, qInsertKey, k.Name, k.Value, rec.Kind, rec.ID, rec.OrgID, k.Unique); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: unique key %q for record %s/%s is taken", store.ErrAlreadyExists, k.Name, rec.Kind, rec.ID)
+			}
+			return fmt.Errorf("sqlite: put %s/%s: key %q: %w", rec.Kind, rec.ID, k.Name, err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) Delete(ctx context.Context, kind, id string) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	res, err := t.w.q.exec(ctx, qDeleteRecord, kind, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete %s/%s: %w", kind, id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: delete %s/%s: %w", kind, id, err)
+	} else if n == 0 {
+		return fmt.Errorf("%w: record %s/%s", store.ErrNotFound, kind, id)
+	}
+	if _, err := t.w.q.exec(ctx, qDeleteKeys, kind, id); err != nil {
+		return fmt.Errorf("sqlite: delete %s/%s: keys: %w", kind, id, err)
+	}
+	return nil
+}
+
+func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if a.ID == "" {
+		return fmt.Errorf("sqlite: activity needs an id")
+	}
+	created, err := sqlcore.Nanos(a.CreatedAt)
+	if err != nil {
+		return err
+	}
+	updated, err := sqlcore.Nanos(a.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	var fp any
+	if a.Fingerprint != "" {
+		fp = a.Fingerprint
+	}
+	if _, err := t.w.q.exec(ctx, qUpsertActivity, a.ID, a.OrgID, fp, a.Status, a.Type, created, updated, sqlcore.Data(a.Data)); err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: another activity holds the fingerprint of activity %s", store.ErrAlreadyExists, a.ID)
+		}
+		return fmt.Errorf("sqlite: put activity %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error) {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	name := "s" + strconv.Itoa(t.depth+1)
+	if _, err := t.w.q.exec(ctx, "SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("sqlite: savepoint: %w", err)
+	}
+	child := &tx{reader: t.reader, w: t.w, depth: t.depth + 1, parent: t}
+	normal := false
+	defer func() {
+		child.finished.Store(true)
+		if !normal || err != nil {
+			if _, rerr := t.w.q.exec(context.Background(), "ROLLBACK TO "+name); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("sqlite: rollback to savepoint: %w", rerr))
+			}
+		}
+		if _, rerr := t.w.q.exec(context.Background(), "RELEASE "+name); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("sqlite: release savepoint: %w", rerr))
+		}
+	}()
+	err = fn(child)
+	normal = true
+	return err
+}
+
+// The reads of a Tx check it is still live first.
+
+func (t *tx) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.List(ctx, kind, orgID, opts)
+}
+
+func (t *tx) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	return t.reader.Count(ctx, kind, orgID, atMost)
+}
+
+func (t *tx) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.Lookup(ctx, name, value)
+}
+
+func (t *tx) GetActivity(ctx context.Context, id string) (store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Activity{}, err
+	}
+	return t.reader.GetActivity(ctx, id)
+}
+
+func (t *tx) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Activity{}, err
+	}
+	return t.reader.GetActivityByFingerprint(ctx, fingerprint)
+}
+
+func (t *tx) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.reader.ListActivities(ctx, orgID, f)
+}
+
+func (t *tx) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	return t.reader.CountActivities(ctx, orgID, f)
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every driver returns (wrapped or not; test with errors.Is).
+var (
+	// ErrNotFound: the record, activity or key does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrAlreadyExists: a record with that (kind, id) exists, or a unique key is taken.
+	ErrAlreadyExists = errors.New("store: already exists")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Record is one stored resource: an organization, a user, an API key, a wallet, a tag, a server
+// key... The store does not interpret Data (JSON, possibly holding sealed fields); the domain
+// packages above it do.
+type Record struct {
+	Kind  string // e.g. "organization", "user", "api_key"
+	ID    string // unique within Kind (UUIDs in practice)
+	OrgID string // owning organization; for an organization, its parent ("" for top-level)
+	Data  []byte // opaque to the store
+	// CreatedAt is set by the caller on first Put and kept as given; UpdatedAt on every Put.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Key is a secondary index entry of a record, written and replaced with the record by Put.
+// Lookups by (Name, Value) find the records carrying it. A Unique key may be carried by one record
+// at a time: a Put that would give it a second record fails with ErrAlreadyExists.
+type Key struct {
+	Name   string // e.g. "api_key.public_key", "user.email", "user_tag.name"
+	Value  string
+	Unique bool
+}
+
+// Ref names a record found by a key lookup.
+type Ref struct {
+	Kind  string
+	ID    string
+	OrgID string
+}
+
+// ListOptions pages through the records of one kind in one organization, ordered by
+// (CreatedAt, ID), ascending unless Desc.
+type ListOptions struct {
+	Limit  int    // 0 means no limit
+	After  string // id of a record: return only those that come after it in the order
+	Before string // id of a record: return only those that come before it in the order
+	Desc   bool
+}
+
+// Activity is one stored activity. Data is the activity JSON (opaque to the store); the other
+// fields are kept beside it so they can be searched.
+type Activity struct {
+	ID          string
+	OrgID       string
+	Fingerprint string // unique among activities whose Status is not ActivityStatusFailed
+	Status      string
+	Type        string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	Data        []byte
+}
+
+// ActivityStatusFailed is the status whose activities do not hold their fingerprint: a failed
+// request may be sent again with the same bytes.
+const ActivityStatusFailed = "ACTIVITY_STATUS_FAILED"
+
+// ActivityFilter selects and pages activities of one organization, newest first
+// (CreatedAt desc, ID desc). After/Before are activity ids, as in ListOptions.
+type ActivityFilter struct {
+	Statuses []string // empty: any
+	Types    []string // empty: any
+	Limit    int      // 0: no limit
+	After    string
+	Before   string
+	// Since, when not zero, keeps only activities created at or after it.
+	Since time.Time
+}
+
+// Reader reads. Inside Update it sees the transaction's own writes.
+type Reader interface {
+	// Get returns the record, or ErrNotFound. Inside Update it locks the record against other
+	// writers until the transaction ends (SELECT ... FOR UPDATE on PostgreSQL).
+	Get(ctx context.Context, kind, id string) (Record, error)
+	// List returns the records of kind owned by orgID.
+	List(ctx context.Context, kind, orgID string, opts ListOptions) ([]Record, error)
+	// Count returns how many records of kind orgID owns, counting no further than atMost
+	// (atMost <= 0: count them all). Limit checks pass the limit, so their cost stays bounded
+	// however many records exist.
+	Count(ctx context.Context, kind, orgID string, atMost int) (int, error)
+	// Lookup returns the records carrying the key (name, value), in no particular order.
+	Lookup(ctx context.Context, name, value string) ([]Ref, error)
+	// GetActivity returns an activity by id, or ErrNotFound.
+	GetActivity(ctx context.Context, id string) (Activity, error)
+	// GetActivityByFingerprint returns the activity holding the fingerprint (not FAILED), or
+	// ErrNotFound.
+	GetActivityByFingerprint(ctx context.Context, fingerprint string) (Activity, error)
+	// ListActivities returns the activities of an organization.
+	ListActivities(ctx context.Context, orgID string, f ActivityFilter) ([]Activity, error)
+	// CountActivities counts the activities of an organization matching the filter's
+	// Statuses, Types and Since ("" orgID: of all organizations).
+	CountActivities(ctx context.Context, orgID string, f ActivityFilter) (int, error)
+}
+
+// Tx writes. Everything written in one Update commits together or not at all.
+type Tx interface {
+	Reader
+	// Put inserts or replaces the record and replaces its keys with keys.
+	Put(ctx context.Context, rec Record, keys ...Key) error
+	// Insert is Put that fails with ErrAlreadyExists when (Kind, ID) exists.
+	Insert(ctx context.Context, rec Record, keys ...Key) error
+	// Delete removes the record and its keys; ErrNotFound if absent.
+	Delete(ctx context.Context, kind, id string) error
+	// PutActivity inserts or replaces an activity. A second non-FAILED activity with the same
+	// fingerprint fails with ErrAlreadyExists.
+	PutActivity(ctx context.Context, a Activity) error
+	// Savepoint runs fn; if fn fails, its writes are undone and the rest of the transaction
+	// carries on. fn's error is returned.
+	Savepoint(ctx context.Context, fn func(Tx) error) error
+}
+
+// Store is the persistence of Latchkey: SQLite (embedded) or PostgreSQL.
+type Store interface {
+	// View runs fn over committed data. Its reads need not be one snapshot.
+	View(ctx context.Context, fn func(Reader) error) error
+	// Update runs fn in one transaction and commits it durably (fsync) before returning nil.
+	// Concurrent Updates may share one commit. fn may be run more than once (after a
+	// serialization failure or deadlock), so it must have no effects outside the Tx. If fn
+	// fails nothing it wrote is kept and its error is returned.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Ping checks the database is reachable.
+	Ping(ctx context.Context) error
+	// Dialect names the driver: "sqlite" or "postgres".
+	Dialect() string
+	Close() error
+}
