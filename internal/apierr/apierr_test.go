@@ -1,0 +1,55 @@
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestRender(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		code   int
+		msg    string
+		tk     string
+	}{
+		{"invalid", Invalid("parameters.userName", "too long"), 400, 3, "parameters.userName: too long", "INVALID_REQUEST"},
+		{"required", Required("parameters.userIds"), 400, 3, "parameters.userIds is required", "INVALID_REQUEST"},
+		{"not found", NotFoundf("user not found: %s", "u1"), 404, 5, "user not found: u1", "NOT_FOUND"},
+		{"denied", Denied("no"), 403, 7, "no", "REQUEST_NOT_AUTHORIZED"},
+		{"unauthenticated", Unauth("API_KEY_EXPIRED", "expired"), 401, 16, "expired", "API_KEY_EXPIRED"},
+		{"unsupported", Unsupported("/public/v1/submit/x"), 501, 12, "/public/v1/submit/x is not supported by Latchkey", "NOT_SUPPORTED"},
+		{"exhausted", New(ResourceExhausted, "RESOURCE_EXHAUSTED", "too many"), 429, 8, "too many", "RESOURCE_EXHAUSTED"},
+		{"foreign error hides its text", errors.New("secret detail"), 500, 13, "internal error", "INTERNAL"},
+		{"internal hides its cause", Internalf(errors.New("secret detail"), "reading user"), 500, 13, "reading user", "INTERNAL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			Render(w, tc.err)
+			if w.Code != tc.status {
+				t.Fatalf("status %d, want %d", w.Code, tc.status)
+			}
+			var s Status
+			if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Code != tc.code || s.Message != tc.msg || len(s.Details) != 1 || s.Details[0].TurnkeyErrorCode != tc.tk || s.Details[0].Type != DetailType {
+				t.Fatalf("rendered %s", w.Body.String())
+			}
+			if w.Header().Get("Content-Type") != "application/json" {
+				t.Fatal("content type")
+			}
+		})
+	}
+}
+
+func TestFromUnwraps(t *testing.T) {
+	e := Denied("x")
+	wrapped := errors.Join(errors.New("ctx"), e)
+	if From(wrapped) != e {
+		t.Fatal("From did not find the wrapped *Error")
+	}
+}
