@@ -1,0 +1,391 @@
+package activity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Activity statuses.
+const (
+	StatusCompleted       = "ACTIVITY_STATUS_COMPLETED"
+	StatusFailed          = "ACTIVITY_STATUS_FAILED"
+	StatusConsensusNeeded = "ACTIVITY_STATUS_CONSENSUS_NEEDED"
+	StatusRejected        = "ACTIVITY_STATUS_REJECTED"
+	StatusPending         = "ACTIVITY_STATUS_PENDING"
+)
+
+// The timestampMs window (turnkey-wire.md §8).
+const (
+	MaxAge    = time.Hour
+	MaxFuture = 5 * time.Minute
+)
+
+// Services are what handlers may use besides the transaction.
+type Services struct {
+	Store      store.Store
+	Keyring    *custody.Keyring
+	ServerKeys *custody.ServerKeys
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// Engine runs activities and queries.
+type Engine struct {
+	svc *Services
+	reg *Registry
+	// Authorize decides whether the caller may submit the activity. It is the one seam the
+	// policy engine replaces; the default is InterimAuthorize.
+	Authorize func(x *Exec, op *Operation, intent any) error
+}
+
+// NewEngine returns an engine serving reg.
+func NewEngine(svc *Services, reg *Registry) *Engine {
+	if svc.Now == nil {
+		svc.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if svc.Log == nil {
+		svc.Log = slog.Default()
+	}
+	return &Engine{svc: svc, reg: reg, Authorize: InterimAuthorize}
+}
+
+// Services returns the engine's services.
+func (e *Engine) Services() *Services { return e.svc }
+
+// Registry returns the engine's registry.
+func (e *Engine) Registry() *Registry { return e.reg }
+
+// Fingerprint is the activity fingerprint of a request body.
+func Fingerprint(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ParseEnvelope decodes and checks a submit body's envelope.
+func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
+	var env struct {
+		wire.SubmitEnvelope
+		TimestampMs json.RawMessage `json:"timestampMs"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, jsonError("", err)
+	}
+	// SDKs send timestampMs as a string; accept a JSON number too.
+	ts := strings.Trim(string(env.TimestampMs), `"`)
+	env.SubmitEnvelope.TimestampMs = ts
+	if err := env.SubmitEnvelope.Validate(""); err != nil {
+		return nil, fieldError(err)
+	}
+	return &env.SubmitEnvelope, nil
+}
+
+// SubmitRequest is a verified submit request.
+type SubmitRequest struct {
+	Path   string
+	Raw    []byte
+	Env    *wire.SubmitEnvelope
+	Caller *directory.Caller
+}
+
+// Submit runs a submit request and returns the activity JSON (the value of "activity").
+func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) {
+	op, w, err := e.lookupSubmit(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	version, ok := w.Version(req.Env.Type)
+	if !ok {
+		return nil, apierr.Invalid("type", "%s is not an activity type of %s (expected %s)", req.Env.Type, w.Route, w.Versions[0].Type)
+	}
+	now := e.svc.Now()
+	if err := checkTimestamp(req.Env.TimestampMs, now); err != nil {
+		return nil, err
+	}
+	fp := Fingerprint(req.Raw)
+	if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
+		return data, err
+	}
+	intent := version.NewIntent()
+	if err := json.Unmarshal(req.Env.Parameters, intent); err != nil {
+		return nil, jsonError("parameters", err)
+	}
+	if err := intent.Validate("parameters"); err != nil {
+		return nil, fieldError(err)
+	}
+	actType := version.Type
+	if version.Unlisted {
+		actType = w.Versions[0].Type
+	}
+	shown := any(intent)
+	if op.Redact != nil {
+		shown = op.Redact(intent)
+	}
+	intentJSON, err := json.Marshal(map[string]any{version.IntentMember: shown})
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding intent")
+	}
+
+	var data []byte
+	var execErr error
+	err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+		now := e.svc.Now()
+		x := &Exec{Ctx: ctx, Tx: tx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
+			Type: actType, Now: now, Services: e.svc}
+		var result any
+		execErr = e.Authorize(x, op, intent)
+		if execErr == nil {
+			execErr = tx.Savepoint(ctx, func(tx store.Tx) error {
+				x.Tx = tx
+				var err error
+				result, err = op.Execute(x, intent)
+				return err
+			})
+			x.Tx = tx
+		}
+		a := &Wire{
+			ID: x.ActivityID, OrganizationID: x.OrgID, Type: actType, Intent: intentJSON,
+			Votes:       []wire.Vote{initiatorVote(x, req.Raw)},
+			Fingerprint: fp, CreatedAt: Timestamp(now), UpdatedAt: Timestamp(now),
+		}
+		if execErr != nil {
+			st := apierr.ToStatus(execErr)
+			a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
+		} else {
+			if result == nil {
+				result = struct{}{}
+			}
+			res, err := json.Marshal(map[string]any{resultMember(version.IntentMember, w.ResultMember): result})
+			if err != nil {
+				return apierr.Internalf(err, "encoding result")
+			}
+			a.Status, a.Result = StatusCompleted, res
+		}
+		var err error
+		if data, err = json.Marshal(a); err != nil {
+			return apierr.Internalf(err, "encoding activity")
+		}
+		return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
+			Status: a.Status, Type: a.Type, CreatedAt: now, UpdatedAt: now, Data: data})
+	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		// The same bytes were submitted concurrently: return the activity that won.
+		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
+			return data, err
+		}
+	}
+	if err != nil {
+		return nil, storeFailure(err)
+	}
+	if execErr != nil {
+		if ae := apierr.From(execErr); ae.Code == apierr.Internal {
+			e.svc.Log.Error("activity failed", "path", req.Path, "err", execErr)
+		}
+		return nil, execErr
+	}
+	return data, nil
+}
+
+func (e *Engine) existing(ctx context.Context, fp, orgID string) ([]byte, bool, error) {
+	var a store.Activity
+	err := e.svc.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		a, err = r.GetActivityByFingerprint(ctx, fp)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, storeFailure(err)
+	case a.OrgID != orgID:
+		return nil, false, apierr.Invalid("organizationId", "an activity with this fingerprint belongs to another organization")
+	}
+	return a.Data, true, nil
+}
+
+func (e *Engine) lookupSubmit(path string) (*Operation, *wire.Op, error) {
+	w, ok := wire.Lookup(wire.Submit, path)
+	if !ok {
+		return nil, nil, apierr.NotFoundf("unknown operation: /public/v1/submit/%s", path)
+	}
+	op := e.reg.submit[path]
+	if op == nil {
+		return nil, nil, apierr.Unsupported("/public/v1/submit/" + path)
+	}
+	return op, w, nil
+}
+
+// QueryRequest is a verified query request.
+type QueryRequest struct {
+	Path   string
+	Raw    []byte
+	Caller *directory.Caller
+}
+
+// Query runs a query and returns the response value to encode.
+func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
+	w, ok := wire.Lookup(wire.Query, req.Path)
+	if !ok {
+		return nil, apierr.NotFoundf("unknown operation: /public/v1/query/%s", req.Path)
+	}
+	op := e.reg.query[req.Path]
+	if op == nil {
+		return nil, apierr.Unsupported("/public/v1/query/" + req.Path)
+	}
+	body := w.NewRequest()
+	if err := json.Unmarshal(req.Raw, body); err != nil {
+		return nil, jsonError("", err)
+	}
+	if err := body.Validate(""); err != nil {
+		return nil, fieldError(err)
+	}
+	var out any
+	err := e.svc.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		out, err = op.Execute(&Read{Ctx: ctx, R: r, Caller: req.Caller, OrgID: req.Caller.Target.ID, Now: e.svc.Now(), Services: e.svc}, body)
+		return err
+	})
+	if err != nil {
+		var ae *apierr.Error
+		if !errors.As(err, &ae) {
+			return nil, storeFailure(err)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkTimestamp(s string, now time.Time) error {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return apierr.Invalid("timestampMs", "must be a decimal number of milliseconds, got %q", s)
+	}
+	t := time.UnixMilli(ms)
+	if t.Before(now.Add(-MaxAge)) {
+		return apierr.New(apierr.InvalidArgument, "INVALID_TIMESTAMP", "timestampMs: request is stale: %s is more than 1 hour old", t.UTC().Format(time.RFC3339))
+	}
+	if t.After(now.Add(MaxFuture)) {
+		return apierr.New(apierr.InvalidArgument, "INVALID_TIMESTAMP", "timestampMs: request is from the future: %s is more than 5 minutes ahead", t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func fieldError(err error) error {
+	var fe *wire.FieldError
+	if errors.As(err, &fe) {
+		return apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "%s", fe.Error())
+	}
+	return apierr.Invalid("", "%v", err)
+}
+
+// jsonError turns a decoding failure into a 400 naming the field where possible.
+func jsonError(prefix string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if prefix != "" && field != "" {
+			field = prefix + "." + field
+		} else if field == "" {
+			field = prefix
+		}
+		if field == "" {
+			field = "body"
+		}
+		return apierr.Invalid(field, "expected %s, got JSON %s", goKind(te.Type.String()), te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return apierr.Invalid("body", "malformed JSON at byte %d", se.Offset)
+	}
+	where := prefix
+	if where == "" {
+		where = "body"
+	}
+	return apierr.Invalid(where, "malformed JSON: %v", err)
+}
+
+func goKind(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case t == "string":
+		return "a string"
+	case t == "bool", t == "*bool":
+		return "a boolean"
+	case strings.Contains(t, "int"), strings.Contains(t, "float"):
+		return "a number"
+	case strings.HasPrefix(t, "map"), strings.HasPrefix(t, "wire."), strings.HasPrefix(t, "*wire."):
+		return "an object"
+	}
+	return t
+}
+
+func storeFailure(err error) error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+}
+
+// Timestamp renders a time as the swagger's {seconds, nanos} with string members.
+func Timestamp(t time.Time) wire.Externaldatav1Timestamp {
+	return wire.Externaldatav1Timestamp{Seconds: strconv.FormatInt(t.Unix(), 10), Nanos: strconv.Itoa(t.Nanosecond())}
+}
+
+// Wire is the activity as stored and returned.
+type Wire struct {
+	ID             string                       `json:"id"`
+	OrganizationID string                       `json:"organizationId"`
+	Status         string                       `json:"status"`
+	Type           string                       `json:"type"`
+	Intent         json.RawMessage              `json:"intent"`
+	Result         json.RawMessage              `json:"result"`
+	Votes          []wire.Vote                  `json:"votes"`
+	AppProofs      []json.RawMessage            `json:"appProofs,omitempty"`
+	Fingerprint    string                       `json:"fingerprint"`
+	CanApprove     bool                         `json:"canApprove"`
+	CanReject      bool                         `json:"canReject"`
+	CreatedAt      wire.Externaldatav1Timestamp `json:"createdAt"`
+	UpdatedAt      wire.Externaldatav1Timestamp `json:"updatedAt"`
+	Failure        *apierr.Status               `json:"failure,omitempty"`
+}
+
+func initiatorVote(x *Exec, raw []byte) wire.Vote {
+	c := x.Caller
+	return wire.Vote{
+		Id: id.New(), UserId: c.User.ID, User: VoteUser(c.User), ActivityId: x.ActivityID,
+		Selection: "VOTE_SELECTION_APPROVED", Message: string(raw), PublicKey: c.PublicKey,
+		Signature: c.Signature, Scheme: c.Scheme, CreatedAt: Timestamp(x.Now),
+	}
+}
+
+// VoteUser is the user snapshot kept in a vote: identity fields, empty credential lists.
+func VoteUser(u *directory.User) wire.User {
+	return wire.User{
+		UserId: u.ID, UserName: u.Name, UserEmail: u.Email, UserPhoneNumber: u.PhoneNumber,
+		Authenticators: []wire.Authenticator{}, ApiKeys: []wire.ApiKey{}, UserTags: []string{},
+		OauthProviders: []wire.OauthProvider{}, MfaPolicies: []wire.MfaPolicy{},
+		CreatedAt: Timestamp(u.CreatedAt), UpdatedAt: Timestamp(u.UpdatedAt),
+	}
+}
+
+// ErrNotSupported builds the clear refusal for a parameter Latchkey does not support yet.
+func ErrNotSupported(what string) error {
+	return apierr.Unsupported(fmt.Sprint(what))
+}

@@ -1,0 +1,120 @@
+package activity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Exec is what a submit handler works with: one transaction, the caller, the activity being
+// made.
+type Exec struct {
+	Ctx        context.Context
+	Tx         store.Tx
+	Caller     *directory.Caller
+	OrgID      string // the organization the activity runs in
+	ActivityID string
+	Type       string // the exact activity type submitted
+	Now        time.Time
+	Services   *Services
+}
+
+// Read is what a query handler works with.
+type Read struct {
+	Ctx      context.Context
+	R        store.Reader
+	Caller   *directory.Caller
+	OrgID    string // the organization the request names
+	Now      time.Time
+	Services *Services
+}
+
+// Access says who may submit an operation before policies exist (see Authorize).
+type Access int
+
+const (
+	// AccessRoot: root users of the organization only.
+	AccessRoot Access = iota
+	// AccessSelf: root users, and any user acting on their own user (SelfUser).
+	AccessSelf
+	// AccessAnyUser: any user of the organization (e.g. approving an activity).
+	AccessAnyUser
+)
+
+// Operation is one submit path's behaviour.
+type Operation struct {
+	Path string
+	// Execute runs inside the activity's transaction and returns the result member's value.
+	// intent is a pointer to the wire type of the submitted version.
+	Execute func(x *Exec, intent any) (any, error)
+	Access  Access
+	// SelfUser returns the user an intent acts on, for AccessSelf.
+	SelfUser func(x *Exec, intent any) string
+	// ParentMayWrite lets a parent organization's users submit it for a sub-organization.
+	ParentMayWrite bool
+	// Redact, when set, returns the intent as it may be stored and echoed (secrets removed).
+	Redact func(intent any) any
+
+	wire *wire.Op
+}
+
+// QueryOp is one query path's behaviour. req is a pointer to the path's wire request type,
+// already decoded and validated.
+type QueryOp struct {
+	Path    string
+	Execute func(q *Read, req any) (any, error)
+
+	wire *wire.Op
+}
+
+// Registry holds the operations the engine serves.
+type Registry struct {
+	submit map[string]*Operation
+	query  map[string]*QueryOp
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{submit: map[string]*Operation{}, query: map[string]*QueryOp{}}
+}
+
+// Submit registers a submit operation; its path must exist in the swagger.
+func (r *Registry) Submit(op Operation) {
+	w, ok := wire.Lookup(wire.Submit, op.Path)
+	if !ok {
+		panic(fmt.Sprintf("activity: submit path %q is not in the swagger", op.Path))
+	}
+	if _, dup := r.submit[op.Path]; dup {
+		panic(fmt.Sprintf("activity: submit path %q registered twice", op.Path))
+	}
+	op.wire = w
+	r.submit[op.Path] = &op
+}
+
+// Query registers a query operation; its path must exist in the swagger.
+func (r *Registry) Query(op QueryOp) {
+	w, ok := wire.Lookup(wire.Query, op.Path)
+	if !ok {
+		panic(fmt.Sprintf("activity: query path %q is not in the swagger", op.Path))
+	}
+	if _, dup := r.query[op.Path]; dup {
+		panic(fmt.Sprintf("activity: query path %q registered twice", op.Path))
+	}
+	op.wire = w
+	r.query[op.Path] = &op
+}
+
+// Implemented reports whether a path of kind is served.
+func (r *Registry) Implemented(kind wire.OpKind, path string) bool {
+	switch kind {
+	case wire.Submit:
+		return r.submit[path] != nil
+	case wire.Query:
+		return r.query[path] != nil
+	}
+	return false
+}

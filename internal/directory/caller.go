@@ -1,0 +1,181 @@
+package directory
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Credential types (v1CredentialType) Latchkey issues.
+const (
+	CredentialWebAuthn         = "CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR"
+	CredentialAPIKeyP256       = "CREDENTIAL_TYPE_API_KEY_P256"
+	CredentialAPIKeySecp256k1  = "CREDENTIAL_TYPE_API_KEY_SECP256K1"
+	CredentialAPIKeyEd25519    = "CREDENTIAL_TYPE_API_KEY_ED25519"
+	CredentialReadWriteSession = "CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256"
+	CredentialOTPAuth          = "CREDENTIAL_TYPE_OTP_AUTH_KEY_P256"
+	CredentialEmailAuth        = "CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256"
+	CredentialOAuth            = "CREDENTIAL_TYPE_OAUTH_KEY_P256"
+	CredentialRecoverUser      = "CREDENTIAL_TYPE_RECOVER_USER_KEY_P256"
+	CredentialLogin            = "CREDENTIAL_TYPE_LOGIN"
+)
+
+// CredentialTypeForCurve is the credential type of a long-lived API key on curve.
+func CredentialTypeForCurve(curve string) string {
+	switch curve {
+	case "API_KEY_CURVE_SECP256K1":
+		return CredentialAPIKeySecp256k1
+	case "API_KEY_CURVE_ED25519":
+		return CredentialAPIKeyEd25519
+	default:
+		return CredentialAPIKeyP256
+	}
+}
+
+// Caller is who made a request, as resolved from a verified stamp.
+type Caller struct {
+	User         *User
+	Org          *Organization // the caller's own organization
+	Target       *Organization // the organization the request names
+	ParentAccess bool          // Org is Target's parent (read-only access)
+	// The credential that stamped the request.
+	CredentialID   string // API key id or authenticator id
+	CredentialType string
+	PublicKey      string
+	Scheme         string
+	Signature      string
+	// SessionProfileID is set when the API key is a session key bound to a profile.
+	SessionProfileID string
+}
+
+// IsRoot reports whether the caller is in the target organization's root quorum.
+func (c *Caller) IsRoot() bool {
+	return !c.ParentAccess && c.Target.IsRoot(c.User.ID)
+}
+
+// Messages the SDKs match on (turnkey-wire.md §6.3).
+const (
+	msgKeyNotFound  = "could not find public key in organization or its parent organization"
+	msgKeyExpired   = "rpc error: code = Unauthenticated desc = expired api key publicKey: "
+	msgCredNotFound = "credential ID could not be found in organization or its parent organization"
+)
+
+// Resolver finds the caller for a verified credential.
+type Resolver struct{ Now func() time.Time }
+
+// target loads the organization a request names and its parent.
+func target(ctx context.Context, r store.Reader, orgID string) (*Organization, *Organization, error) {
+	if orgID == "" {
+		return nil, nil, apierr.Required("organizationId")
+	}
+	t, err := LoadOrganization(ctx, r, orgID)
+	if err != nil {
+		if apierr.From(err).Code == apierr.NotFound {
+			return nil, nil, apierr.Unauth("ORGANIZATION_NOT_FOUND", "organization not found: %s", orgID)
+		}
+		return nil, nil, err
+	}
+	var parent *Organization
+	if t.ParentID != "" {
+		if parent, err = LoadOrganization(ctx, r, t.ParentID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return t, parent, nil
+}
+
+// ResolveAPIKey finds the API key publicKey (lowercase hex, of curve) in the target organization
+// or, failing that, in its parent, and returns the caller it belongs to.
+func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrgID, publicKey, curve string) (*Caller, error) {
+	t, parent, err := target(ctx, r, targetOrgID)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := r.Lookup(ctx, KeyAPIKeyPublicKey, publicKey)
+	if err != nil {
+		return nil, apierr.Internalf(err, "looking up API key")
+	}
+	var pick *store.Ref
+	for i := range refs {
+		ref := &refs[i]
+		if ref.Kind != KindAPIKey {
+			continue
+		}
+		if ref.OrgID == t.ID {
+			pick = ref
+			break
+		}
+		if parent != nil && ref.OrgID == parent.ID {
+			pick = ref
+		}
+	}
+	if pick == nil {
+		return nil, apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s", msgKeyNotFound, publicKey)
+	}
+	k, err := LoadAPIKey(ctx, r, pick.OrgID, pick.ID)
+	if err != nil {
+		if apierr.From(err).Code == apierr.NotFound {
+			return nil, apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s", msgKeyNotFound, publicKey)
+		}
+		return nil, err
+	}
+	if k.Curve != curve {
+		return nil, apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s (no key on curve %s)", msgKeyNotFound, publicKey, curve)
+	}
+	if k.Expired(res.Now()) {
+		return nil, apierr.Unauth("API_KEY_EXPIRED", "%s%s", msgKeyExpired, publicKey)
+	}
+	c := &Caller{Target: t, CredentialID: k.ID, CredentialType: k.CredentialType, PublicKey: publicKey, SessionProfileID: k.SessionProfileID}
+	return c, res.finish(ctx, r, c, k.OrgID, k.UserID, parent)
+}
+
+// ResolveAuthenticator finds the passkey credentialID in the target organization or its parent.
+func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, targetOrgID, credentialID string) (*Caller, *Authenticator, error) {
+	t, parent, err := target(ctx, r, targetOrgID)
+	if err != nil {
+		return nil, nil, err
+	}
+	refs, err := r.Lookup(ctx, KeyAuthCredentialID, credentialID)
+	if err != nil {
+		return nil, nil, apierr.Internalf(err, "looking up authenticator")
+	}
+	var pick *store.Ref
+	for i := range refs {
+		ref := &refs[i]
+		if ref.Kind != KindAuthenticator {
+			continue
+		}
+		if ref.OrgID == t.ID {
+			pick = ref
+			break
+		}
+		if parent != nil && ref.OrgID == parent.ID {
+			pick = ref
+		}
+	}
+	if pick == nil {
+		return nil, nil, apierr.Unauth("CREDENTIAL_NOT_FOUND", "%s: %s", msgCredNotFound, credentialID)
+	}
+	a, err := LoadAuthenticator(ctx, r, pick.OrgID, pick.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Caller{Target: t, CredentialID: a.ID, CredentialType: CredentialWebAuthn, PublicKey: a.PublicKey}
+	return c, a, res.finish(ctx, r, c, a.OrgID, a.UserID, parent)
+}
+
+func (res Resolver) finish(ctx context.Context, r store.Reader, c *Caller, orgID, userID string, parent *Organization) error {
+	if orgID == c.Target.ID {
+		c.Org = c.Target
+	} else {
+		c.Org, c.ParentAccess = parent, true
+	}
+	u, err := LoadUser(ctx, r, orgID, userID)
+	if err != nil {
+		return err
+	}
+	c.User = u
+	return nil
+}

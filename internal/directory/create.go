@@ -1,0 +1,374 @@
+package directory
+
+import (
+	"context"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/stamp"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// MaxNameLength bounds every name (users, tags, keys, organizations).
+const MaxNameLength = 256
+
+// Limits are the per-organization and per-user resource limits. The defaults are Turnkey's
+// documented ones; a self-hosting operator may raise them (serve --limits).
+type Limits struct {
+	UsersPerOrg           int
+	UserTagsPerOrg        int
+	APIKeysPerUser        int // long-lived
+	ExpiringKeysPerUser   int
+	AuthenticatorsPerUser int
+}
+
+// DefaultLimits are Turnkey's documented limits.
+var DefaultLimits = Limits{UsersPerOrg: 100, UserTagsPerOrg: 100, APIKeysPerUser: 10, ExpiringKeysPerUser: 10, AuthenticatorsPerUser: 10}
+
+// Check refuses one more record of kind in orgID when it already has limit of them (what names
+// them in the message). A limit <= 0 means unlimited and costs nothing; otherwise the count stops
+// at the limit, so the check's cost does not grow with the number of records.
+func (l Limits) Check(ctx context.Context, r store.Reader, kind, orgID string, limit int, what string) error {
+	if limit <= 0 {
+		return nil
+	}
+	n, err := r.Count(ctx, kind, orgID, limit)
+	if err != nil {
+		return apierr.Internalf(err, "counting %s", what)
+	}
+	if n >= limit {
+		return apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d %s", limit, what)
+	}
+	return nil
+}
+
+// LimitNames maps the names used on the command line to the fields of Limits.
+func (l *Limits) LimitNames() map[string]*int {
+	return map[string]*int{"users": &l.UsersPerOrg, "user-tags": &l.UserTagsPerOrg, "api-keys-per-user": &l.APIKeysPerUser,
+		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser, "authenticators-per-user": &l.AuthenticatorsPerUser}
+}
+
+// UserSpec is a user to create, normalised from every version of the create-user parameters.
+type UserSpec struct {
+	Name           string
+	Email          string
+	PhoneNumber    string
+	APIKeys        []APIKeySpec
+	Authenticators []AuthenticatorSpec
+	OAuthProviders []OAuthSpec
+	TagIDs         []string
+	Field          string // where it came from in the request, for error messages
+}
+
+// APIKeySpec is an API key to register.
+type APIKeySpec struct {
+	Name              string
+	PublicKey         string
+	Curve             string // API_KEY_CURVE_*; "" means P-256 (older versions have no curve)
+	ExpirationSeconds string
+	CredentialType    string // "" means the long-lived type of the curve
+	Field             string
+}
+
+// AuthenticatorSpec is a passkey to register.
+type AuthenticatorSpec struct {
+	Name        string
+	Challenge   string
+	Attestation stamp.Attestation
+	Field       string
+}
+
+// OAuthSpec links an OIDC identity.
+type OAuthSpec struct {
+	Name     string
+	Issuer   string
+	Subject  string
+	Audience string
+	Token    string // an id_token to verify instead of claims
+	Field    string
+}
+
+// Env carries what credential registration needs from the server configuration.
+type Env struct {
+	Now      time.Time
+	WebAuthn stamp.WebAuthnPolicy
+	Limits   Limits
+}
+
+// CreateUser creates a user with its credentials in org.
+func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec UserSpec) (*User, error) {
+	if err := checkName(spec.Field+".userName", spec.Name); err != nil {
+		return nil, err
+	}
+	if spec.Email != "" && !strings.Contains(spec.Email, "@") {
+		return nil, apierr.Invalid(spec.Field+".userEmail", "not an e-mail address: %q", spec.Email)
+	}
+	if spec.PhoneNumber != "" && !ValidE164(spec.PhoneNumber) {
+		return nil, apierr.Invalid(spec.Field+".userPhoneNumber", "must be in E.164 format (e.g. +13214567890)")
+	}
+	if err := env.Limits.Check(ctx, tx, KindUser, orgID, env.Limits.UsersPerOrg, "users"); err != nil {
+		return nil, err
+	}
+	u := &User{ID: id.New(), OrgID: orgID, Name: spec.Name, Email: spec.Email, PhoneNumber: spec.PhoneNumber, CreatedAt: env.Now, UpdatedAt: env.Now}
+	if err := SaveUser(ctx, tx, u); err != nil {
+		return nil, err
+	}
+	for _, k := range spec.APIKeys {
+		if _, err := CreateAPIKey(ctx, tx, env, u, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range spec.Authenticators {
+		if _, err := CreateAuthenticator(ctx, tx, env, u, a); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range spec.OAuthProviders {
+		if _, err := CreateOAuthProvider(ctx, tx, env, u, p); err != nil {
+			return nil, err
+		}
+	}
+	for i, tagID := range spec.TagIDs {
+		t, err := LoadUserTag(ctx, tx, orgID, tagID)
+		if err != nil {
+			return nil, apierr.Invalid(spec.Field+".userTags["+strconv.Itoa(i)+"]", "no user tag %s in this organization", tagID)
+		}
+		t.UserIDs = append(t.UserIDs, u.ID)
+		t.UpdatedAt = env.Now
+		if err := SaveUserTag(ctx, tx, t); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// CreateAPIKey registers an API key for u.
+func CreateAPIKey(ctx context.Context, tx store.Tx, env Env, u *User, spec APIKeySpec) (*APIKey, error) {
+	if err := checkName(spec.Field+".apiKeyName", spec.Name); err != nil {
+		return nil, err
+	}
+	curve := spec.Curve
+	if curve == "" {
+		curve = "API_KEY_CURVE_P256"
+	}
+	pub, err := NormalizePublicKey(curve, spec.PublicKey)
+	if err != nil {
+		return nil, apierr.Invalid(spec.Field+".publicKey", "%v", err)
+	}
+	k := &APIKey{ID: id.New(), OrgID: u.OrgID, UserID: u.ID, Name: spec.Name, PublicKey: pub, Curve: curve,
+		CredentialType: spec.CredentialType, CreatedAt: env.Now, UpdatedAt: env.Now}
+	if k.CredentialType == "" {
+		k.CredentialType = CredentialTypeForCurve(curve)
+	}
+	if spec.ExpirationSeconds != "" {
+		secs, err := strconv.ParseInt(spec.ExpirationSeconds, 10, 64)
+		if err != nil || secs <= 0 || secs > 10*365*24*3600 {
+			return nil, apierr.Invalid(spec.Field+".expirationSeconds", "must be a positive number of seconds, got %q", spec.ExpirationSeconds)
+		}
+		k.ExpirationSeconds = spec.ExpirationSeconds
+		k.ExpiresAt = env.Now.Add(time.Duration(secs) * time.Second)
+	}
+	if err := enforceKeyLimits(ctx, tx, env, u.ID, k); err != nil {
+		return nil, err
+	}
+	if err := SaveAPIKey(ctx, tx, k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// enforceKeyLimits applies the per-user API key limits: long-lived keys are refused past the
+// limit; an expiring key past the limit evicts an expired key first, otherwise the oldest
+// expiring key (Turnkey's documented behaviour).
+func enforceKeyLimits(ctx context.Context, tx store.Tx, env Env, userID string, k *APIKey) error {
+	keys, err := UserAPIKeys(ctx, tx, userID)
+	if err != nil {
+		return err
+	}
+	var expiring []*APIKey
+	long := 0
+	for _, other := range keys {
+		if other.ExpiresAt.IsZero() {
+			long++
+		} else {
+			expiring = append(expiring, other)
+		}
+	}
+	if k.ExpiresAt.IsZero() {
+		if env.Limits.APIKeysPerUser > 0 && long >= env.Limits.APIKeysPerUser {
+			return apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "a user can have at most %d long-lived API keys", env.Limits.APIKeysPerUser)
+		}
+		return nil
+	}
+	for env.Limits.ExpiringKeysPerUser > 0 && len(expiring) > 0 && len(expiring) >= env.Limits.ExpiringKeysPerUser {
+		victim := 0
+		for i, e := range expiring {
+			if e.Expired(env.Now) {
+				victim = i
+				break
+			}
+		}
+		if err := Delete(ctx, tx, KindAPIKey, expiring[victim].ID); err != nil {
+			return err
+		}
+		expiring = append(expiring[:victim], expiring[victim+1:]...)
+	}
+	return nil
+}
+
+// CreateAuthenticator verifies a passkey registration and records it for u.
+func CreateAuthenticator(ctx context.Context, tx store.Tx, env Env, u *User, spec AuthenticatorSpec) (*Authenticator, error) {
+	if err := checkName(spec.Field+".authenticatorName", spec.Name); err != nil {
+		return nil, err
+	}
+	as, err := UserAuthenticators(ctx, tx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if env.Limits.AuthenticatorsPerUser > 0 && len(as) >= env.Limits.AuthenticatorsPerUser {
+		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "a user can have at most %d authenticators", env.Limits.AuthenticatorsPerUser)
+	}
+	reg, err := stamp.ParseAttestation(spec.Attestation, spec.Challenge, env.WebAuthn)
+	if err != nil {
+		return nil, apierr.Invalid(spec.Field+".attestation", "%v", err)
+	}
+	transports := spec.Attestation.Transports
+	if transports == nil {
+		transports = []string{}
+	}
+	a := &Authenticator{ID: id.New(), OrgID: u.OrgID, UserID: u.ID, Name: spec.Name, CredentialID: reg.CredentialID,
+		COSEPublicKey: reg.COSEPublicKey, PublicKey: reg.PublicKey, Alg: reg.Alg, AAGUID: reg.AAGUID,
+		AttestationType: reg.AttestationFormat, Transports: transports, SignCount: reg.SignCount,
+		CreatedAt: env.Now, UpdatedAt: env.Now}
+	if err := SaveAuthenticator(ctx, tx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// CreateOAuthProvider links an OIDC identity to u. Only explicit claims are accepted until OIDC
+// token verification is in place.
+func CreateOAuthProvider(ctx context.Context, tx store.Tx, env Env, u *User, spec OAuthSpec) (*OAuthProvider, error) {
+	if spec.Issuer == "" || spec.Subject == "" || spec.Audience == "" {
+		if spec.Token != "" {
+			return nil, apierr.Unsupported(spec.Field + ".oidcToken (OIDC token verification arrives with the auth issue; pass oidcClaims)")
+		}
+		return nil, apierr.Required(spec.Field + ".oidcClaims")
+	}
+	p := &OAuthProvider{ID: id.New(), OrgID: u.OrgID, UserID: u.ID, Name: spec.Name, Issuer: spec.Issuer,
+		Subject: spec.Subject, Audience: spec.Audience, CreatedAt: env.Now, UpdatedAt: env.Now}
+	return p, SaveOAuthProvider(ctx, tx, p)
+}
+
+// DeleteUser removes a user, their credentials and their tag memberships.
+func DeleteUser(ctx context.Context, tx store.Tx, now time.Time, u *User) error {
+	keys, err := UserAPIKeys(ctx, tx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := Delete(ctx, tx, KindAPIKey, k.ID); err != nil {
+			return err
+		}
+	}
+	as, err := UserAuthenticators(ctx, tx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		if err := Delete(ctx, tx, KindAuthenticator, a.ID); err != nil {
+			return err
+		}
+	}
+	ps, err := UserOAuthProviders(ctx, tx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := Delete(ctx, tx, KindOAuthProvider, p.ID); err != nil {
+			return err
+		}
+	}
+	tagIDs, err := UserTagIDs(ctx, tx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, tid := range tagIDs {
+		t, err := LoadUserTag(ctx, tx, u.OrgID, tid)
+		if err != nil {
+			return err
+		}
+		t.UserIDs = without(t.UserIDs, u.ID)
+		t.UpdatedAt = now
+		if err := SaveUserTag(ctx, tx, t); err != nil {
+			return err
+		}
+	}
+	return Delete(ctx, tx, KindUser, u.ID)
+}
+
+func without(xs []string, x string) []string {
+	out := xs[:0:0]
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func checkName(field, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return apierr.Required(field)
+	}
+	if len(name) > MaxNameLength {
+		return apierr.Invalid(field, "must be at most %d bytes", MaxNameLength)
+	}
+	return nil
+}
+
+// ValidE164 reports whether s looks like an E.164 phone number.
+func ValidE164(s string) bool {
+	if len(s) < 3 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// NormalizePublicKey checks an API public key's encoding for its curve and returns it as
+// lowercase hex: 33-byte compressed SEC1 for P-256 and secp256k1 (uncompressed input is
+// compressed), 32 bytes for Ed25519.
+func NormalizePublicKey(curve, s string) (string, error) {
+	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
+	if err != nil || len(b) == 0 {
+		return "", errNotHex
+	}
+	c := stamp.Curve(curve)
+	if !validCurve(c) {
+		return "", apierr.Invalid("curveType", "unknown curve %q", curve)
+	}
+	pub, err := stamp.NormalizePublicKey(c, b)
+	if err != nil {
+		return "", err
+	}
+	return pub, nil
+}
+
+func validCurve(c stamp.Curve) bool {
+	switch c {
+	case stamp.CurveP256, stamp.CurveSecp256k1, stamp.CurveEd25519:
+		return true
+	}
+	return false
+}
+
+var errNotHex = apierr.Invalid("", "public key must be hex")

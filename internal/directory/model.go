@@ -1,0 +1,430 @@
+package directory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Record kinds.
+const (
+	KindOrganization  = "organization"
+	KindUser          = "user"
+	KindAPIKey        = "api_key"
+	KindAuthenticator = "authenticator"
+	KindUserTag       = "user_tag"
+	KindOAuthProvider = "oauth_provider"
+)
+
+// Lookup key names.
+const (
+	KeyAPIKeyPublicKey     = "api_key.public_key"     // value: public key hex (lowercase)
+	KeyAPIKeyOrgPublicKey  = "api_key.org_public_key" // unique: org/pub
+	KeyAPIKeyUser          = "api_key.user"           // value: user id
+	KeyAuthCredentialID    = "authenticator.credential_id"
+	KeyAuthOrgCredentialID = "authenticator.org_credential_id" // unique: org/credentialId
+	KeyAuthUser            = "authenticator.user"
+	KeyUserEmail           = "user.email"        // lowercased
+	KeyUserPhone           = "user.phone_number" // as given (E.164)
+	KeyUserName            = "user.name"         // org/name, for search
+	KeyUserTagName         = "user_tag.name"     // unique: org/name
+	KeyUserTagMember       = "user_tag.member"   // value: user id
+	KeyOAuthUser           = "oauth_provider.user"
+	KeyOAuthSubject        = "oauth_provider.subject" // iss/sub/aud
+	KeyOrgName             = "organization.name"      // lowercased, for search
+)
+
+// Quorum is an organization's root quorum.
+type Quorum struct {
+	UserIDs   []string `json:"userIds"`
+	Threshold int      `json:"threshold"`
+}
+
+// Feature is an organization feature flag.
+type Feature struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Organization is an organization or sub-organization.
+type Organization struct {
+	ID                   string    `json:"id"`
+	Name                 string    `json:"name"`
+	ParentID             string    `json:"parentId,omitempty"`
+	RootQuorum           Quorum    `json:"rootQuorum"`
+	Features             []Feature `json:"features"`
+	DisableEmailRecovery bool      `json:"disableEmailRecovery,omitempty"`
+	DisableEmailAuth     bool      `json:"disableEmailAuth,omitempty"`
+	DisableSMSAuth       bool      `json:"disableSmsAuth,omitempty"`
+	DisableOTPEmailAuth  bool      `json:"disableOtpEmailAuth,omitempty"`
+	CreatedAt            time.Time `json:"createdAt"`
+	UpdatedAt            time.Time `json:"updatedAt"`
+}
+
+// IsRoot reports whether userID is in the root quorum.
+func (o *Organization) IsRoot(userID string) bool {
+	for _, u := range o.RootQuorum.UserIDs {
+		if u == userID {
+			return true
+		}
+	}
+	return false
+}
+
+// User is a user of one organization.
+type User struct {
+	ID          string    `json:"id"`
+	OrgID       string    `json:"orgId"`
+	Name        string    `json:"name"`
+	Email       string    `json:"email,omitempty"`
+	PhoneNumber string    `json:"phoneNumber,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// APIKey is the public half of a user's API key.
+type APIKey struct {
+	ID                string    `json:"id"`
+	OrgID             string    `json:"orgId"`
+	UserID            string    `json:"userId"`
+	Name              string    `json:"name"`
+	PublicKey         string    `json:"publicKey"` // lowercase hex
+	Curve             string    `json:"curve"`     // API_KEY_CURVE_*
+	CredentialType    string    `json:"credentialType"`
+	ExpirationSeconds string    `json:"expirationSeconds,omitempty"`
+	ExpiresAt         time.Time `json:"expiresAt,omitzero"`
+	SessionProfileID  string    `json:"sessionProfileId,omitempty"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+}
+
+// Expired reports whether the key has expired at now.
+func (k *APIKey) Expired(now time.Time) bool {
+	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
+}
+
+// Authenticator is a registered passkey.
+type Authenticator struct {
+	ID              string    `json:"id"`
+	OrgID           string    `json:"orgId"`
+	UserID          string    `json:"userId"`
+	Name            string    `json:"name"`
+	CredentialID    string    `json:"credentialId"` // base64url, no padding
+	COSEPublicKey   []byte    `json:"cosePublicKey"`
+	PublicKey       string    `json:"publicKey"` // display form
+	Alg             int       `json:"alg"`
+	AAGUID          string    `json:"aaguid"`
+	AttestationType string    `json:"attestationType"`
+	Transports      []string  `json:"transports"`
+	SignCount       uint32    `json:"signCount"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// UserTag is a named set of users.
+type UserTag struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"orgId"`
+	Name      string    `json:"name"`
+	UserIDs   []string  `json:"userIds"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// OAuthProvider links an OIDC identity (issuer, subject, audience) to a user.
+type OAuthProvider struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"orgId"`
+	UserID    string    `json:"userId"`
+	Name      string    `json:"name"`
+	Issuer    string    `json:"issuer"`
+	Audience  string    `json:"audience"`
+	Subject   string    `json:"subject"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ---- loading and saving ----
+
+func load[T any](ctx context.Context, r store.Reader, kind, id, what string) (*T, error) {
+	if id == "" {
+		return nil, apierr.NotFoundf("%s not found", what)
+	}
+	rec, err := r.Get(ctx, kind, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFoundf("%s not found: %s", what, id)
+	}
+	if err != nil {
+		return nil, apierr.Internalf(err, "reading %s", what)
+	}
+	v := new(T)
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		return nil, apierr.Internalf(err, "decoding %s", what)
+	}
+	return v, nil
+}
+
+func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return apierr.Internalf(err, "encoding %s", kind)
+	}
+	err = tx.Put(ctx, store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated}, keys...)
+	return storeErr(err, kind)
+}
+
+func storeErr(err error, kind string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrAlreadyExists):
+		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists", strings.ReplaceAll(kind, "_", " "))
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.NotFoundf("%s not found", strings.ReplaceAll(kind, "_", " "))
+	default:
+		return apierr.Internalf(err, "writing %s", kind)
+	}
+}
+
+func listAll[T any](ctx context.Context, r store.Reader, kind, orgID string) ([]*T, error) {
+	recs, err := r.List(ctx, kind, orgID, store.ListOptions{})
+	if err != nil {
+		return nil, apierr.Internalf(err, "listing %s", kind)
+	}
+	out := make([]*T, 0, len(recs))
+	for _, rec := range recs {
+		v := new(T)
+		if err := json.Unmarshal(rec.Data, v); err != nil {
+			return nil, apierr.Internalf(err, "decoding %s", kind)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func lookupAll[T any](ctx context.Context, r store.Reader, key, value, kind string) ([]*T, error) {
+	refs, err := r.Lookup(ctx, key, value)
+	if err != nil {
+		return nil, apierr.Internalf(err, "looking up %s", kind)
+	}
+	out := make([]*T, 0, len(refs))
+	for _, ref := range refs {
+		if ref.Kind != kind {
+			continue
+		}
+		v, err := load[T](ctx, r, kind, ref.ID, kind)
+		if err != nil {
+			if e := apierr.From(err); e.Code == apierr.NotFound {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// LoadOrganization loads an organization.
+func LoadOrganization(ctx context.Context, r store.Reader, id string) (*Organization, error) {
+	return load[Organization](ctx, r, KindOrganization, id, "organization")
+}
+
+// SaveOrganization writes an organization.
+func SaveOrganization(ctx context.Context, tx store.Tx, o *Organization) error {
+	return save(ctx, tx, KindOrganization, o.ID, o.ParentID, o.CreatedAt, o.UpdatedAt, o,
+		store.Key{Name: KeyOrgName, Value: strings.ToLower(o.Name)})
+}
+
+// ListSubOrganizations lists the sub-organizations of parentID ("" lists top-level ones).
+func ListSubOrganizations(ctx context.Context, r store.Reader, parentID string, opts store.ListOptions) ([]*Organization, error) {
+	recs, err := r.List(ctx, KindOrganization, parentID, opts)
+	if err != nil {
+		return nil, apierr.Internalf(err, "listing organizations")
+	}
+	out := make([]*Organization, 0, len(recs))
+	for _, rec := range recs {
+		o := new(Organization)
+		if err := json.Unmarshal(rec.Data, o); err != nil {
+			return nil, apierr.Internalf(err, "decoding organization")
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// LoadUser loads a user and checks it belongs to orgID.
+func LoadUser(ctx context.Context, r store.Reader, orgID, id string) (*User, error) {
+	u, err := load[User](ctx, r, KindUser, id, "user")
+	if err != nil {
+		return nil, err
+	}
+	if u.OrgID != orgID {
+		return nil, apierr.NotFoundf("user not found: %s", id)
+	}
+	return u, nil
+}
+
+// SaveUser writes a user.
+func SaveUser(ctx context.Context, tx store.Tx, u *User) error {
+	keys := []store.Key{{Name: KeyUserName, Value: u.OrgID + "/" + u.Name}}
+	if u.Email != "" {
+		keys = append(keys, store.Key{Name: KeyUserEmail, Value: strings.ToLower(u.Email)})
+	}
+	if u.PhoneNumber != "" {
+		keys = append(keys, store.Key{Name: KeyUserPhone, Value: u.PhoneNumber})
+	}
+	return save(ctx, tx, KindUser, u.ID, u.OrgID, u.CreatedAt, u.UpdatedAt, u, keys...)
+}
+
+// ListUsers lists an organization's users.
+func ListUsers(ctx context.Context, r store.Reader, orgID string) ([]*User, error) {
+	return listAll[User](ctx, r, KindUser, orgID)
+}
+
+// LoadAPIKey loads an API key of orgID.
+func LoadAPIKey(ctx context.Context, r store.Reader, orgID, id string) (*APIKey, error) {
+	k, err := load[APIKey](ctx, r, KindAPIKey, id, "API key")
+	if err != nil {
+		return nil, err
+	}
+	if k.OrgID != orgID {
+		return nil, apierr.NotFoundf("API key not found: %s", id)
+	}
+	return k, nil
+}
+
+// SaveAPIKey writes an API key; a public key can be registered once per organization.
+func SaveAPIKey(ctx context.Context, tx store.Tx, k *APIKey) error {
+	err := save(ctx, tx, KindAPIKey, k.ID, k.OrgID, k.CreatedAt, k.UpdatedAt, k,
+		store.Key{Name: KeyAPIKeyPublicKey, Value: k.PublicKey},
+		store.Key{Name: KeyAPIKeyOrgPublicKey, Value: k.OrgID + "/" + k.PublicKey, Unique: true},
+		store.Key{Name: KeyAPIKeyUser, Value: k.UserID})
+	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
+		return apierr.New(apierr.AlreadyExists, "CREDENTIAL_CONFLICT", "an API key with public key %s already exists in this organization", k.PublicKey)
+	}
+	return err
+}
+
+// UserAPIKeys lists a user's API keys, oldest first.
+func UserAPIKeys(ctx context.Context, r store.Reader, userID string) ([]*APIKey, error) {
+	keys, err := lookupAll[APIKey](ctx, r, KeyAPIKeyUser, userID, KindAPIKey)
+	sortByCreated(keys, func(k *APIKey) (time.Time, string) { return k.CreatedAt, k.ID })
+	return keys, err
+}
+
+// LoadAuthenticator loads an authenticator of orgID.
+func LoadAuthenticator(ctx context.Context, r store.Reader, orgID, id string) (*Authenticator, error) {
+	a, err := load[Authenticator](ctx, r, KindAuthenticator, id, "authenticator")
+	if err != nil {
+		return nil, err
+	}
+	if a.OrgID != orgID {
+		return nil, apierr.NotFoundf("authenticator not found: %s", id)
+	}
+	return a, nil
+}
+
+// SaveAuthenticator writes an authenticator; a credential id can be registered once per
+// organization.
+func SaveAuthenticator(ctx context.Context, tx store.Tx, a *Authenticator) error {
+	err := save(ctx, tx, KindAuthenticator, a.ID, a.OrgID, a.CreatedAt, a.UpdatedAt, a,
+		store.Key{Name: KeyAuthCredentialID, Value: a.CredentialID},
+		store.Key{Name: KeyAuthOrgCredentialID, Value: a.OrgID + "/" + a.CredentialID, Unique: true},
+		store.Key{Name: KeyAuthUser, Value: a.UserID})
+	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
+		return apierr.New(apierr.AlreadyExists, "CREDENTIAL_CONFLICT", "an authenticator with credential id %s already exists in this organization", a.CredentialID)
+	}
+	return err
+}
+
+// UserAuthenticators lists a user's authenticators, oldest first.
+func UserAuthenticators(ctx context.Context, r store.Reader, userID string) ([]*Authenticator, error) {
+	as, err := lookupAll[Authenticator](ctx, r, KeyAuthUser, userID, KindAuthenticator)
+	sortByCreated(as, func(a *Authenticator) (time.Time, string) { return a.CreatedAt, a.ID })
+	return as, err
+}
+
+// LoadUserTag loads a user tag of orgID.
+func LoadUserTag(ctx context.Context, r store.Reader, orgID, id string) (*UserTag, error) {
+	t, err := load[UserTag](ctx, r, KindUserTag, id, "user tag")
+	if err != nil {
+		return nil, err
+	}
+	if t.OrgID != orgID {
+		return nil, apierr.NotFoundf("user tag not found: %s", id)
+	}
+	return t, nil
+}
+
+// SaveUserTag writes a user tag; tag names are unique per organization.
+func SaveUserTag(ctx context.Context, tx store.Tx, t *UserTag) error {
+	keys := []store.Key{{Name: KeyUserTagName, Value: t.OrgID + "/" + t.Name, Unique: true}}
+	for _, u := range t.UserIDs {
+		keys = append(keys, store.Key{Name: KeyUserTagMember, Value: u})
+	}
+	err := save(ctx, tx, KindUserTag, t.ID, t.OrgID, t.CreatedAt, t.UpdatedAt, t, keys...)
+	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
+		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "a user tag named %q already exists", t.Name)
+	}
+	return err
+}
+
+// ListUserTags lists an organization's user tags.
+func ListUserTags(ctx context.Context, r store.Reader, orgID string) ([]*UserTag, error) {
+	return listAll[UserTag](ctx, r, KindUserTag, orgID)
+}
+
+// UserTagIDs lists the ids of the tags a user carries.
+func UserTagIDs(ctx context.Context, r store.Reader, userID string) ([]string, error) {
+	refs, err := r.Lookup(ctx, KeyUserTagMember, userID)
+	if err != nil {
+		return nil, apierr.Internalf(err, "looking up user tags")
+	}
+	out := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		if ref.Kind == KindUserTag {
+			out = append(out, ref.ID)
+		}
+	}
+	sortStrings(out)
+	return out, nil
+}
+
+// UserOAuthProviders lists a user's OAuth providers.
+func UserOAuthProviders(ctx context.Context, r store.Reader, userID string) ([]*OAuthProvider, error) {
+	ps, err := lookupAll[OAuthProvider](ctx, r, KeyOAuthUser, userID, KindOAuthProvider)
+	sortByCreated(ps, func(p *OAuthProvider) (time.Time, string) { return p.CreatedAt, p.ID })
+	return ps, err
+}
+
+// SaveOAuthProvider writes an OAuth provider link.
+func SaveOAuthProvider(ctx context.Context, tx store.Tx, p *OAuthProvider) error {
+	return save(ctx, tx, KindOAuthProvider, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
+		store.Key{Name: KeyOAuthUser, Value: p.UserID},
+		store.Key{Name: KeyOAuthSubject, Value: p.Issuer + "\x00" + p.Subject + "\x00" + p.Audience})
+}
+
+// Delete removes a record.
+func Delete(ctx context.Context, tx store.Tx, kind, id string) error {
+	return storeErr(tx.Delete(ctx, kind, id), kind)
+}
+
+// UsersByEmail finds the users of orgID with the e-mail address.
+func UsersByEmail(ctx context.Context, r store.Reader, orgID, email string) ([]*User, error) {
+	us, err := lookupAll[User](ctx, r, KeyUserEmail, strings.ToLower(email), KindUser)
+	if err != nil {
+		return nil, err
+	}
+	out := us[:0]
+	for _, u := range us {
+		if u.OrgID == orgID {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
