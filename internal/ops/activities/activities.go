@@ -1,0 +1,62 @@
+package activities
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Register adds the queries to reg.
+func Register(reg *activity.Registry) {
+	reg.Query(activity.QueryOp{Path: "get_activity", Execute: getActivity})
+	reg.Query(activity.QueryOp{Path: "list_activities", Execute: listActivities})
+}
+
+type activityResponse struct {
+	Activity json.RawMessage `json:"activity"`
+}
+
+type activitiesResponse struct {
+	Activities []json.RawMessage `json:"activities"`
+}
+
+func getActivity(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetActivityRequest)
+	a, err := q.R.GetActivity(q.Ctx, in.ActivityId)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.OrgID != q.OrgID) {
+		return nil, apierr.NotFoundf("activity not found: %s", in.ActivityId)
+	}
+	if err != nil {
+		return nil, apierr.Internalf(err, "reading activity")
+	}
+	return activityResponse{Activity: a.Data}, nil
+}
+
+func listActivities(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetActivitiesRequest)
+	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", true)
+	if err != nil {
+		return nil, err
+	}
+	f := store.ActivityFilter{Limit: opts.Limit, After: opts.After, Before: opts.Before}
+	for _, s := range in.FilterByStatus {
+		f.Statuses = append(f.Statuses, string(s))
+	}
+	for _, t := range in.FilterByType {
+		f.Types = append(f.Types, string(t))
+	}
+	as, err := q.R.ListActivities(q.Ctx, q.OrgID, f)
+	if err != nil {
+		return nil, apierr.Internalf(err, "listing activities")
+	}
+	out := activitiesResponse{Activities: make([]json.RawMessage, 0, len(as))}
+	for _, a := range as {
+		out.Activities = append(out.Activities, a.Data)
+	}
+	return out, nil
+}

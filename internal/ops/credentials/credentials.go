@@ -1,0 +1,300 @@
+package credentials
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Deps are what these operations need from the server configuration.
+type Deps struct {
+	Env func(x *activity.Exec) directory.Env
+}
+
+// DefaultSessionSeconds is the default lifetime of a read-write session key (15 minutes).
+const DefaultSessionSeconds = 900
+
+// MaxSessionSeconds bounds a session's lifetime (one year).
+const MaxSessionSeconds = 365 * 24 * 3600
+
+// Register adds the operations to reg.
+func Register(reg *activity.Registry, d Deps) {
+	reg.Submit(activity.Operation{Path: "create_api_keys", Access: activity.AccessSelf, Execute: d.createAPIKeys, SelfUser: intentUser})
+	reg.Submit(activity.Operation{Path: "delete_api_keys", Access: activity.AccessSelf, Execute: deleteAPIKeys, SelfUser: intentUser})
+	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: d.createAuthenticators, SelfUser: intentUser})
+	reg.Submit(activity.Operation{Path: "delete_authenticators", Access: activity.AccessSelf, Execute: deleteAuthenticators, SelfUser: intentUser})
+	reg.Submit(activity.Operation{Path: "create_read_write_session", Access: activity.AccessSelf, Execute: d.createReadWriteSession, SelfUser: sessionUser})
+
+	reg.Query(activity.QueryOp{Path: "get_api_key", Execute: getAPIKey})
+	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: getAPIKeys})
+	reg.Query(activity.QueryOp{Path: "get_authenticator", Execute: getAuthenticator})
+	reg.Query(activity.QueryOp{Path: "get_authenticators", Execute: getAuthenticators})
+}
+
+// intentUser is the userId member of a credential intent.
+func intentUser(_ *activity.Exec, intent any) string {
+	switch in := intent.(type) {
+	case *wire.CreateApiKeysIntentV2:
+		return in.UserId
+	case *wire.CreateApiKeysIntent:
+		return in.UserId
+	case *wire.DeleteApiKeysIntent:
+		return in.UserId
+	case *wire.CreateAuthenticatorsIntentV2:
+		return in.UserId
+	case *wire.CreateAuthenticatorsIntent:
+		return in.UserId
+	case *wire.DeleteAuthenticatorsIntent:
+		return in.UserId
+	}
+	return ""
+}
+
+func loadUser(x *activity.Exec, userID string) (*directory.User, error) {
+	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, userID)
+	if err != nil {
+		return nil, apierr.Invalid("parameters.userId", "no user %s in this organization", userID)
+	}
+	return u, nil
+}
+
+func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
+	var userID string
+	var specs []directory.APIKeySpec
+	switch in := intent.(type) {
+	case *wire.CreateApiKeysIntentV2:
+		userID, specs = in.UserId, directory.APIKeysV2("parameters.apiKeys", in.ApiKeys)
+	case *wire.CreateApiKeysIntent:
+		userID, specs = in.UserId, directory.APIKeysV1("parameters.apiKeys", in.ApiKeys)
+	}
+	if len(specs) == 0 {
+		return nil, apierr.Invalid("parameters.apiKeys", "at least one API key is required")
+	}
+	u, err := loadUser(x, userID)
+	if err != nil {
+		return nil, err
+	}
+	env := d.Env(x)
+	ids := make([]string, 0, len(specs))
+	for _, s := range specs {
+		k, err := directory.CreateAPIKey(x.Ctx, x.Tx, env, u, s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, k.ID)
+	}
+	return wire.CreateApiKeysResult{ApiKeyIds: ids}, nil
+}
+
+func deleteAPIKeys(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteApiKeysIntent)
+	if len(in.ApiKeyIds) == 0 {
+		return nil, apierr.Invalid("parameters.apiKeyIds", "at least one API key id is required")
+	}
+	if _, err := loadUser(x, in.UserId); err != nil {
+		return nil, err
+	}
+	for i, kid := range in.ApiKeyIds {
+		k, err := directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, kid)
+		if err != nil || k.UserID != in.UserId {
+			return nil, apierr.Invalid("parameters.apiKeyIds["+strconv.Itoa(i)+"]", "user %s has no API key %s", in.UserId, kid)
+		}
+		if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
+			return nil, err
+		}
+	}
+	return wire.DeleteApiKeysResult{ApiKeyIds: in.ApiKeyIds}, nil
+}
+
+func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
+	var userID string
+	var specs []directory.AuthenticatorSpec
+	switch in := intent.(type) {
+	case *wire.CreateAuthenticatorsIntentV2:
+		userID, specs = in.UserId, directory.AuthenticatorsV2("parameters.authenticators", in.Authenticators)
+	case *wire.CreateAuthenticatorsIntent:
+		userID, specs = in.UserId, directory.AuthenticatorsV1("parameters.authenticators", in.Authenticators)
+	}
+	if len(specs) == 0 {
+		return nil, apierr.Invalid("parameters.authenticators", "at least one authenticator is required")
+	}
+	u, err := loadUser(x, userID)
+	if err != nil {
+		return nil, err
+	}
+	env := d.Env(x)
+	ids := make([]string, 0, len(specs))
+	for _, s := range specs {
+		a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, env, u, s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, a.ID)
+	}
+	return wire.CreateAuthenticatorsResult{AuthenticatorIds: ids}, nil
+}
+
+func deleteAuthenticators(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteAuthenticatorsIntent)
+	if len(in.AuthenticatorIds) == 0 {
+		return nil, apierr.Invalid("parameters.authenticatorIds", "at least one authenticator id is required")
+	}
+	if _, err := loadUser(x, in.UserId); err != nil {
+		return nil, err
+	}
+	for i, aid := range in.AuthenticatorIds {
+		a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, aid)
+		if err != nil || a.UserID != in.UserId {
+			return nil, apierr.Invalid("parameters.authenticatorIds["+strconv.Itoa(i)+"]", "user %s has no authenticator %s", in.UserId, aid)
+		}
+		if err := directory.Delete(x.Ctx, x.Tx, directory.KindAuthenticator, a.ID); err != nil {
+			return nil, err
+		}
+	}
+	return wire.DeleteAuthenticatorsResult{AuthenticatorIds: in.AuthenticatorIds}, nil
+}
+
+func sessionUser(x *activity.Exec, intent any) string {
+	if in, ok := intent.(*wire.CreateReadWriteSessionIntentV2); ok && in.UserId != "" {
+		return in.UserId
+	}
+	if in, ok := intent.(*wire.CreateReadWriteSessionIntent); ok && in.Email != "" {
+		if us, err := directory.UsersByEmail(x.Ctx, x.Tx, x.OrgID, in.Email); err == nil && len(us) == 1 {
+			return us[0].ID
+		}
+		return ""
+	}
+	return x.Caller.User.ID
+}
+
+func (d Deps) createReadWriteSession(x *activity.Exec, intent any) (any, error) {
+	var target, name, expiration string
+	var invalidate bool
+	userID := sessionUser(x, intent)
+	switch in := intent.(type) {
+	case *wire.CreateReadWriteSessionIntentV2:
+		target, name, expiration = in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds
+		invalidate = in.InvalidateExisting != nil && *in.InvalidateExisting
+	case *wire.CreateReadWriteSessionIntent:
+		target, name, expiration = in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds
+		if userID == "" {
+			return nil, apierr.Invalid("parameters.email", "no single user with e-mail %q in this organization", in.Email)
+		}
+	}
+	u, err := loadUser(x, userID)
+	if err != nil {
+		return nil, err
+	}
+	secs := int64(DefaultSessionSeconds)
+	if expiration != "" {
+		secs, err = strconv.ParseInt(expiration, 10, 64)
+		if err != nil || secs <= 0 || secs > MaxSessionSeconds {
+			return nil, apierr.Invalid("parameters.expirationSeconds", "must be between 1 and %d seconds, got %q", MaxSessionSeconds, expiration)
+		}
+	}
+	if name == "" {
+		name = fmt.Sprintf("Read Write Session - %s", x.Now.Format(time.RFC3339))
+	}
+	if invalidate {
+		keys, err := directory.UserAPIKeys(x.Ctx, x.Tx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			if k.CredentialType == directory.CredentialReadWriteSession {
+				if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	pub, bundle, err := custody.NewSessionCredential(target)
+	if err != nil {
+		return nil, apierr.Invalid("parameters.targetPublicKey", "must be a P-256 public key in hex (compressed or uncompressed): %v", err)
+	}
+	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, directory.APIKeySpec{
+		Name: name, PublicKey: pub, Curve: "API_KEY_CURVE_P256", ExpirationSeconds: strconv.FormatInt(secs, 10),
+		CredentialType: directory.CredentialReadWriteSession, Field: "parameters",
+	})
+	if err != nil {
+		return nil, err
+	}
+	org, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	res := wire.CreateReadWriteSessionResultV2{OrganizationId: org.ID, OrganizationName: org.Name, UserId: u.ID,
+		Username: u.Name, ApiKeyId: k.ID, CredentialBundle: bundle}
+	if _, ok := intent.(*wire.CreateReadWriteSessionIntent); ok {
+		return wire.CreateReadWriteSessionResult(res), nil
+	}
+	return res, nil
+}
+
+func getAPIKey(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetApiKeyRequest)
+	k, err := directory.LoadAPIKey(q.Ctx, q.R, q.OrgID, in.ApiKeyId)
+	if err != nil {
+		return nil, err
+	}
+	return wire.GetApiKeyResponse{ApiKey: k.ToWire()}, nil
+}
+
+func getAPIKeys(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetApiKeysRequest)
+	var users []*directory.User
+	if in.UserId != "" {
+		u, err := directory.LoadUser(q.Ctx, q.R, q.OrgID, in.UserId)
+		if err != nil {
+			return nil, err
+		}
+		users = []*directory.User{u}
+	} else {
+		var err error
+		if users, err = directory.ListUsers(q.Ctx, q.R, q.OrgID); err != nil {
+			return nil, err
+		}
+	}
+	out := wire.GetApiKeysResponse{ApiKeys: []wire.ApiKey{}}
+	for _, u := range users {
+		ks, err := directory.UserAPIKeys(q.Ctx, q.R, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range ks {
+			out.ApiKeys = append(out.ApiKeys, k.ToWire())
+		}
+	}
+	return out, nil
+}
+
+func getAuthenticator(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetAuthenticatorRequest)
+	a, err := directory.LoadAuthenticator(q.Ctx, q.R, q.OrgID, in.AuthenticatorId)
+	if err != nil {
+		return nil, err
+	}
+	return wire.GetAuthenticatorResponse{Authenticator: a.ToWire()}, nil
+}
+
+func getAuthenticators(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetAuthenticatorsRequest)
+	if _, err := directory.LoadUser(q.Ctx, q.R, q.OrgID, in.UserId); err != nil {
+		return nil, err
+	}
+	as, err := directory.UserAuthenticators(q.Ctx, q.R, in.UserId)
+	if err != nil {
+		return nil, err
+	}
+	out := wire.GetAuthenticatorsResponse{Authenticators: make([]wire.Authenticator, 0, len(as))}
+	for _, a := range as {
+		out.Authenticators = append(out.Authenticators, a.ToWire())
+	}
+	return out, nil
+}
