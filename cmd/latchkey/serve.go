@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/directory"
+
+	"github.com/latchkey/latchkey/internal/server"
+)
+
+// storeFlags are the flags every command that opens the store shares.
+type storeFlags struct {
+	dataDir, databaseURL, masterKeyFile string
+	dev                                 bool
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dataDir, "data-dir", "./latchkey-data", "data directory (SQLite database, --dev master key and credentials)")
+	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
+	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
+	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
+}
+
+func (s *storeFlags) config() server.Config {
+	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev}
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf storeFlags
+	sf.register(fs)
+	apiAddr := fs.String("api-addr", "127.0.0.1:8080", "activity API listen address")
+	proxyAddr := fs.String("proxy-addr", "127.0.0.1:8090", "auth proxy listen address (the auth proxy is not served yet)")
+	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (the dashboard is not served yet)")
+	var rpIDs, origins listFlag
+	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
+	fs.Var(&origins, "webauthn-origins", "comma-separated origins accepted in passkey assertions (empty: any)")
+	maxBody := fs.Int64("max-body-bytes", 2<<20, "largest request body accepted")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "", "if set (e.g. 127.0.0.1:6060), serve Go's pprof profiles there; keep it on loopback")
+	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := sf.config()
+	if cfg.Limits, err = parseLimits(*limits); err != nil {
+		return err
+	}
+	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr = *apiAddr, *proxyAddr, *dashAddr
+	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
+	s, err := server.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if *debugAddr != "" {
+		go serveDebug(*debugAddr, log)
+	}
+	return s.Run(ctx, *drain, func(addr string) {
+		if !sf.dev {
+			return
+		}
+		dc, created, err := s.EnsureDevOrganization(ctx, "http://"+addr)
+		if err != nil {
+			log.Error("creating the --dev demo organization", "err", err)
+			return
+		}
+		if dc == nil {
+			return
+		}
+		if created {
+			log.Warn("DEVELOPMENT MODE: created a demo organization; its API private key is in the data directory", "file", sf.dataDir+"/"+server.DevCredentialsFile)
+		}
+		b, _ := json.Marshal(map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
+			"apiBaseUrl": "http://" + addr, "credentials": sf.dataDir + "/" + server.DevCredentialsFile})
+		fmt.Fprintln(stdout, string(b))
+	})
+}
+
+func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf storeFlags
+	sf.register(fs)
+	orgName := fs.String("org-name", "", "name of the new top-level organization (required)")
+	userName := fs.String("user-name", "", "name of its root user (required)")
+	userEmail := fs.String("user-email", "", "e-mail address of the root user")
+	pub := fs.String("api-public-key", "", "the root user's API public key, hex (required)")
+	curve := fs.String("api-key-curve", "API_KEY_CURVE_P256", "API_KEY_CURVE_P256, API_KEY_CURVE_SECP256K1 or API_KEY_CURVE_ED25519")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	for name, v := range map[string]string{"org-name": *orgName, "user-name": *userName, "api-public-key": *pub} {
+		if v == "" {
+			return usageError{"--" + name + " is required"}
+		}
+	}
+	log, _ := newLogger(stderr, "warn")
+	cfg := sf.config()
+	cfg.Log = log
+	s, err := server.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c, err := s.CreateOrganization(ctx, server.OrgSpec{OrgName: *orgName, UserName: *userName, UserEmail: *userEmail, APIPublicKey: *pub, APIKeyCurve: *curve})
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(c)
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf storeFlags
+	sf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, _ := newLogger(stderr, "warn")
+	cfg := sf.config()
+	cfg.Log = log
+	s, err := server.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+func cmdVersion(stdout io.Writer) error {
+	fmt.Fprintln(stdout, "latchkey", server.Version)
+	return nil
+}
+
+func parseLimits(spec string) (directory.Limits, error) {
+	l := directory.DefaultLimits
+	names := l.LimitNames()
+	for _, kv := range strings.Split(spec, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		p := names[strings.TrimSpace(k)]
+		v = strings.TrimSpace(v)
+		n, err := strconv.Atoi(v)
+		if v == "unlimited" {
+			n, err = 0, nil
+		}
+		if !ok || p == nil || err != nil || n < 0 {
+			return l, usageError{fmt.Sprintf("--limits: %q is not name=number (or name=unlimited) with a known name", kv)}
+		}
+		*p = n
+	}
+	return l, nil
+}
+
+func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "rotate" {
+		return usageError{"usage: latchkey keyring rotate [store flags]"}
+	}
+	fs := flag.NewFlagSet("keyring rotate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf storeFlags
+	sf.register(fs)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	log, _ := newLogger(stderr, "warn")
+	cfg := sf.config()
+	cfg.Log = log
+	s, err := server.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	v, err := s.Keyring.Rotate(ctx, s.Store)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(map[string]any{"activeVersion": v})
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}

@@ -1,0 +1,293 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/stamp"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// DefaultMaxBody is the default request body limit.
+const DefaultMaxBody = 2 << 20
+
+// Server serves the activity API.
+type Server struct {
+	Engine   *activity.Engine
+	Store    store.Store
+	WebAuthn stamp.WebAuthnPolicy
+	// WellKnown is the JSON served at /.well-known/latchkey.json.
+	WellKnown []byte
+	MaxBody   int64
+	Log       *slog.Logger
+	Now       func() time.Time
+	// Version is reported by /healthz.
+	Version string
+	started time.Time
+	served  atomic.Int64
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler {
+	if s.MaxBody <= 0 {
+		s.MaxBody = DefaultMaxBody
+	}
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+	if s.Now == nil {
+		s.Now = func() time.Time { return time.Now().UTC() }
+	}
+	s.started = time.Now()
+	return http.HandlerFunc(s.serveHTTP)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := id.New()
+	w.Header().Set("X-Request-Id", reqID)
+	setCORS(w.Header())
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			s.Log.Error("panic serving request", "request_id", reqID, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			apierr.Render(w, apierr.Internalf(nil, "internal error (request %s)", reqID))
+		}
+	}()
+	path := cleanPath(r.URL.Path)
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	switch {
+	case path == "/.well-known/latchkey.json" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.WellKnown)
+		return
+	case path == "/healthz" && r.Method == http.MethodGet:
+		s.health(w, r)
+		return
+	}
+	kind, op, ok := splitRoute(path)
+	if !ok {
+		apierr.Render(w, apierr.NotFoundf("unknown path %s", path))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		apierr.Render(w, &apierr.Error{Code: apierr.InvalidArgument, TurnkeyCode: "INVALID_REQUEST", Message: "method " + r.Method + " not allowed: the API takes POST"})
+		return
+	}
+	status, err := s.handle(r, w, kind, op)
+	if err != nil {
+		e := apierr.From(err)
+		status = e.Code.HTTPStatus()
+		if e.Code == apierr.Internal || e.Code == apierr.Unavailable {
+			s.Log.Error("request failed", "request_id", reqID, "path", path, "err", err)
+		}
+		apierr.Render(w, e)
+	}
+	s.served.Add(1)
+	s.Log.Debug("request", "request_id", reqID, "path", path, "status", status, "duration", time.Since(start))
+}
+
+func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string) (int, error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return 0, apierr.Invalid("body", "request body is larger than the %d byte limit", s.MaxBody)
+		}
+		return 0, apierr.Invalid("body", "could not read the request body")
+	}
+	ctx := r.Context()
+	auth, err := s.verifyStamp(r.Header, raw)
+	if err != nil {
+		return 0, err
+	}
+	switch kind {
+	case "submit":
+		env, err := activity.ParseEnvelope(raw)
+		if err != nil {
+			return 0, err
+		}
+		caller, err := s.resolve(ctx, auth, env.OrganizationId, raw)
+		if err != nil {
+			return 0, err
+		}
+		data, err := s.Engine.Submit(ctx, activity.SubmitRequest{Path: op, Raw: raw, Env: env, Caller: caller})
+		if err != nil {
+			return 0, err
+		}
+		writeActivity(w, data)
+		return http.StatusOK, nil
+	default:
+		var head struct {
+			OrganizationID string `json:"organizationId"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
+		}
+		caller, err := s.resolve(ctx, auth, head.OrganizationID, raw)
+		if err != nil {
+			return 0, err
+		}
+		out, err := s.Engine.Query(ctx, activity.QueryRequest{Path: op, Raw: raw, Caller: caller})
+		if err != nil {
+			return 0, err
+		}
+		body, err := json.Marshal(out)
+		if err != nil {
+			return 0, apierr.Internalf(err, "encoding response")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+		return http.StatusOK, nil
+	}
+}
+
+func writeActivity(w http.ResponseWriter, data []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	buf := make([]byte, 0, len(data)+14)
+	buf = append(buf, `{"activity":`...)
+	buf = append(buf, data...)
+	buf = append(buf, '}')
+	_, _ = w.Write(buf)
+}
+
+// authProof is a verified stamp before the caller is known.
+type authProof struct {
+	apiKey    *stamp.APIKeyProof
+	assertion *stamp.Assertion
+}
+
+func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
+	if v := h.Get("X-Stamp"); v != "" {
+		p, err := stamp.VerifyAPIKey(v, raw)
+		if err != nil {
+			return authProof{}, stampError(err)
+		}
+		return authProof{apiKey: &p}, nil
+	}
+	if v := h.Get("X-Stamp-Webauthn"); v != "" {
+		a, err := stamp.ParseWebAuthn(v)
+		if err != nil {
+			return authProof{}, stampError(err)
+		}
+		return authProof{assertion: &a}, nil
+	}
+	if h.Get("X-Stamp-Attested") != "" {
+		return authProof{}, apierr.Unsupported("X-Stamp-Attested (OTP and OIDC attested stamps arrive with the auth proxy)")
+	}
+	return authProof{}, apierr.Unauth("MISSING_STAMP", "request is not stamped: send an X-Stamp or X-Stamp-WebAuthn header")
+}
+
+func stampError(err error) error {
+	return apierr.Unauth("INVALID_STAMP", "invalid stamp: %v", err)
+}
+
+func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []byte) (*directory.Caller, error) {
+	if orgID == "" {
+		return nil, apierr.Required("organizationId")
+	}
+	res := directory.Resolver{Now: s.Now}
+	var caller *directory.Caller
+	err := s.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		if p.apiKey != nil {
+			caller, err = res.ResolveAPIKey(ctx, r, orgID, p.apiKey.PublicKey, string(p.apiKey.Curve))
+			if err == nil {
+				caller.Scheme, caller.Signature = p.apiKey.Scheme, p.apiKey.Signature
+			}
+			return err
+		}
+		credID, err := p.assertion.CanonicalCredentialID()
+		if err != nil {
+			return stampError(err)
+		}
+		var a *directory.Authenticator
+		caller, a, err = res.ResolveAuthenticator(ctx, r, orgID, credID)
+		if err != nil {
+			return err
+		}
+		if _, err := p.assertion.Verify(raw, a.COSEPublicKey, s.WebAuthn); err != nil {
+			return stampError(err)
+		}
+		caller.Scheme, caller.Signature = "SIGNATURE_SCHEME_TK_API_WEBAUTHN", fmt.Sprintf("%x", p.assertion.Signature)
+		return nil
+	})
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+	}
+	return caller, nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	status, code := "ok", http.StatusOK
+	if err := s.Store.Ping(ctx); err != nil {
+		status, code = "store unreachable", http.StatusServiceUnavailable
+	}
+	body, _ := json.Marshal(map[string]any{
+		"status": status, "store": s.Store.Dialect(), "version": s.Version,
+		"uptimeSeconds": int64(time.Since(s.started).Seconds()), "requestsServed": s.served.Load(),
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// cleanPath collapses repeated slashes (a base URL ending in "/" yields "//public/...") without
+// redirecting.
+func cleanPath(p string) string {
+	if !strings.Contains(p, "//") {
+		return p
+	}
+	var b strings.Builder
+	prev := byte(0)
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && prev == '/' {
+			continue
+		}
+		b.WriteByte(p[i])
+		prev = p[i]
+	}
+	return b.String()
+}
+
+func splitRoute(path string) (kind, op string, ok bool) {
+	rest, found := strings.CutPrefix(path, "/public/v1/")
+	if !found {
+		return "", "", false
+	}
+	kind, op, found = strings.Cut(strings.TrimSuffix(rest, "/"), "/")
+	if !found || op == "" || strings.Contains(op, "/") || (kind != "submit" && kind != "query") {
+		return "", "", false
+	}
+	return kind, op, true
+}
+
+// CORS: browsers call the API directly with stamps (no cookies), so any origin may.
+func setCORS(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session")
+	h.Set("Access-Control-Max-Age", "600")
+}

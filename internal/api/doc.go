@@ -1,0 +1,10 @@
+// Package api is the HTTP face of the activity API: POST /public/v1/submit/<op> and
+// POST /public/v1/query/<op>, plus GET /.well-known/latchkey.json (the server's public keys) and
+// GET /healthz.
+//
+// For every request it reads the raw body (size-limited), verifies the stamp over those exact
+// bytes (X-Stamp, X-Stamp-WebAuthn), resolves the caller from the organization the body names,
+// and hands the request to the activity engine. Every error leaves through apierr.Render. It never
+// redirects (some clients refuse redirects) and accepts the doubled slash a base URL ending in "/"
+// produces. It never logs bodies or stamps.
+package api

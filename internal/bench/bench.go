@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/stamp"
+)
+
+// Credentials are the API key the load is stamped with (the format `serve --dev` writes).
+type Credentials struct {
+	OrganizationID string `json:"organizationId"`
+	APIPublicKey   string `json:"apiPublicKey"`
+	APIPrivateKey  string `json:"apiPrivateKey"`
+	Curve          string `json:"curve"`
+}
+
+// LoadCredentials reads a credentials file.
+func LoadCredentials(path string) (*Credentials, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Credentials
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.OrganizationID == "" || c.APIPrivateKey == "" {
+		return nil, fmt.Errorf("%s: organizationId and apiPrivateKey are required", path)
+	}
+	return &c, nil
+}
+
+// Config is one load run.
+type Config struct {
+	APIURL      string
+	Creds       *Credentials
+	Op          string // whoami | create_user_tag | get_activity ... see Ops
+	Concurrency int
+	Duration    time.Duration
+	// SignWith is the address or key id sign_raw_payload uses.
+	SignWith string
+}
+
+// Ops lists the operations the tool can send.
+var Ops = []string{"whoami", "create_user_tag", "sign_raw_payload"}
+
+// Result is what a run measured.
+type Result struct {
+	Op          string        `json:"op"`
+	Concurrency int           `json:"concurrency"`
+	Duration    time.Duration `json:"-"`
+	Seconds     float64       `json:"seconds"`
+	Requests    int           `json:"requests"`
+	Errors      int           `json:"errors"`
+	RPS         float64       `json:"requestsPerSecond"`
+	P50         time.Duration `json:"-"`
+	P99         time.Duration `json:"-"`
+	P50ms       float64       `json:"p50Ms"`
+	P99ms       float64       `json:"p99Ms"`
+	FirstError  string        `json:"firstError,omitempty"`
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("op=%s concurrency=%d duration=%.1fs requests=%d errors=%d rps=%.0f p50=%.2fms p99=%.2fms",
+		r.Op, r.Concurrency, r.Seconds, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
+}
+
+// Run sends load until cfg.Duration elapses or ctx ends.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if !slices.Contains(Ops, cfg.Op) {
+		return Result{}, fmt.Errorf("--op must be one of %s", strings.Join(Ops, ", "))
+	}
+	if cfg.Concurrency < 1 {
+		return Result{}, errors.New("--concurrency must be at least 1")
+	}
+	if cfg.Op == "sign_raw_payload" && cfg.SignWith == "" {
+		return Result{}, errors.New("--sign-with is required for sign_raw_payload")
+	}
+	st, err := newStamper(cfg.Creds)
+	if err != nil {
+		return Result{}, err
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: cfg.Concurrency * 2, MaxIdleConnsPerHost: cfg.Concurrency * 2, IdleConnTimeout: 90 * time.Second}}
+	base := strings.TrimSuffix(cfg.APIURL, "/")
+	// One request first, to fail fast on a wrong URL or key.
+	if _, err := do(ctx, client, base, st, cfg, 0, 0); err != nil {
+		return Result{}, fmt.Errorf("first request failed: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs := 0
+	firstErr := ""
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.Concurrency; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			lerrs, lfirst := 0, ""
+			for n := 1; ctx.Err() == nil; n++ {
+				t0 := time.Now()
+				_, err := do(ctx, client, base, st, cfg, w, n)
+				if ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					lerrs++
+					if lfirst == "" {
+						lfirst = err.Error()
+					}
+					continue
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			errs += lerrs
+			if firstErr == "" {
+				firstErr = lfirst
+			}
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	r := Result{Op: cfg.Op, Concurrency: cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(),
+		Requests: len(lat), Errors: errs, FirstError: firstErr}
+	r.RPS = float64(len(lat)) / elapsed.Seconds()
+	r.P50, r.P99 = pct(lat, 0.50), pct(lat, 0.99)
+	r.P50ms, r.P99ms = ms(r.P50), ms(r.P99)
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func newStamper(c *Credentials) (stamp.Stamper, error) {
+	switch c.Curve {
+	case "", string(stamp.CurveP256):
+		return stamp.NewP256Stamper(c.APIPrivateKey)
+	case string(stamp.CurveSecp256k1):
+		return stamp.NewSecp256k1Stamper(c.APIPrivateKey)
+	case string(stamp.CurveEd25519):
+		return stamp.NewEd25519Stamper(c.APIPrivateKey)
+	}
+	return nil, fmt.Errorf("unknown curve %q", c.Curve)
+}
+
+var runID = func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+func body(cfg Config, worker, n int) (path string, b []byte) {
+	org := cfg.Creds.OrganizationID
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	switch cfg.Op {
+	case "whoami":
+		return "/public/v1/query/whoami", []byte(`{"organizationId":"` + org + `"}`)
+	case "create_user_tag":
+		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
+		return "/public/v1/submit/create_user_tag", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"` + ts +
+			`","organizationId":"` + org + `","parameters":{"userTagName":"` + name + `","userIds":[]}}`)
+	default: // sign_raw_payload: a distinct 32-byte digest each time
+		var d [32]byte
+		_, _ = rand.Read(d[:])
+		return "/public/v1/submit/sign_raw_payload", []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"` + ts +
+			`","organizationId":"` + org + `","parameters":{"signWith":"` + cfg.SignWith + `","payload":"` + hex.EncodeToString(d[:]) +
+			`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`)
+	}
+}
+
+func do(ctx context.Context, client *http.Client, base string, st stamp.Stamper, cfg Config, worker, n int) ([]byte, error) {
+	path, b := body(cfg, worker, n)
+	name, value, err := st.Stamp(b)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(name, value)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, truncate(out, 300))
+	}
+	return out, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzAPI sends arbitrary bodies to arbitrary paths, stamped by a real root key (so they reach
+// the engine) or with an arbitrary stamp header. No input may make the server answer 500 or
+// panic.
+func FuzzAPI(f *testing.F) {
+	h := newHarness(f)
+	root, _ := h.rootOrg("Fuzz")
+	org := root.org
+	f.Add("submit/create_user_tag", `{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"0","organizationId":"`+org+`","parameters":{"userTagName":"a","userIds":[]}}`, true, "")
+	f.Add("submit/create_sub_organization", `{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8","timestampMs":"1","organizationId":"`+org+`","parameters":{"rootUsers":[{}],"rootQuorumThreshold":-1}}`, true, "")
+	f.Add("query/list_activities", `{"organizationId":"`+org+`","paginationOptions":{"limit":"x"}}`, true, "")
+	f.Add("query/get_user", `{"organizationId":"`+org+`","userId":null}`, false, "eyJwdWJsaWNLZXkiOiIwMiJ9")
+	f.Add("submit/create_users", `{"type":"ACTIVITY_TYPE_CREATE_USERS","organizationId":"`+org+`","parameters":{"users":[{"authenticators":[{"attestation":{}}]}]}}`, true, "")
+	f.Fuzz(func(t *testing.T, path, body string, sign bool, stampHeader string) {
+		body = strings.ReplaceAll(body, `"timestampMs":"0"`, `"timestampMs":"`+itoa(h.clock().UnixMilli())+`"`)
+		var r response
+		if sign {
+			h.t = t
+			r = root.post("/public/v1/"+path, []byte(body))
+		} else {
+			h.t = t
+			r = h.raw("/public/v1/"+path, []byte(body), map[string]string{"X-Stamp": stampHeader})
+		}
+		if r.status >= 500 && r.status != http.StatusNotImplemented && r.status != http.StatusServiceUnavailable {
+			t.Fatalf("status %d for %s %q: %s", r.status, path, body, r.raw)
+		}
+	})
+}
+
+func itoa(n int64) string {
+	b := []byte{}
+	if n == 0 {
+		return "0"
+	}
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}

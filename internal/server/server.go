@@ -1,0 +1,225 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/api"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/ops/activities"
+	"github.com/latchkey/latchkey/internal/ops/credentials"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/ops/users"
+	"github.com/latchkey/latchkey/internal/stamp"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres"
+	"github.com/latchkey/latchkey/internal/store/sqlite"
+)
+
+// Version is the build's version, set with -ldflags "-X .../server.Version=...".
+var Version = "0.1.0-dev"
+
+// Config is the operator's configuration, validated once at start.
+type Config struct {
+	DataDir       string
+	DatabaseURL   string // postgres://... ; empty: SQLite in DataDir
+	MasterKeyFile string
+	Dev           bool
+	APIAddr       string
+	ProxyAddr     string
+	DashboardAddr string
+	// WebAuthn: relying party ids and origins accepted for passkeys; empty accepts any.
+	WebAuthnRPIDs   []string
+	WebAuthnOrigins []string
+	MaxBodyBytes    int64
+	// Limits are the resource limits; zero values take directory.DefaultLimits.
+	Limits directory.Limits
+	Log    *slog.Logger
+}
+
+// Server is one assembled Latchkey.
+type Server struct {
+	cfg     Config
+	Store   store.Store
+	Keyring *custody.Keyring
+	Keys    *custody.ServerKeys
+	Engine  *activity.Engine
+	API     *api.Server
+	Log     *slog.Logger
+}
+
+// DatabaseFile is the SQLite file inside the data directory.
+const DatabaseFile = "latchkey.db"
+
+// MasterKeyFile is where --dev keeps its generated master key.
+const MasterKeyFile = "master.key"
+
+// Open assembles a server from cfg.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./latchkey-data"
+	}
+	if cfg.Limits == (directory.Limits{}) {
+		cfg.Limits = directory.DefaultLimits
+	}
+	master, err := loadMasterKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Store: st, Log: cfg.Log}
+	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
+		st.Close()
+		return nil, err
+	}
+	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Log: cfg.Log}
+	s.Engine = activity.NewEngine(svc, s.registry())
+	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version}
+	return s, nil
+}
+
+func (s *Server) env(now time.Time) directory.Env {
+	return directory.Env{Now: now, WebAuthn: s.webAuthnPolicy(), Limits: s.cfg.Limits}
+}
+
+func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
+	return stamp.WebAuthnPolicy{RPIDs: s.cfg.WebAuthnRPIDs, Origins: s.cfg.WebAuthnOrigins}
+}
+
+func (s *Server) registry() *activity.Registry {
+	reg := activity.NewRegistry()
+	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
+	organizations.Register(reg, organizations.Deps{Env: env})
+	users.Register(reg, users.Deps{Env: env})
+	credentials.Register(reg, credentials.Deps{Env: env})
+	activities.Register(reg)
+	return reg
+}
+
+// Close releases the store.
+func (s *Server) Close() error { return s.Store.Close() }
+
+func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
+	if v := os.Getenv("LATCHKEY_MASTER_KEY"); v != "" && cfg.MasterKeyFile == "" {
+		return custody.ParseMasterKey([]byte(v))
+	}
+	path := cfg.MasterKeyFile
+	if path == "" {
+		if !cfg.Dev {
+			return nil, errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; for a development server use --dev")
+		}
+		path = filepath.Join(cfg.DataDir, MasterKeyFile)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return nil, err
+			}
+			m, err := custody.GenerateMasterKeyFile(path)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Log.Warn("DEVELOPMENT MODE: generated a master key and stored it NEXT TO THE DATA it protects; anyone who can read the data directory can read every key. Never use --dev in production.", "path", path)
+			return m, nil
+		}
+		cfg.Log.Warn("DEVELOPMENT MODE: using the master key stored in the data directory; never do this in production", "path", path)
+	}
+	return custody.LoadMasterKeyFile(path)
+}
+
+func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+	if cfg.DatabaseURL != "" {
+		if !strings.HasPrefix(cfg.DatabaseURL, "postgres://") && !strings.HasPrefix(cfg.DatabaseURL, "postgresql://") {
+			return nil, errors.New("--database-url must be a postgres:// URL")
+		}
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DatabaseFile), sqlite.Options{})
+}
+
+// PublicKeys are the server's public keys as served at /.well-known/latchkey.json and printed by
+// `latchkey keys`: uncompressed P-256, lowercase hex, the exact strings the Turnkey SDKs take as
+// overrides.
+type PublicKeys struct {
+	// SignerPublicKey signs export bundles and import bundles: pass it as
+	// dangerouslyOverrideSignerPublicKey to @turnkey/crypto decryptExportBundle and
+	// encrypt{Wallet,PrivateKey}ToBundle.
+	SignerPublicKey string `json:"signerPublicKey"`
+	// NotarizerPublicKey signs session JWTs: pass it to verifySessionJwtSignature.
+	NotarizerPublicKey string `json:"notarizerPublicKey"`
+	// OTPPublicKey signs OTP verification tokens and OTP encryption target bundles: pass it to
+	// verifyOtpVerificationToken and encryptOtpCodeToBundle.
+	OTPPublicKey string `json:"otpPublicKey"`
+	// AppProofPublicKey signs app proofs.
+	AppProofPublicKey string `json:"appProofPublicKey"`
+	Version           string `json:"version"`
+}
+
+// PublicKeys returns the server's public keys.
+func (s *Server) PublicKeys() PublicKeys {
+	return PublicKeys{
+		SignerPublicKey:    s.Keys.PublicKey(custody.Signer),
+		NotarizerPublicKey: s.Keys.PublicKey(custody.Notarizer),
+		OTPPublicKey:       s.Keys.PublicKey(custody.OTP),
+		AppProofPublicKey:  s.Keys.PublicKey(custody.AppProof),
+		Version:            Version,
+	}
+}
+
+// Run serves the API listener until ctx ends, then drains in-flight requests (up to drain) and
+// returns. ready, when not nil, is called with the bound address once listening.
+func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
+	ln, err := net.Listen("tcp", s.cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("api listener: %w", err)
+	}
+	srv := &http.Server{Handler: s.API.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.Log.Info("latchkey api listening", "addr", ln.Addr().String(), "store", s.Store.Dialect(), "version", Version)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.Log.Info("shutting down: draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	return nil
+}
