@@ -1,0 +1,73 @@
+// Shared helpers: build and start a real `latchkey serve --dev` on a free loopback port.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import net from "node:net";
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export function latchkeyBinary() {
+  if (process.env.LATCHKEY_BIN) return process.env.LATCHKEY_BIN;
+  const out = join(tmpdir(), "latchkey-e2e-bin");
+  execFileSync("go", ["build", "-o", out, "./cmd/latchkey"], { cwd: repo, stdio: "inherit" });
+  process.env.LATCHKEY_BIN = out;
+  return out;
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+export async function startLatchkey(extraArgs = []) {
+  const bin = latchkeyBinary();
+  const dataDir = mkdtempSync(join(tmpdir(), "latchkey-e2e-"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = ["serve", "--dev", "--data-dir", dataDir, "--api-addr", `127.0.0.1:${port}`, "--log-level", "debug", ...extraArgs];
+  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let logs = "";
+  proc.stdout.on("data", (d) => (logs += d));
+  proc.stderr.on("data", (d) => (logs += d));
+  const credsFile = join(dataDir, "dev-credentials.json");
+  for (let i = 0; i < 200; i++) {
+    if (proc.exitCode !== null) throw new Error(`latchkey exited early:\n${logs}`);
+    if (existsSync(credsFile)) {
+      try {
+        const r = await fetch(`${url}/healthz`);
+        if (r.ok) break;
+      } catch {}
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const creds = JSON.parse(readFileSync(credsFile, "utf8"));
+  const keys = await (await fetch(`${url}/.well-known/latchkey.json`)).json();
+  return {
+    url,
+    dataDir,
+    creds,
+    keys,
+    logs: () => logs,
+    async stop() {
+      proc.kill("SIGTERM");
+      await new Promise((r) => (proc.exitCode !== null ? r() : proc.on("exit", r)));
+      return proc.exitCode;
+    },
+    // Every byte the server wrote to disk (database, WAL) and to its logs.
+    allBytes() {
+      const parts = [Buffer.from(logs)];
+      for (const f of readdirSync(dataDir)) {
+        if (f.startsWith("latchkey.db")) parts.push(readFileSync(join(dataDir, f)));
+      }
+      return Buffer.concat(parts);
+    },
+  };
+}
