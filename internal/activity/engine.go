@@ -70,6 +70,9 @@ func (e *Engine) Services() *Services { return e.svc }
 // Registry returns the engine's registry.
 func (e *Engine) Registry() *Registry { return e.reg }
 
+// errExecFailed aborts an activity's transaction when its handler fails.
+var errExecFailed = errors.New("activity: handler failed")
+
 // Fingerprint is the activity fingerprint of a request body.
 func Fingerprint(raw []byte) string {
 	sum := sha256.Sum256(raw)
@@ -142,28 +145,14 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 
 	var data []byte
 	var execErr error
-	err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
-		now := e.svc.Now()
-		x := &Exec{Ctx: ctx, Tx: tx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
-			Type: actType, Now: now, Services: e.svc}
-		var result any
-		execErr = e.Authorize(x, op, intent)
-		if execErr == nil {
-			execErr = tx.Savepoint(ctx, func(tx store.Tx) error {
-				x.Tx = tx
-				var err error
-				result, err = op.Execute(x, intent)
-				return err
-			})
-			x.Tx = tx
-		}
+	record := func(tx store.Tx, x *Exec, result any, failure error) error {
 		a := &Wire{
 			ID: x.ActivityID, OrganizationID: x.OrgID, Type: actType, Intent: intentJSON,
 			Votes:       []wire.Vote{initiatorVote(x, req.Raw)},
-			Fingerprint: fp, CreatedAt: Timestamp(now), UpdatedAt: Timestamp(now),
+			Fingerprint: fp, CreatedAt: Timestamp(x.Now), UpdatedAt: Timestamp(x.Now),
 		}
-		if execErr != nil {
-			st := apierr.ToStatus(execErr)
+		if failure != nil {
+			st := apierr.ToStatus(failure)
 			a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
 		} else {
 			if result == nil {
@@ -180,8 +169,30 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 			return apierr.Internalf(err, "encoding activity")
 		}
 		return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
-			Status: a.Status, Type: a.Type, CreatedAt: now, UpdatedAt: now, Data: data})
+			Status: a.Status, Type: a.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: data})
+	}
+	newExec := func(tx store.Tx) *Exec {
+		return &Exec{Ctx: ctx, Tx: tx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
+			Type: actType, Now: e.svc.Now(), Services: e.svc}
+	}
+	// The handler and the activity commit together. When the handler (or authorization) fails,
+	// the whole transaction is undone and the FAILED activity is recorded in a second one:
+	// failures pay an extra commit so that successes pay no savepoint.
+	err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+		x := newExec(tx)
+		execErr = e.Authorize(x, op, intent)
+		if execErr != nil {
+			return errExecFailed
+		}
+		var result any
+		if result, execErr = op.Execute(x, intent); execErr != nil {
+			return errExecFailed
+		}
+		return record(tx, x, result, nil)
 	})
+	if errors.Is(err, errExecFailed) {
+		err = e.svc.Store.Update(ctx, func(tx store.Tx) error { return record(tx, newExec(tx), nil, execErr) })
+	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The same bytes were submitted concurrently: return the activity that won.
 		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {

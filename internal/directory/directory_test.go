@@ -23,7 +23,7 @@ func TestNormalizePublicKey(t *testing.T) {
 	const p256 = "02f739f8c77b32f4d5f13265861febd76e7a9c61a1140d296b8c16302508870316"
 	for _, tc := range []struct {
 		curve, in, want string
-		ok             bool
+		ok              bool
 	}{
 		{"API_KEY_CURVE_P256", p256, p256, true},
 		{"API_KEY_CURVE_P256", "0x" + p256, p256, true},

@@ -154,6 +154,7 @@ const (
 	qGetRecord       = "SELECT " + sqlcore.RecordColumns + " FROM records WHERE kind = ? AND id = ?"
 	qCountRecords    = "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = ? AND org_id = ? LIMIT ?)"
 	qLookup          = "SELECT kind, id, org_id FROM record_keys WHERE name = ? AND value = ?"
+	qUniqueOwner     = "SELECT kind, id FROM record_keys WHERE name = ? AND value = ? AND uniq"
 	qGetActivity     = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE id = ?"
 	qGetActivityByFP = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE fingerprint = ? AND status <> '" + store.ActivityStatusFailed + "'"
 	qInsertRecord    = "INSERT INTO records (kind, id, org_id, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"

@@ -36,6 +36,9 @@ type Options struct {
 	// QueueLength is how many Updates may wait for the writer before Update blocks on
 	// enqueueing. Default: 4 * MaxBatch.
 	QueueLength int
+	// CheckpointEvery is how often the background checkpointer copies the WAL into the
+	// database file. Default: 250ms.
+	CheckpointEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -47,6 +50,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 512
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 250 * time.Millisecond
 	}
 	if o.QueueLength <= 0 {
 		o.QueueLength = 4 * o.MaxBatch
@@ -64,6 +70,10 @@ type Store struct {
 	mu     sync.RWMutex // held for reading while enqueueing; Close takes it to stop enqueues
 	closed atomic.Bool
 	once   sync.Once
+
+	cdb      *sql.DB // the background checkpointer's connection
+	ckptQuit chan struct{}
+	ckptDone chan struct{}
 	cerr   error
 }
 
@@ -85,7 +95,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 	common := path + "?_busy_timeout=" + busy + "&_foreign_keys=0"
-	wdb, err := sql.Open("sqlite", common+"&_journal_mode=WAL&_synchronous=FULL")
+	// temp_store=MEMORY keeps savepoint journals off disk (a write syscall per page otherwise);
+	// a larger page cache keeps hot index pages in memory. The writer checkpoints only as a
+	// backstop (10,000 pages); a background checkpointer on its own connection keeps the WAL
+	// short without taking the writer's time.
+	wdb, err := sql.Open("sqlite", common+"&_journal_mode=WAL&_synchronous=FULL&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)&_pragma=wal_autocheckpoint(10000)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -134,8 +148,34 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		reads: &reader{q: &queries{cache: newStmtCache(rdb)}},
 		w:     w,
 	}
+	cdb, err := sql.Open("sqlite", common)
+	if err != nil {
+		rdb.Close()
+		return fail(fmt.Errorf("sqlite: open checkpointer: %w", err))
+	}
+	cdb.SetMaxOpenConns(1)
+	s.cdb, s.ckptQuit, s.ckptDone = cdb, make(chan struct{}), make(chan struct{})
 	go w.run()
+	go s.checkpoint(opts.CheckpointEvery)
 	return s, nil
+}
+
+// checkpoint copies the WAL back into the database file in the background (PASSIVE: it never
+// blocks the writer or readers), so the writer's own auto-checkpoint rarely fires.
+func (s *Store) checkpoint(every time.Duration) {
+	defer close(s.ckptDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ckptQuit:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, _ = s.cdb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+			cancel()
+		}
+	}
 }
 
 // Dialect returns "sqlite".
@@ -202,7 +242,9 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		close(s.w.quit)
 		<-s.w.stopped
-		s.cerr = errors.Join(s.w.close(), s.reads.q.cache.close(), s.wdb.Close(), s.rdb.Close())
+		close(s.ckptQuit)
+		<-s.ckptDone
+		s.cerr = errors.Join(s.w.close(), s.reads.q.cache.close(), s.wdb.Close(), s.rdb.Close(), s.cdb.Close())
 	})
 	return s.cerr
 }

@@ -273,3 +273,21 @@ func BenchmarkUpdateSerial(b *testing.B) {
 		}
 	}
 }
+
+func TestWriterPragmas(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var temp, sync int
+	if err := s.w.conn.QueryRowContext(context.Background(), "PRAGMA temp_store").Scan(&temp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.conn.QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if temp != 2 || sync != 2 {
+		t.Fatalf("temp_store=%d (want 2, MEMORY), synchronous=%d (want 2, FULL)", temp, sync)
+	}
+}
