@@ -74,7 +74,7 @@ type Store struct {
 	cdb      *sql.DB // the background checkpointer's connection
 	ckptQuit chan struct{}
 	ckptDone chan struct{}
-	cerr   error
+	cerr     error
 }
 
 var _ store.Store = (*Store)(nil)
