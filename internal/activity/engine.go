@@ -120,9 +120,6 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		return nil, err
 	}
 	fp := Fingerprint(req.Raw)
-	if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-		return data, err
-	}
 	intent := version.NewIntent()
 	if err := json.Unmarshal(req.Env.Parameters, intent); err != nil {
 		return nil, jsonError("parameters", err)
@@ -143,55 +140,55 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		return nil, apierr.Internalf(err, "encoding intent")
 	}
 
+	// Everything of the activity but its result is known before the transaction: encode it here,
+	// in parallel with other requests, so the serial section only encodes the result.
+	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
+		Type: actType, Now: e.svc.Now(), Services: e.svc}
+	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
+		Votes: []wire.Vote{initiatorVote(x0, req.Raw)}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
+	head, tail, err := a.split()
+	if err != nil {
+		return nil, err
+	}
+	member := resultMember(version.IntentMember, w.ResultMember)
+
 	var data []byte
 	var execErr error
-	record := func(tx store.Tx, x *Exec, result any, failure error) error {
-		a := &Wire{
-			ID: x.ActivityID, OrganizationID: x.OrgID, Type: actType, Intent: intentJSON,
-			Votes:       []wire.Vote{initiatorVote(x, req.Raw)},
-			Fingerprint: fp, CreatedAt: Timestamp(x.Now), UpdatedAt: Timestamp(x.Now),
-		}
-		if failure != nil {
-			st := apierr.ToStatus(failure)
-			a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
-		} else {
-			if result == nil {
-				result = struct{}{}
-			}
-			res, err := json.Marshal(map[string]any{resultMember(version.IntentMember, w.ResultMember): result})
-			if err != nil {
-				return apierr.Internalf(err, "encoding result")
-			}
-			a.Status, a.Result = StatusCompleted, res
-		}
-		var err error
-		if data, err = json.Marshal(a); err != nil {
-			return apierr.Internalf(err, "encoding activity")
-		}
-		return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
-			Status: a.Status, Type: a.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: data})
-	}
-	newExec := func(tx store.Tx) *Exec {
-		return &Exec{Ctx: ctx, Tx: tx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
-			Type: actType, Now: e.svc.Now(), Services: e.svc}
-	}
 	// The handler and the activity commit together. When the handler (or authorization) fails,
 	// the whole transaction is undone and the FAILED activity is recorded in a second one:
 	// failures pay an extra commit so that successes pay no savepoint.
 	err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
-		x := newExec(tx)
-		execErr = e.Authorize(x, op, intent)
-		if execErr != nil {
+		x := *x0
+		x.Tx = tx
+		if execErr = e.Authorize(&x, op, intent); execErr != nil {
 			return errExecFailed
 		}
 		var result any
-		if result, execErr = op.Execute(x, intent); execErr != nil {
+		if result, execErr = op.Execute(&x, intent); execErr != nil {
 			return errExecFailed
 		}
-		return record(tx, x, result, nil)
+		var jerr error
+		if data, jerr = joinResult(head, member, result, tail); jerr != nil {
+			return jerr
+		}
+		return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
+			Status: a.Status, Type: a.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: data})
 	})
 	if errors.Is(err, errExecFailed) {
-		err = e.svc.Store.Update(ctx, func(tx store.Tx) error { return record(tx, newExec(tx), nil, execErr) })
+		// The same bytes may have been submitted before (a retry): their activity, not a failure
+		// of the repeat, is the answer.
+		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
+			return data, err
+		}
+		st := apierr.ToStatus(execErr)
+		a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
+		if data, err = json.Marshal(a); err != nil {
+			return nil, apierr.Internalf(err, "encoding activity")
+		}
+		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+			return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
+				Status: a.Status, Type: a.Type, CreatedAt: x0.Now, UpdatedAt: x0.Now, Data: data})
+		})
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The same bytes were submitted concurrently: return the activity that won.
@@ -357,6 +354,59 @@ func storeFailure(err error) error {
 // Timestamp renders a time as the swagger's {seconds, nanos} with string members.
 func Timestamp(t time.Time) wire.Externaldatav1Timestamp {
 	return wire.Externaldatav1Timestamp{Seconds: strconv.FormatInt(t.Unix(), 10), Nanos: strconv.Itoa(t.Nanosecond())}
+}
+
+// split encodes the activity without its result, as the JSON before the result member and the
+// JSON after it (see joinResult).
+func (a *Wire) split() (head, tail []byte, err error) {
+	h, err := json.Marshal(struct {
+		ID             string          `json:"id"`
+		OrganizationID string          `json:"organizationId"`
+		Status         string          `json:"status"`
+		Type           string          `json:"type"`
+		Intent         json.RawMessage `json:"intent"`
+	}{a.ID, a.OrganizationID, a.Status, a.Type, a.Intent})
+	if err != nil {
+		return nil, nil, apierr.Internalf(err, "encoding activity")
+	}
+	t, err := json.Marshal(struct {
+		Votes       []wire.Vote                  `json:"votes"`
+		AppProofs   []json.RawMessage            `json:"appProofs,omitempty"`
+		Fingerprint string                       `json:"fingerprint"`
+		CanApprove  bool                         `json:"canApprove"`
+		CanReject   bool                         `json:"canReject"`
+		CreatedAt   wire.Externaldatav1Timestamp `json:"createdAt"`
+		UpdatedAt   wire.Externaldatav1Timestamp `json:"updatedAt"`
+	}{a.Votes, a.AppProofs, a.Fingerprint, a.CanApprove, a.CanReject, a.CreatedAt, a.UpdatedAt})
+	if err != nil {
+		return nil, nil, apierr.Internalf(err, "encoding activity")
+	}
+	return h[:len(h)-1], t[1:], nil
+}
+
+// joinResult completes an activity encoded by split with its result, giving the same bytes
+// json.Marshal of the whole Wire would.
+func joinResult(head []byte, member string, result any, tail []byte) ([]byte, error) {
+	if result == nil {
+		result = struct{}{}
+	}
+	res, err := json.Marshal(result)
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding result")
+	}
+	out := make([]byte, 0, len(head)+len(member)+len(res)+len(tail)+20)
+	out = append(out, head...)
+	out = append(out, `,"result":{`...)
+	out = appendJSONString(out, member)
+	out = append(out, ':')
+	out = append(out, res...)
+	out = append(out, "},"...)
+	return append(out, tail...), nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 // Wire is the activity as stored and returned.

@@ -115,9 +115,10 @@ func TestGroupCommit(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	blocker := make(chan error, 1)
+	var once sync.Once // fn may run again when the batch restarts after a failed job
 	go func() {
 		blocker <- s.Update(ctx, func(tx store.Tx) error {
-			close(entered)
+			once.Do(func() { close(entered) })
 			<-release
 			return tx.Put(ctx, store.Record{Kind: "r", ID: "blocker", OrgID: "o"})
 		})

@@ -45,12 +45,13 @@ type writer struct {
 	batch    []*job
 
 	// Statistics, for tests and metrics.
-	commits atomic.Int64 // committed batch transactions
-	jobsRun atomic.Int64 // jobs run in committed batches (succeeded or rolled back to their savepoint)
+	commits  atomic.Int64 // committed batch transactions
+	jobsRun  atomic.Int64 // jobs run in committed batches (succeeded or rolled back to their savepoint)
+	restarts atomic.Int64 // batches re-run in savepoint mode after a job failed
 }
 
 var writerStatements = []string{
-	qGetRecord, qInsertRecord, qUpsertRecord, qDeleteKeys, qInsertKey, qDeleteRecord,
+	qGetRecord, qInsertRecord, qUpsertRecord, qInsertOrIgnoreRecord, qDeleteKeys, qInsertKey, qDeleteRecord,
 	qUpsertActivity, qGetActivity, qGetActivityByFP, qLookup, qCountRecords,
 	qSavepointWrite, qRollbackToWrite, qReleaseWrite, qUniqueOwner,
 	qSavepointJob, qRollbackToJob, qReleaseJob,
@@ -113,11 +114,19 @@ func (w *writer) runBatch(first *job) {
 		return // abandoned by its caller
 	}
 	batch := append(w.batch[:0], first)
+	// Jobs run optimistically, without a savepoint each: most succeed, and a savepoint costs two
+	// statements on the serial path. The first job that fails makes the batch start over:
+	// roll back, then re-run the jobs that had succeeded (Update's fn may run more than once),
+	// this time each in its own savepoint, and carry on that way to the end of the batch.
+	guarded := false
 	var fatal error
 	if err := w.exec(qBeginImmediate); err != nil {
 		fatal = fmt.Errorf("sqlite: begin: %w", err)
 	} else {
-		fatal = w.runJob(first)
+		fatal = w.runJob(first, false)
+		if fatal == nil && first.failed() {
+			guarded, fatal = true, w.restart(batch)
+		}
 	}
 	for fatal == nil && len(batch) < w.maxBatch {
 		var j *job
@@ -132,7 +141,10 @@ func (w *writer) runBatch(first *job) {
 			continue
 		}
 		batch = append(batch, j)
-		fatal = w.runJob(j)
+		fatal = w.runJob(j, guarded)
+		if fatal == nil && !guarded && j.failed() {
+			guarded, fatal = true, w.restart(batch)
+		}
 	}
 	if fatal == nil {
 		if err := w.exec(qCommit); err != nil {
@@ -159,17 +171,47 @@ func (w *writer) runBatch(first *job) {
 	w.batch = batch[:0]
 }
 
-// runJob runs one job inside SAVEPOINT j of the batch transaction, rolling back to it when fn
-// fails. The returned error is fatal to the whole batch (the savepoint machinery itself broke);
-// fn's own error goes to the job.
-func (w *writer) runJob(j *job) error {
-	if err := w.exec(qSavepointJob); err != nil {
-		return fmt.Errorf("sqlite: savepoint: %w", err)
+// restart undoes the optimistic part of a batch whose last job failed and re-runs the jobs
+// before it that had succeeded, each in its own savepoint. The failed job keeps its result.
+func (w *writer) restart(batch []*job) error {
+	w.restarts.Add(1)
+	if err := w.exec(qRollback); err != nil {
+		return fmt.Errorf("sqlite: rollback: %w", err)
+	}
+	if err := w.exec(qBeginImmediate); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	for _, j := range batch[:len(batch)-1] {
+		if j.failed() {
+			continue
+		}
+		if err := w.runJob(j, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *job) failed() bool { return j.err != nil || j.panicked }
+
+// runJob runs one job of the batch transaction. Guarded, it runs inside SAVEPOINT j and rolls
+// back to it when fn fails; unguarded, the caller restarts the batch on failure. The returned
+// error is fatal to the whole batch (the transaction machinery itself broke); fn's own error
+// goes to the job.
+func (w *writer) runJob(j *job, guarded bool) error {
+	j.err, j.panicked, j.panicVal = nil, false, nil
+	if guarded {
+		if err := w.exec(qSavepointJob); err != nil {
+			return fmt.Errorf("sqlite: savepoint: %w", err)
+		}
 	}
 	t := &tx{reader: w.r, w: w}
 	j.err, j.panicked, j.panicVal = call(j.fn, t)
 	t.finished.Store(true)
-	if j.err != nil || j.panicked {
+	if !guarded {
+		return nil
+	}
+	if j.failed() {
 		if err := w.exec(qRollbackToJob); err != nil {
 			return fmt.Errorf("sqlite: rollback to savepoint: %w", err)
 		}
@@ -271,11 +313,23 @@ func (t *tx) put(ctx context.Context, stmt string, rec store.Record, keys []stor
 			}
 		}
 	}
-	if _, err := t.w.q.exec(ctx, stmt, rec.Kind, rec.ID, rec.OrgID, sqlcore.Data(rec.Data), created, updated); err != nil {
-		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: record %s/%s", store.ErrAlreadyExists, rec.Kind, rec.ID)
+	if stmt == qUpsertRecord {
+		// Most Puts create: try a plain insert first, which needs no key replacement.
+		res, err := t.w.q.exec(ctx, qInsertOrIgnoreRecord, rec.Kind, rec.ID, rec.OrgID, sqlcore.Data(rec.Data), created, updated)
+		if err != nil {
+			return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
 		}
-		return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
+		if n, _ := res.RowsAffected(); n == 1 {
+			stmt = "" // inserted
+		}
+	}
+	if stmt != "" {
+		if _, err := t.w.q.exec(ctx, stmt, rec.Kind, rec.ID, rec.OrgID, sqlcore.Data(rec.Data), created, updated); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: record %s/%s", store.ErrAlreadyExists, rec.Kind, rec.ID)
+			}
+			return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
+		}
 	}
 	if stmt == qUpsertRecord {
 		if _, err := t.w.q.exec(ctx, qDeleteKeys, rec.Kind, rec.ID); err != nil {

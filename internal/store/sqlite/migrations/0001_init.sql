@@ -8,7 +8,7 @@ CREATE TABLE records (
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (kind, id)
-);
+) WITHOUT ROWID; -- clustered on the key: one B-tree less to write per insert
 CREATE INDEX records_kind_org_created ON records (kind, org_id, created_at, id);
 
 -- Secondary keys of records, replaced with their record on every Put. The primary key also
@@ -21,7 +21,7 @@ CREATE TABLE record_keys (
     org_id TEXT    NOT NULL,
     uniq   INTEGER NOT NULL,
     PRIMARY KEY (kind, id, name, value)
-);
+) WITHOUT ROWID;
 CREATE INDEX record_keys_name_value ON record_keys (name, value);
 CREATE UNIQUE INDEX record_keys_unique ON record_keys (name, value) WHERE uniq;
 
