@@ -28,6 +28,14 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
 }
 
+// open assembles the server for an operator command (warnings only on stderr).
+func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server, error) {
+	log, _ := newLogger(stderr, "warn")
+	cfg := s.config()
+	cfg.Log = log
+	return server.Open(ctx, cfg)
+}
+
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev}
 }
@@ -108,10 +116,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError{"--" + name + " is required"}
 		}
 	}
-	log, _ := newLogger(stderr, "warn")
-	cfg := sf.config()
-	cfg.Log = log
-	s, err := server.Open(ctx, cfg)
+	s, err := sf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -133,10 +138,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	log, _ := newLogger(stderr, "warn")
-	cfg := sf.config()
-	cfg.Log = log
-	s, err := server.Open(ctx, cfg)
+	s, err := sf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -184,10 +186,7 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	log, _ := newLogger(stderr, "warn")
-	cfg := sf.config()
-	cfg.Log = log
-	s, err := server.Open(ctx, cfg)
+	s, err := sf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

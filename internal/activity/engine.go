@@ -352,9 +352,7 @@ func storeFailure(err error) error {
 }
 
 // Timestamp renders a time as the swagger's {seconds, nanos} with string members.
-func Timestamp(t time.Time) wire.Externaldatav1Timestamp {
-	return wire.Externaldatav1Timestamp{Seconds: strconv.FormatInt(t.Unix(), 10), Nanos: strconv.Itoa(t.Nanosecond())}
-}
+var Timestamp = directory.Timestamp
 
 // split encodes the activity without its result, as the JSON before the result member and the
 // JSON after it (see joinResult).

@@ -93,23 +93,9 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 	if err != nil {
 		return nil, err
 	}
-	refs, err := r.Lookup(ctx, KeyAPIKeyPublicKey, publicKey)
+	pick, err := pickRef(ctx, r, KeyAPIKeyPublicKey, publicKey, KindAPIKey, t, parent)
 	if err != nil {
-		return nil, apierr.Internalf(err, "looking up API key")
-	}
-	var pick *store.Ref
-	for i := range refs {
-		ref := &refs[i]
-		if ref.Kind != KindAPIKey {
-			continue
-		}
-		if ref.OrgID == t.ID {
-			pick = ref
-			break
-		}
-		if parent != nil && ref.OrgID == parent.ID {
-			pick = ref
-		}
+		return nil, err
 	}
 	if pick == nil {
 		return nil, apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s", msgKeyNotFound, publicKey)
@@ -137,23 +123,9 @@ func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, ta
 	if err != nil {
 		return nil, nil, err
 	}
-	refs, err := r.Lookup(ctx, KeyAuthCredentialID, credentialID)
+	pick, err := pickRef(ctx, r, KeyAuthCredentialID, credentialID, KindAuthenticator, t, parent)
 	if err != nil {
-		return nil, nil, apierr.Internalf(err, "looking up authenticator")
-	}
-	var pick *store.Ref
-	for i := range refs {
-		ref := &refs[i]
-		if ref.Kind != KindAuthenticator {
-			continue
-		}
-		if ref.OrgID == t.ID {
-			pick = ref
-			break
-		}
-		if parent != nil && ref.OrgID == parent.ID {
-			pick = ref
-		}
+		return nil, nil, err
 	}
 	if pick == nil {
 		return nil, nil, apierr.Unauth("CREDENTIAL_NOT_FOUND", "%s: %s", msgCredNotFound, credentialID)
@@ -164,6 +136,29 @@ func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, ta
 	}
 	c := &Caller{Target: t, CredentialID: a.ID, CredentialType: CredentialWebAuthn, PublicKey: a.PublicKey}
 	return c, a, res.finish(ctx, r, c, a.OrgID, a.UserID, parent)
+}
+
+// pickRef finds the record of kind carrying key=value in the target organization, or failing
+// that in its parent; nil when neither has one.
+func pickRef(ctx context.Context, r store.Reader, key, value, kind string, t, parent *Organization) (*store.Ref, error) {
+	refs, err := r.Lookup(ctx, key, value)
+	if err != nil {
+		return nil, apierr.Internalf(err, "looking up %s", kind)
+	}
+	var pick *store.Ref
+	for i := range refs {
+		ref := &refs[i]
+		if ref.Kind != kind {
+			continue
+		}
+		if ref.OrgID == t.ID {
+			return ref, nil
+		}
+		if parent != nil && ref.OrgID == parent.ID {
+			pick = ref
+		}
+	}
+	return pick, nil
 }
 
 func (res Resolver) finish(ctx context.Context, r store.Reader, c *Caller, orgID, userID string, parent *Organization) error {

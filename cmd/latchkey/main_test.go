@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/stamp"
+)
+
+func TestEnvName(t *testing.T) {
+	for in, want := range map[string]string{"data-dir": "LATCHKEY_DATA_DIR", "api-addr": "LATCHKEY_API_ADDR", "dev": "LATCHKEY_DEV"} {
+		if got := EnvName(in); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseLimits(t *testing.T) {
+	l, err := parseLimits("users=5, user-tags=unlimited")
+	if err != nil || l.UsersPerOrg != 5 || l.UserTagsPerOrg != 0 || l.APIKeysPerUser != 10 {
+		t.Fatalf("parseLimits = %+v, %v", l, err)
+	}
+	for _, bad := range []string{"users", "nope=3", "users=-1", "users=x"} {
+		if _, err := parseLimits(bad); err == nil {
+			t.Errorf("parseLimits(%q) accepted", bad)
+		}
+	}
+}
+
+// init, keys and version run in process; flags come from the environment when not given.
+func TestInitKeysFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	mk := filepath.Join(dir, "mk")
+	if _, err := custody.GenerateMasterKeyFile(mk); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LATCHKEY_DATA_DIR", dir)
+	t.Setenv("LATCHKEY_MASTER_KEY_FILE", mk)
+	_, pub, _ := stamp.GenerateKey(stamp.CurveP256)
+	var out, errb bytes.Buffer
+	ctx := context.Background()
+	if err := run(ctx, []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, &out, &errb); err != nil {
+		t.Fatalf("init: %v\n%s", err, errb.String())
+	}
+	var created map[string]string
+	if err := json.Unmarshal(out.Bytes(), &created); err != nil || created["organizationId"] == "" || created["userId"] == "" || created["apiKeyId"] == "" {
+		t.Fatalf("init printed %q", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"keys"}, &out, &errb); err != nil {
+		t.Fatalf("keys: %v", err)
+	}
+	var keys map[string]string
+	if err := json.Unmarshal(out.Bytes(), &keys); err != nil || len(keys["signerPublicKey"]) != 130 {
+		t.Fatalf("keys printed %q", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"keyring", "rotate"}, &out, &errb); err != nil || !strings.Contains(out.String(), `"activeVersion":2`) {
+		t.Fatalf("keyring rotate: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "latchkey ") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+}
+
+func TestMissingMasterKeyIsAClearError(t *testing.T) {
+	t.Setenv("LATCHKEY_MASTER_KEY", "")
+	os.Unsetenv("LATCHKEY_MASTER_KEY")
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"keys", "--data-dir", t.TempDir()}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "no master key") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, &out, &errb); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+	if err := run(context.Background(), []string{"init", "--data-dir", t.TempDir(), "--dev"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Fatalf("init without names: %v", err)
+	}
+}
