@@ -70,6 +70,25 @@ func (e *Engine) Services() *Services { return e.svc }
 // Registry returns the engine's registry.
 func (e *Engine) Registry() *Registry { return e.reg }
 
+// execute runs an activity's handler inside its transaction and writes the completed activity.
+// A handler or authorization failure is left in *execErr and aborts the transaction.
+func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, fp string, execErr *error, data *[]byte, head []byte, member string, tail []byte) error {
+	x := *x0
+	x.Tx, x.R = tx, tx
+	if *execErr = e.Authorize(&x, op, intent); *execErr != nil {
+		return errExecFailed
+	}
+	result, err := op.Execute(&x, intent)
+	if err != nil {
+		*execErr = err
+		return errExecFailed
+	}
+	if *data, err = joinResult(head, member, result, tail); err != nil {
+		return err
+	}
+	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: fp, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
+}
+
 // errExecFailed aborts an activity's transaction when its handler fails.
 var errExecFailed = errors.New("activity: handler failed")
 
@@ -154,26 +173,30 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 
 	var data []byte
 	var execErr error
+	if op.Prepare != nil {
+		err := e.svc.Store.View(ctx, func(r store.Reader) error {
+			x := *x0
+			x.R = r
+			var perr error
+			x0.Prepared, perr = op.Prepare(&x, intent)
+			if perr != nil {
+				execErr = perr
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, storeFailure(err)
+		}
+	}
 	// The handler and the activity commit together. When the handler (or authorization) fails,
 	// the whole transaction is undone and the FAILED activity is recorded in a second one:
 	// failures pay an extra commit so that successes pay no savepoint.
-	err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
-		x := *x0
-		x.Tx = tx
-		if execErr = e.Authorize(&x, op, intent); execErr != nil {
-			return errExecFailed
-		}
-		var result any
-		if result, execErr = op.Execute(&x, intent); execErr != nil {
-			return errExecFailed
-		}
-		var jerr error
-		if data, jerr = joinResult(head, member, result, tail); jerr != nil {
-			return jerr
-		}
-		return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
-			Status: a.Status, Type: a.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: data})
-	})
+	err = errExecFailed // when Prepare failed
+	if execErr == nil {
+		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+			return e.execute(tx, x0, op, intent, fp, &execErr, &data, head, member, tail)
+		})
+	}
 	if errors.Is(err, errExecFailed) {
 		// The same bytes may have been submitted before (a retry): their activity, not a failure
 		// of the repeat, is the answer.

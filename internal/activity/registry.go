@@ -13,14 +13,19 @@ import (
 // Exec is what a submit handler works with: one transaction, the caller, the activity being
 // made.
 type Exec struct {
-	Ctx        context.Context
-	Tx         store.Tx
+	Ctx context.Context
+	// Tx is the activity's transaction (nil in Prepare).
+	Tx store.Tx
+	// R reads: the transaction in Execute, committed data in Prepare.
+	R          store.Reader
 	Caller     *directory.Caller
 	OrgID      string // the organization the activity runs in
 	ActivityID string
 	Type       string // the exact activity type submitted
 	Now        time.Time
 	Services   *Services
+	// Prepared is what the operation's Prepare returned, if it has one.
+	Prepared any
 }
 
 // Read is what a query handler works with.
@@ -58,6 +63,11 @@ type Operation struct {
 	ParentMayWrite bool
 	// Redact, when set, returns the intent as it may be stored and echoed (secrets removed).
 	Redact func(intent any) any
+	// Prepare, when set, runs before the transaction over committed data (x.Tx is nil) and does
+	// the expensive work that needs no write, such as signing, so that it runs in parallel
+	// rather than inside the store's serial section. Execute then finds its value in
+	// x.Prepared and must re-check, inside the transaction, whatever the work relied on.
+	Prepare func(x *Exec, intent any) (any, error)
 
 	wire *wire.Op
 }
