@@ -170,4 +170,3 @@ func (c *Custodian) openKey(sealedKey []byte, b Binding, curve string) (*hd.Key,
 	defer wipe(raw)
 	return hd.NewKey(hd.Curve(curve), raw)
 }
-

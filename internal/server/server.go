@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/users"
+	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
@@ -50,13 +51,14 @@ type Config struct {
 
 // Server is one assembled Latchkey.
 type Server struct {
-	cfg     Config
-	Store   store.Store
-	Keyring *custody.Keyring
-	Keys    *custody.ServerKeys
-	Engine  *activity.Engine
-	API     *api.Server
-	Log     *slog.Logger
+	cfg       Config
+	Store     store.Store
+	Keyring   *custody.Keyring
+	Keys      *custody.ServerKeys
+	Custodian *custody.Custodian
+	Engine    *activity.Engine
+	API       *api.Server
+	Log       *slog.Logger
 }
 
 // DatabaseFile is the SQLite file inside the data directory.
@@ -93,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
+	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
@@ -116,7 +119,9 @@ func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
 func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
-	organizations.Register(reg, organizations.Deps{Env: env})
+	wd := wallets.Deps{Custodian: s.Custodian}
+	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, SubOrgWallet: wd.SubOrgWallet, OwnedKinds: wallets.OwnedKinds})
+	wallets.Register(reg, wd)
 	users.Register(reg, users.Deps{Env: env})
 	credentials.Register(reg, credentials.Deps{Env: env})
 	activities.Register(reg)

@@ -22,6 +22,8 @@ type Deps struct {
 	ExportGuard func(ctx context.Context, r store.Reader, orgID string) error
 	// SubOrgWallet, when set, creates the wallet asked for in create_sub_organization.
 	SubOrgWallet func(x *activity.Exec, orgID string, w *wire.WalletParams) (*wire.WalletResult, error)
+	// OwnedKinds are other domains' record kinds an organization owns (deleted with it).
+	OwnedKinds []string
 }
 
 // Register adds the operations to reg.
@@ -157,7 +159,7 @@ func (d Deps) deleteSubOrganization(x *activity.Exec, intent any) (any, error) {
 			return nil, err
 		}
 	}
-	if err := DeleteOrganizationRecords(x.Ctx, x.Tx, o.ID); err != nil {
+	if err := DeleteOrganizationRecords(x.Ctx, x.Tx, o.ID, d.OwnedKinds...); err != nil {
 		return nil, err
 	}
 	if err := directory.Delete(x.Ctx, x.Tx, directory.KindOrganization, o.ID); err != nil {
@@ -166,14 +168,14 @@ func (d Deps) deleteSubOrganization(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteSubOrganizationResult{SubOrganizationUuid: o.ID}, nil
 }
 
-// OwnedKinds are the record kinds an organization owns and that go with it. Other domains
-// append theirs at init.
+// OwnedKinds are the record kinds of the organization model an organization owns and that go
+// with it; Deps.OwnedKinds adds other domains'.
 var OwnedKinds = []string{directory.KindUserTag, directory.KindAPIKey, directory.KindAuthenticator, directory.KindOAuthProvider, directory.KindUser}
 
 // DeleteOrganizationRecords removes every record the organization owns (not the organization
 // record itself, nor its activities, which stay as the audit trail).
-func DeleteOrganizationRecords(ctx context.Context, tx store.Tx, orgID string) error {
-	for _, kind := range OwnedKinds {
+func DeleteOrganizationRecords(ctx context.Context, tx store.Tx, orgID string, more ...string) error {
+	for _, kind := range append(append([]string{}, more...), OwnedKinds...) {
 		recs, err := tx.List(ctx, kind, orgID, store.ListOptions{})
 		if err != nil {
 			return apierr.Internalf(err, "listing %s", kind)

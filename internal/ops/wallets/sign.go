@@ -1,0 +1,272 @@
+package wallets
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"golang.org/x/crypto/sha3"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// TypedDataHasher and AuthorizationHasher compute the digests of the EIP712 and
+// EIP7702_AUTHORIZATION payload encodings (internal/chain/ethereum provides them). Left nil, those
+// encodings answer "not supported".
+var (
+	TypedDataHasher     func(payload []byte) ([32]byte, error)
+	AuthorizationHasher func(payload []byte) ([32]byte, error)
+)
+
+func (d Deps) registerSigning(reg *activity.Registry) {
+	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned})
+	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned})
+}
+
+// SigningKey is a resolved signWith: a wallet account or a private key, with what signing needs.
+type SigningKey struct {
+	Kind          string // KindAccount or KindPrivateKey
+	ID            string
+	WalletID      string // accounts only
+	Curve         string
+	AddressFormat string // the account's format, or the private key's format matched by address ("" by id)
+	PublicKey     string
+	sealed        []byte
+	binding       custody.Binding
+}
+
+// ResolveSigner finds what signWith names in orgID: a wallet account address, a private key id,
+// a private key address, or a public key (of an account or a private key).
+func ResolveSigner(ctx context.Context, r store.Reader, orgID, signWith string) (*SigningKey, error) {
+	if signWith == "" {
+		return nil, apierr.Required("parameters.signWith")
+	}
+	addr := NormalizeAddress(signWith)
+	if ids, err := lookupIDs(ctx, r, KeyAccountAddress, addr, KindAccount, orgID); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		return accountKey(ctx, r, orgID, ids[0])
+	}
+	if k, err := load[PrivateKey](ctx, r, KindPrivateKey, orgID, signWith, "private key"); err == nil {
+		return privKey(k, ""), nil
+	}
+	if ids, err := lookupIDs(ctx, r, KeyPrivKeyAddress, addr, KindPrivateKey, orgID); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		k, err := load[PrivateKey](ctx, r, KindPrivateKey, orgID, ids[0], "private key")
+		if err != nil {
+			return nil, err
+		}
+		format := ""
+		for _, a := range k.Addresses {
+			if NormalizeAddress(a.Address) == addr {
+				format = a.Format
+			}
+		}
+		return privKey(k, format), nil
+	}
+	pub := strings.ToLower(strings.TrimPrefix(signWith, "0x"))
+	if ids, err := lookupIDs(ctx, r, KeyAccountPubKey, pub, KindAccount, orgID); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		return accountKey(ctx, r, orgID, ids[0])
+	}
+	if ids, err := lookupIDs(ctx, r, KeyPrivKeyPubKey, pub, KindPrivateKey, orgID); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		k, err := load[PrivateKey](ctx, r, KindPrivateKey, orgID, ids[0], "private key")
+		if err != nil {
+			return nil, err
+		}
+		return privKey(k, ""), nil
+	}
+	return nil, apierr.NotFoundf("parameters.signWith: no wallet account, private key or address %q in this organization", signWith)
+}
+
+func accountKey(ctx context.Context, r store.Reader, orgID, accountID string) (*SigningKey, error) {
+	a, err := load[Account](ctx, r, KindAccount, orgID, accountID, "wallet account")
+	if err != nil {
+		return nil, err
+	}
+	return &SigningKey{Kind: KindAccount, ID: a.ID, WalletID: a.WalletID, Curve: a.Curve, AddressFormat: a.AddressFormat,
+		PublicKey: a.PublicKey, sealed: a.SealedKey, binding: a.binding()}, nil
+}
+
+func privKey(k *PrivateKey, format string) *SigningKey {
+	return &SigningKey{Kind: KindPrivateKey, ID: k.ID, Curve: k.Curve, AddressFormat: format, PublicKey: k.PublicKey,
+		sealed: k.SealedKey, binding: k.binding()}
+}
+
+// stillThere checks, inside the activity's transaction, that the key signed with in Prepare
+// has not been deleted since.
+func (k *SigningKey) stillThere(x *activity.Exec) error {
+	if _, err := x.Tx.Get(x.Ctx, k.Kind, k.ID); err != nil {
+		return apierr.NotFoundf("parameters.signWith: the key was deleted while signing")
+	}
+	return nil
+}
+
+// signKind picks the signature a key makes: Ed25519 for Ed25519 keys; BIP-340 Schnorr for
+// Taproot (tweaked) and Spark (plain) addresses; ECDSA otherwise.
+func (k *SigningKey) signKind() custody.SignKind {
+	switch {
+	case k.Curve == "CURVE_ED25519":
+		return custody.SignEd25519
+	case strings.HasSuffix(k.AddressFormat, "_P2TR"):
+		return custody.SignSchnorrTaproot
+	case strings.HasPrefix(k.AddressFormat, "ADDRESS_FORMAT_SPARK_"):
+		return custody.SignSchnorr
+	}
+	return custody.SignECDSA
+}
+
+// digest turns a payload into what the key signs, per encoding and hash function.
+func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]byte, error) {
+	var msg []byte
+	switch encoding {
+	case "PAYLOAD_ENCODING_HEXADECIMAL":
+		b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(payload, "0x"), "0X"))
+		if err != nil {
+			return nil, apierr.Invalid(field, "not hexadecimal")
+		}
+		msg = b
+	case "PAYLOAD_ENCODING_TEXT_UTF8":
+		msg = []byte(payload)
+	case "PAYLOAD_ENCODING_EIP712", "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION":
+		if k.signKind() != custody.SignECDSA || k.Curve != "CURVE_SECP256K1" {
+			return nil, apierr.Invalid("parameters.encoding", "%s needs a secp256k1 (Ethereum) key", encoding)
+		}
+		if hashFunction != "HASH_FUNCTION_NO_OP" && hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
+			return nil, apierr.Invalid("parameters.hashFunction", "%s is hashed by its encoding; send HASH_FUNCTION_NO_OP", encoding)
+		}
+		h := TypedDataHasher
+		if encoding == "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION" {
+			h = AuthorizationHasher
+		}
+		if h == nil {
+			return nil, apierr.Unsupported("payload encoding " + encoding)
+		}
+		d, err := h([]byte(payload))
+		if err != nil {
+			return nil, apierr.Invalid(field, "%v", err)
+		}
+		return d[:], nil
+	default:
+		return nil, apierr.Invalid("parameters.encoding", "unknown payload encoding %q", encoding)
+	}
+	if k.signKind() == custody.SignEd25519 {
+		if hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
+			return nil, apierr.Invalid("parameters.hashFunction", "invalid hash function %s: Ed25519 signing requires HASH_FUNCTION_NOT_APPLICABLE", hashFunction)
+		}
+		return msg, nil
+	}
+	switch hashFunction {
+	case "HASH_FUNCTION_NO_OP":
+		if len(msg) != 32 {
+			return nil, apierr.Invalid(field, "with HASH_FUNCTION_NO_OP the payload must be a 32-byte digest, got %d bytes", len(msg))
+		}
+		return msg, nil
+	case "HASH_FUNCTION_SHA256":
+		d := sha256.Sum256(msg)
+		return d[:], nil
+	case "HASH_FUNCTION_KECCAK256":
+		h := sha3.NewLegacyKeccak256()
+		h.Write(msg)
+		return h.Sum(nil), nil
+	case "HASH_FUNCTION_NOT_APPLICABLE":
+		return nil, apierr.Invalid("parameters.hashFunction", "invalid hash function: HASH_FUNCTION_NOT_APPLICABLE is for Ed25519 keys; this key signs with %s", k.Curve)
+	}
+	return nil, apierr.Invalid("parameters.hashFunction", "unknown hash function %q", hashFunction)
+}
+
+// Sign signs a digest (or an Ed25519 message) with the key.
+func (d Deps) Sign(k *SigningKey, msg []byte) (custody.Signature, error) {
+	sig, err := d.Custodian.Sign(k.sealed, k.binding, k.Curve, k.signKind(), msg)
+	if err != nil {
+		return sig, apierr.Internalf(err, "signing")
+	}
+	return sig, nil
+}
+
+// SignECDSADigest signs a 32-byte digest with ECDSA whatever the key's address format says
+// (transactions that define their own signature scheme).
+func (d Deps) SignECDSADigest(k *SigningKey, digest []byte) (custody.Signature, error) {
+	sig, err := d.Custodian.Sign(k.sealed, k.binding, k.Curve, custody.SignECDSA, digest)
+	if err != nil {
+		return sig, apierr.Internalf(err, "signing")
+	}
+	return sig, nil
+}
+
+// SignAs signs with an explicit kind.
+func (d Deps) SignAs(k *SigningKey, kind custody.SignKind, msg []byte) (custody.Signature, error) {
+	sig, err := d.Custodian.Sign(k.sealed, k.binding, k.Curve, kind, msg)
+	if err != nil {
+		return sig, apierr.Internalf(err, "signing")
+	}
+	return sig, nil
+}
+
+func rawResult(sig custody.Signature) wire.SignRawPayloadResult {
+	return wire.SignRawPayloadResult{R: hex.EncodeToString(sig.R[:]), S: hex.EncodeToString(sig.S[:]), V: hex.EncodeToString([]byte{sig.V})}
+}
+
+type signed struct {
+	key    *SigningKey
+	result any
+}
+
+func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
+	var signWith, encoding, hashFn string
+	var payloads []string
+	single := false
+	switch in := intent.(type) {
+	case *wire.SignRawPayloadIntentV2:
+		signWith, encoding, hashFn, payloads, single = in.SignWith, string(in.Encoding), string(in.HashFunction), []string{in.Payload}, true
+	case *wire.SignRawPayloadIntent:
+		signWith, encoding, hashFn, payloads, single = in.PrivateKeyId, string(in.Encoding), string(in.HashFunction), []string{in.Payload}, true
+	case *wire.SignRawPayloadsIntent:
+		signWith, encoding, hashFn, payloads = in.SignWith, string(in.Encoding), string(in.HashFunction), in.Payloads
+	}
+	if len(payloads) == 0 {
+		return nil, apierr.Invalid("parameters.payloads", "at least one payload is required")
+	}
+	k, err := ResolveSigner(x.Ctx, x.R, x.OrgID, signWith)
+	if err != nil {
+		return nil, err
+	}
+	sigs := make([]wire.SignRawPayloadResult, 0, len(payloads))
+	for i, p := range payloads {
+		field := "parameters.payload"
+		if !single {
+			field = fieldIdx("parameters.payloads", i)
+		}
+		msg, err := k.digest(field, p, encoding, hashFn)
+		if err != nil {
+			return nil, err
+		}
+		sig, err := d.Sign(k, msg)
+		if err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, rawResult(sig))
+	}
+	if single {
+		return signed{key: k, result: sigs[0]}, nil
+	}
+	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}}, nil
+}
+
+// executeSigned completes a signing activity whose signature Prepare made.
+func executeSigned(x *activity.Exec, _ any) (any, error) {
+	s := x.Prepared.(signed)
+	if err := s.key.stillThere(x); err != nil {
+		return nil, err
+	}
+	return s.result, nil
+}

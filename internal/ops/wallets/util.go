@@ -1,0 +1,18 @@
+package wallets
+
+import (
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+func hexLower(b []byte) string { return hex.EncodeToString(b) }
+
+func sortAccounts(as []*Account) {
+	slices.SortFunc(as, func(a, b *Account) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}

@@ -1,0 +1,410 @@
+package wallets
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Deps are what these operations need.
+type Deps struct {
+	Custodian *custody.Custodian
+}
+
+// Limits per organization (Turnkey's documented ones).
+const (
+	MaxWalletsPerOrg     = 100
+	MaxPrivateKeysPerOrg = 1000
+)
+
+// Register adds the operations to reg and makes sub-organization deletion aware of keys.
+func Register(reg *activity.Registry, d Deps) {
+	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Execute: d.createWallet})
+	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Execute: d.createWalletAccounts})
+	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: updateWallet})
+	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: deleteWallets})
+	reg.Submit(activity.Operation{Path: "delete_wallet_accounts", Access: activity.AccessRoot, Execute: deleteWalletAccounts})
+	reg.Query(activity.QueryOp{Path: "get_wallet", Execute: getWallet})
+	reg.Query(activity.QueryOp{Path: "list_wallets", Execute: listWallets})
+	reg.Query(activity.QueryOp{Path: "get_wallet_account", Execute: getWalletAccount})
+	reg.Query(activity.QueryOp{Path: "list_wallet_accounts", Execute: listWalletAccounts})
+	d.registerKeys(reg)
+	d.registerSigning(reg)
+	d.registerExport(reg)
+}
+
+// OwnedKinds are the record kinds of this domain an organization owns.
+var OwnedKinds = []string{KindAccount, KindWallet, KindPrivateKeyTag, KindPrivateKey, KindImportTarget}
+
+// ExportGuard refuses deleting an organization that holds wallets or private keys never
+// exported (delete_sub_organization without deleteWithoutExport).
+func ExportGuard(ctx context.Context, r store.Reader, orgID string) error {
+	ws, err := listKind[Wallet](ctx, r, KindWallet, orgID, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if !w.Exported {
+			return apierr.New(apierr.FailedPrecondition, "WALLET_NOT_EXPORTED", "wallet %s has not been exported; export it first or pass deleteWithoutExport", w.ID)
+		}
+	}
+	ks, err := listKind[PrivateKey](ctx, r, KindPrivateKey, orgID, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
+		if !k.Exported {
+			return apierr.New(apierr.FailedPrecondition, "PRIVATE_KEY_NOT_EXPORTED", "private key %s has not been exported; export it first or pass deleteWithoutExport", k.ID)
+		}
+	}
+	return nil
+}
+
+func fieldIdx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }
+
+// accountSpec is a checked account parameter.
+type accountSpec struct {
+	wire.WalletAccountParams
+	field string
+}
+
+func checkAccounts(field string, in []wire.WalletAccountParams) ([]accountSpec, error) {
+	out := make([]accountSpec, 0, len(in))
+	for i, a := range in {
+		f := fieldIdx(field, i)
+		if a.PathFormat != "PATH_FORMAT_BIP32" {
+			return nil, apierr.Invalid(f+".pathFormat", "invalid path format %q: only PATH_FORMAT_BIP32 is supported", a.PathFormat)
+		}
+		if err := address.CheckCurve(string(a.AddressFormat), string(a.Curve)); err != nil {
+			return nil, apierr.Invalid(f, "%v", err)
+		}
+		if strings.HasPrefix(string(a.AddressFormat), "ADDRESS_FORMAT_SPARK_") {
+			a.Path = address.SparkIdentityPath // set by the server whatever the client sends
+		}
+		if a.Path == "" {
+			return nil, apierr.Required(f + ".path")
+		}
+		out = append(out, accountSpec{WalletAccountParams: a, field: f})
+	}
+	return out, nil
+}
+
+// deriveAccounts derives and addresses accounts of w; persist writes them.
+func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec, persist bool) ([]*Account, error) {
+	accts := make([]*Account, len(specs))
+	cs := make([]custody.AccountSpec, len(specs))
+	for i, s := range specs {
+		accts[i] = &Account{ID: id.New(), OrgID: w.OrgID, WalletID: w.ID, Name: s.Name, Curve: string(s.Curve), PathFormat: string(s.PathFormat),
+			Path: s.Path, AddressFormat: string(s.AddressFormat), CreatedAt: x.Now.Add(time.Duration(i)), UpdatedAt: x.Now}
+		cs[i] = custody.AccountSpec{Curve: string(s.Curve), Path: s.Path, Binding: accts[i].binding()}
+	}
+	derived, err := d.Custodian.DeriveAccounts(w.SealedMnemonic, w.binding(), cs)
+	if err != nil {
+		return nil, apierr.Invalid("parameters.accounts", "%v", err)
+	}
+	for i, a := range accts {
+		addr, err := address.Derive(a.AddressFormat, a.Curve, derived[i].PublicKey)
+		if err != nil {
+			return nil, apierr.Invalid(specs[i].field, "%v", err)
+		}
+		a.Address, a.PublicKey, a.SealedKey = addr, hexLower(derived[i].PublicKey), derived[i].SealedKey
+		if persist {
+			if err := saveAccount(x.Ctx, x.Tx, a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return accts, nil
+}
+
+func addresses(accts []*Account) []string {
+	out := make([]string, 0, len(accts))
+	for _, a := range accts {
+		out = append(out, a.Address)
+	}
+	return out
+}
+
+func checkName(field, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", apierr.Required(field)
+	}
+	if len(name) > directory.MaxNameLength {
+		return "", apierr.Invalid(field, "must be at most %d bytes", directory.MaxNameLength)
+	}
+	return name, nil
+}
+
+// newWallet creates a wallet with its accounts in orgID.
+func (d Deps) newWallet(x *activity.Exec, orgID, name string, mnemonicLength *int32, accounts []wire.WalletAccountParams, field string) (*Wallet, []*Account, error) {
+	name, err := checkName(field+".walletName", name)
+	if err != nil {
+		return nil, nil, err
+	}
+	specs, err := checkAccounts(field+".accounts", accounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n, err := x.Tx.Count(x.Ctx, KindWallet, orgID, MaxWalletsPerOrg); err != nil {
+		return nil, nil, apierr.Internalf(err, "counting wallets")
+	} else if n >= MaxWalletsPerOrg {
+		return nil, nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d wallets", MaxWalletsPerOrg)
+	}
+	words := 12
+	if mnemonicLength != nil {
+		words = int(*mnemonicLength)
+	}
+	w := &Wallet{ID: id.New(), OrgID: orgID, Name: name, CreatedAt: x.Now, UpdatedAt: x.Now}
+	if w.SealedMnemonic, err = d.Custodian.NewMnemonic(words, w.binding()); err != nil {
+		return nil, nil, apierr.Invalid(field+".mnemonicLength", "%v", err)
+	}
+	if err := saveWallet(x.Ctx, x.Tx, w); err != nil {
+		return nil, nil, err
+	}
+	accts, err := d.deriveAccounts(x, w, specs, true)
+	return w, accts, err
+}
+
+func (d Deps) createWallet(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.CreateWalletIntent)
+	w, accts, err := d.newWallet(x, x.OrgID, in.WalletName, in.MnemonicLength, in.Accounts, "parameters")
+	if err != nil {
+		return nil, err
+	}
+	return wire.CreateWalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
+}
+
+// SubOrgWallet creates the wallet create_sub_organization asks for.
+func (d Deps) SubOrgWallet(x *activity.Exec, orgID string, p *wire.WalletParams) (*wire.WalletResult, error) {
+	w, accts, err := d.newWallet(x, orgID, p.WalletName, p.MnemonicLength, p.Accounts, "parameters.wallet")
+	if err != nil {
+		return nil, err
+	}
+	return &wire.WalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
+}
+
+func (d Deps) createWalletAccounts(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.CreateWalletAccountsIntent)
+	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
+	if err != nil {
+		return nil, err
+	}
+	specs, err := checkAccounts("parameters.accounts", in.Accounts)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, apierr.Invalid("parameters.accounts", "at least one account is required")
+	}
+	persist := in.Persist == nil || *in.Persist
+	accts, err := d.deriveAccounts(x, w, specs, persist)
+	if err != nil {
+		return nil, err
+	}
+	return wire.CreateWalletAccountsResult{Addresses: addresses(accts)}, nil
+}
+
+func updateWallet(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.UpdateWalletIntent)
+	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
+	if err != nil {
+		return nil, err
+	}
+	if in.WalletName != "" {
+		if w.Name, err = checkName("parameters.walletName", in.WalletName); err != nil {
+			return nil, err
+		}
+	}
+	w.UpdatedAt = x.Now
+	if err := saveWallet(x.Ctx, x.Tx, w); err != nil {
+		return nil, err
+	}
+	return wire.UpdateWalletResult{WalletId: w.ID}, nil
+}
+
+func walletAccounts(ctx context.Context, r store.Reader, orgID, walletID string) ([]*Account, error) {
+	ids, err := lookupIDs(ctx, r, KeyAccountWallet, walletID, KindAccount, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Account, 0, len(ids))
+	for _, aid := range ids {
+		a, err := load[Account](ctx, r, KindAccount, orgID, aid, "wallet account")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	sortAccounts(out)
+	return out, nil
+}
+
+func deleteWallets(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteWalletsIntent)
+	if len(in.WalletIds) == 0 {
+		return nil, apierr.Invalid("parameters.walletIds", "at least one wallet id is required")
+	}
+	force := in.DeleteWithoutExport != nil && *in.DeleteWithoutExport
+	for i, wid := range in.WalletIds {
+		w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, wid, "wallet")
+		if err != nil {
+			return nil, apierr.Invalid(fieldIdx("parameters.walletIds", i), "no wallet %s in this organization", wid)
+		}
+		if !w.Exported && !force {
+			return nil, apierr.New(apierr.FailedPrecondition, "WALLET_NOT_EXPORTED", "%s: wallet %s has not been exported; export it first or pass deleteWithoutExport: true", fieldIdx("parameters.walletIds", i), wid)
+		}
+		accts, err := walletAccounts(x.Ctx, x.Tx, x.OrgID, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range accts {
+			if err := x.Tx.Delete(x.Ctx, KindAccount, a.ID); err != nil {
+				return nil, apierr.Internalf(err, "deleting account")
+			}
+		}
+		if err := x.Tx.Delete(x.Ctx, KindWallet, w.ID); err != nil {
+			return nil, apierr.Internalf(err, "deleting wallet")
+		}
+	}
+	return wire.DeleteWalletsResult{WalletIds: in.WalletIds}, nil
+}
+
+func deleteWalletAccounts(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteWalletAccountsIntent)
+	if len(in.WalletAccountIds) == 0 {
+		return nil, apierr.Invalid("parameters.walletAccountIds", "at least one wallet account id is required")
+	}
+	force := in.DeleteWithoutExport != nil && *in.DeleteWithoutExport
+	for i, aid := range in.WalletAccountIds {
+		a, err := load[Account](x.Ctx, x.Tx, KindAccount, x.OrgID, aid, "wallet account")
+		if err != nil {
+			return nil, apierr.Invalid(fieldIdx("parameters.walletAccountIds", i), "no wallet account %s in this organization", aid)
+		}
+		if !force && !a.Exported {
+			w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, a.WalletID, "wallet")
+			if err != nil || !w.Exported {
+				return nil, apierr.New(apierr.FailedPrecondition, "WALLET_ACCOUNT_NOT_EXPORTED", "%s: wallet account %s has not been exported; export it first or pass deleteWithoutExport: true", fieldIdx("parameters.walletAccountIds", i), aid)
+			}
+		}
+		if err := x.Tx.Delete(x.Ctx, KindAccount, a.ID); err != nil {
+			return nil, apierr.Internalf(err, "deleting account")
+		}
+	}
+	return wire.DeleteWalletAccountsResult{WalletAccountIds: in.WalletAccountIds}, nil
+}
+
+func getWallet(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetWalletRequest)
+	w, err := load[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, in.WalletId, "wallet")
+	if err != nil {
+		return nil, err
+	}
+	return wire.GetWalletResponse{Wallet: w.ToWire()}, nil
+}
+
+func listWallets(q *activity.Read, _ any) (any, error) {
+	ws, err := listKind[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := wire.GetWalletsResponse{Wallets: make([]wire.Wallet, 0, len(ws))}
+	for _, w := range ws {
+		out.Wallets = append(out.Wallets, w.ToWire())
+	}
+	return out, nil
+}
+
+func getWalletAccount(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetWalletAccountRequest)
+	if in.Address == "" && in.Path == "" {
+		return nil, apierr.Invalid("address", "give the account's address or path")
+	}
+	accts, err := walletAccounts(q.Ctx, q.R, q.OrgID, in.WalletId)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range accts {
+		if (in.Address != "" && NormalizeAddress(a.Address) == NormalizeAddress(in.Address)) || (in.Address == "" && a.Path == in.Path) {
+			return wire.GetWalletAccountResponse{Account: a.ToWire()}, nil
+		}
+	}
+	return nil, apierr.NotFoundf("wallet account not found in wallet %s", in.WalletId)
+}
+
+func listWalletAccounts(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetWalletAccountsRequest)
+	var accts []*Account
+	var err error
+	if in.WalletId != "" {
+		if _, err := load[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, in.WalletId, "wallet"); err != nil {
+			return nil, err
+		}
+		accts, err = walletAccounts(q.Ctx, q.R, q.OrgID, in.WalletId)
+	} else {
+		accts, err = listKind[Account](q.Ctx, q.R, KindAccount, q.OrgID, store.ListOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", false)
+	if err != nil {
+		return nil, err
+	}
+	accts = page(accts, opts)
+	details := in.IncludeWalletDetails != nil && *in.IncludeWalletDetails
+	wallets := map[string]*Wallet{}
+	out := wire.GetWalletAccountsResponse{Accounts: make([]wire.WalletAccount, 0, len(accts))}
+	for _, a := range accts {
+		w := a.ToWire()
+		if details {
+			wl, ok := wallets[a.WalletID]
+			if !ok {
+				if wl, err = load[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, a.WalletID, "wallet"); err != nil {
+					return nil, err
+				}
+				wallets[a.WalletID] = wl
+			}
+			ww := wl.ToWire()
+			w.WalletDetails = &ww
+		}
+		out.Accounts = append(out.Accounts, w)
+	}
+	return out, nil
+}
+
+// page applies limit/after/before (account ids) to accounts in creation order.
+func page(accts []*Account, opts store.ListOptions) []*Account {
+	start, end := 0, len(accts)
+	for i, a := range accts {
+		if opts.After != "" && a.ID == opts.After {
+			start = i + 1
+		}
+		if opts.Before != "" && a.ID == opts.Before {
+			end = i
+		}
+	}
+	if start > end {
+		return nil
+	}
+	accts = accts[start:end]
+	if opts.Limit > 0 && len(accts) > opts.Limit {
+		if opts.Before != "" {
+			accts = accts[len(accts)-opts.Limit:]
+		} else {
+			accts = accts[:opts.Limit]
+		}
+	}
+	return accts
+}
