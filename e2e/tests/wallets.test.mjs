@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Turnkey } from "@turnkey/sdk-server";
 import { createAccount } from "@turnkey/viem";
 import { TurnkeySigner } from "@turnkey/solana";
-import { generateP256KeyPair, decryptExportBundle, encryptWalletToBundle } from "@turnkey/crypto";
+import { generateP256KeyPair, decryptExportBundle, encryptWalletToBundle, verifyAppProofSignature } from "@turnkey/crypto";
 import { verifyMessage } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { PublicKey, SystemProgram, Transaction } from "@solana/web3.js";
@@ -84,6 +84,18 @@ test("a private key exported and decrypted matches its address", async () => {
   const account = await createAccount({ client, organizationId: lk.creds.organizationId, signWith: privateKeyId });
   const signature = await account.signMessage({ message: "by key id" });
   assert.ok(await verifyMessage({ address: addresses[0].address, message: "by key id", signature }));
+});
+
+test("app proofs of address derivation pass @turnkey/crypto's verifyAppProofSignature", async () => {
+  const w = await client.createWallet({ walletName: "proved", accounts: [ETH, SOL], generateAppProofs: true });
+  const proofs = w.activity.appProofs;
+  assert.equal(proofs.length, 2);
+  for (const p of proofs) {
+    verifyAppProofSignature(p); // throws when the signature does not verify
+    const payload = JSON.parse(p.proofPayload);
+    assert.equal(payload.type, "APP_PROOF_TYPE_ADDRESS_DERIVATION");
+    assert.ok(w.addresses.includes(payload.addressDerivationProof.address));
+  }
 });
 
 test("no mnemonic or private key in the database file or the logs", () => {

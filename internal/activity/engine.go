@@ -1,6 +1,7 @@
 package activity
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,6 +41,7 @@ type Services struct {
 	Store      store.Store
 	Keyring    *custody.Keyring
 	ServerKeys *custody.ServerKeys
+	Custodian  *custody.Custodian
 	Now        func() time.Time
 	Log        *slog.Logger
 }
@@ -83,10 +85,49 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, fp st
 		*execErr = err
 		return errExecFailed
 	}
+	if len(x.appProofs) > 0 {
+		// Rare (asked for with generateAppProofs): re-encode the part that holds them.
+		if tail, err = withAppProofs(tail, x.appProofs); err != nil {
+			return err
+		}
+	}
 	if *data, err = joinResult(head, member, result, tail); err != nil {
 		return err
 	}
 	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: fp, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
+}
+
+// wantsAppProofs reads generateAppProofs from the envelope or, as @turnkey/core may leave it,
+// from the parameters.
+func wantsAppProofs(env *wire.SubmitEnvelope) bool {
+	if env.GenerateAppProofs != nil {
+		return *env.GenerateAppProofs
+	}
+	if !bytes.Contains(env.Parameters, []byte(`"generateAppProofs"`)) {
+		return false
+	}
+	var p struct {
+		GenerateAppProofs bool `json:"generateAppProofs"`
+	}
+	_ = json.Unmarshal(env.Parameters, &p)
+	return p.GenerateAppProofs
+}
+
+func withAppProofs(tail []byte, proofs []json.RawMessage) ([]byte, error) {
+	var t map[string]json.RawMessage
+	if err := json.Unmarshal(append([]byte{'{'}, tail...), &t); err != nil {
+		return nil, apierr.Internalf(err, "re-encoding activity")
+	}
+	p, err := json.Marshal(proofs)
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding app proofs")
+	}
+	t["appProofs"] = p
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, apierr.Internalf(err, "re-encoding activity")
+	}
+	return b[1:], nil
 }
 
 // errExecFailed aborts an activity's transaction when its handler fails.
@@ -161,7 +202,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 
 	// Everything of the activity but its result is known before the transaction: encode it here,
 	// in parallel with other requests, so the serial section only encodes the result.
-	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(),
+	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
 		Type: actType, Now: e.svc.Now(), Services: e.svc}
 	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
 		Votes: []wire.Vote{initiatorVote(x0, req.Raw)}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}

@@ -2,7 +2,9 @@ package activity
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/directory"
@@ -26,6 +28,38 @@ type Exec struct {
 	Services   *Services
 	// Prepared is what the operation's Prepare returned, if it has one.
 	Prepared any
+	// GenerateAppProofs is set when the request asked for app proofs.
+	GenerateAppProofs bool
+	appProofs         []json.RawMessage
+}
+
+// AddressProof records an address-derivation app proof on the activity when the request asked
+// for proofs (generateAppProofs): a payload naming the organization, wallet, path and address,
+// signed with the server's app-proof key as @turnkey/crypto's verifyAppProofSignature checks.
+func (x *Exec) AddressProof(walletID, path, address string) error {
+	if !x.GenerateAppProofs || x.Services.Custodian == nil {
+		return nil
+	}
+	payload, err := json.Marshal(map[string]any{
+		"type":        "APP_PROOF_TYPE_ADDRESS_DERIVATION",
+		"timestampMs": strconv.FormatInt(x.Now.UnixMilli(), 10),
+		"addressDerivationProof": map[string]string{
+			"organizationId": x.OrgID, "walletId": walletID, "derivationPath": path, "address": address,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	pub, sig, err := x.Services.Custodian.AppProof(payload)
+	if err != nil {
+		return err
+	}
+	proof, err := json.Marshal(wire.AppProof{Scheme: "SIGNATURE_SCHEME_EPHEMERAL_KEY_P256", PublicKey: pub, ProofPayload: string(payload), Signature: sig})
+	if err != nil {
+		return err
+	}
+	x.appProofs = append(x.appProofs, proof)
+	return nil
 }
 
 // Read is what a query handler works with.

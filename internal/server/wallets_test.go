@@ -194,3 +194,42 @@ func TestPrivateKeysAndSubOrgWallet(t *testing.T) {
 	wantError(t, parentInSub.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": s.str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"),
 		"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusForbidden, 7, "parent organization")
 }
+
+func TestAppProofs(t *testing.T) {
+	h := newHarness(t)
+	root, _ := h.rootOrg("Acme")
+	// core leaves generateAppProofs inside parameters; the envelope member works too.
+	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "p", "accounts": testAccounts[:2], "generateAppProofs": true})
+	mustOK(t, r)
+	proofs := r.body["activity"].(map[string]any)["appProofs"].([]any)
+	if len(proofs) != 2 {
+		t.Fatalf("%d app proofs: %s", len(proofs), r.raw)
+	}
+	for _, p := range proofs {
+		p := p.(map[string]any)
+		pub, _ := hex.DecodeString(p["publicKey"].(string))
+		sig, _ := hex.DecodeString(p["signature"].(string))
+		if len(pub) != 130 || len(sig) != 64 || !strings.Contains(p["proofPayload"].(string), `"APP_PROOF_TYPE_ADDRESS_DERIVATION"`) {
+			t.Fatalf("proof shape: %v", p)
+		}
+		k, err := ecdsaP256(pub[65:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := sha256.Sum256([]byte(p["proofPayload"].(string)))
+		if !verifyRaw(k, d[:], sig) {
+			t.Fatal("app proof signature does not verify")
+		}
+	}
+	l := root.query("list_app_proofs", map[string]any{"activityId": r.str("activity", "id")})
+	mustOK(t, l)
+	if n := len(l.body["appProofs"].([]any)); n != 2 {
+		t.Fatalf("list_app_proofs: %s", l.raw)
+	}
+	// Without the flag, none.
+	r = root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "q", "accounts": testAccounts[:1]})
+	mustOK(t, r)
+	if _, ok := r.body["activity"].(map[string]any)["appProofs"]; ok {
+		t.Fatal("app proofs without the flag")
+	}
+}

@@ -15,6 +15,30 @@ import (
 func Register(reg *activity.Registry) {
 	reg.Query(activity.QueryOp{Path: "get_activity", Execute: getActivity})
 	reg.Query(activity.QueryOp{Path: "list_activities", Execute: listActivities})
+	reg.Query(activity.QueryOp{Path: "list_app_proofs", Execute: listAppProofs})
+}
+
+func listAppProofs(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetAppProofsRequest)
+	a, err := q.R.GetActivity(q.Ctx, in.ActivityId)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.OrgID != q.OrgID) {
+		return nil, apierr.NotFoundf("activity not found: %s", in.ActivityId)
+	}
+	if err != nil {
+		return nil, apierr.Internalf(err, "reading activity")
+	}
+	var act struct {
+		AppProofs []json.RawMessage `json:"appProofs"`
+	}
+	if err := json.Unmarshal(a.Data, &act); err != nil {
+		return nil, apierr.Internalf(err, "decoding activity")
+	}
+	if act.AppProofs == nil {
+		act.AppProofs = []json.RawMessage{}
+	}
+	return struct {
+		AppProofs []json.RawMessage `json:"appProofs"`
+	}{act.AppProofs}, nil
 }
 
 type activityResponse struct {

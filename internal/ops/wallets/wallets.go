@@ -119,6 +119,9 @@ func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec, p
 			return nil, apierr.Invalid(specs[i].field, "%v", err)
 		}
 		a.Address, a.PublicKey, a.SealedKey = addr, hexLower(derived[i].PublicKey), derived[i].SealedKey
+		if err := x.AddressProof(w.ID, a.Path, a.Address); err != nil {
+			return nil, apierr.Internalf(err, "signing the app proof")
+		}
 		if persist {
 			if err := saveAccount(x.Ctx, x.Tx, a); err != nil {
 				return nil, err
