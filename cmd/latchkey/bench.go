@@ -19,7 +19,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	op := fs.String("op", "whoami", "operation: whoami, create_user_tag or sign_raw_payload")
 	conc := fs.Int("concurrency", 1, "concurrent clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send load")
-	signWith := fs.String("sign-with", "", "sign_raw_payload: the wallet account address or private key id to sign with")
+	signWith := fs.String("sign-with", "", "sign_raw_payload: the wallet account address or private key id to sign with (empty: create a wallet first)")
+	curve := fs.String("curve", "secp256k1", "sign_raw_payload without --sign-with: secp256k1 (Ethereum account) or ed25519 (Solana account)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -28,7 +29,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	r, err := bench.Run(ctx, bench.Config{APIURL: *apiURL, Creds: creds, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith})
+	r, err := bench.Run(ctx, bench.Config{APIURL: *apiURL, Creds: creds, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith, Curve: *curve})
 	if err != nil {
 		return err
 	}

@@ -51,8 +51,12 @@ type Config struct {
 	Op          string // whoami | create_user_tag | get_activity ... see Ops
 	Concurrency int
 	Duration    time.Duration
-	// SignWith is the address or key id sign_raw_payload uses.
+	// SignWith is the address or key id sign_raw_payload uses; empty creates a wallet with one
+	// account on Curve first.
 	SignWith string
+	// Curve is "secp256k1" (an Ethereum account, HASH_FUNCTION_NO_OP over a digest) or "ed25519"
+	// (a Solana account, HASH_FUNCTION_NOT_APPLICABLE).
+	Curve string
 }
 
 // Ops lists the operations the tool can send.
@@ -87,8 +91,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Concurrency < 1 {
 		return Result{}, errors.New("--concurrency must be at least 1")
 	}
-	if cfg.Op == "sign_raw_payload" && cfg.SignWith == "" {
-		return Result{}, errors.New("--sign-with is required for sign_raw_payload")
+	if cfg.Curve == "" {
+		cfg.Curve = "secp256k1"
+	}
+	if cfg.Curve != "secp256k1" && cfg.Curve != "ed25519" {
+		return Result{}, errors.New("--curve must be secp256k1 or ed25519")
 	}
 	st, err := newStamper(cfg.Creds)
 	if err != nil {
@@ -97,6 +104,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: cfg.Concurrency * 2, MaxIdleConnsPerHost: cfg.Concurrency * 2, IdleConnTimeout: 90 * time.Second}}
 	base := strings.TrimSuffix(cfg.APIURL, "/")
+	if cfg.Op == "sign_raw_payload" && cfg.SignWith == "" {
+		if cfg.SignWith, err = createWallet(ctx, client, base, st, cfg); err != nil {
+			return Result{}, fmt.Errorf("creating a wallet to sign with: %w", err)
+		}
+	}
 	// One request first, to fail fast on a wrong URL or key.
 	if _, err := do(ctx, client, base, st, cfg, 0, 0); err != nil {
 		return Result{}, fmt.Errorf("first request failed: %w", err)
@@ -188,17 +200,52 @@ func body(cfg Config, worker, n int) (path string, b []byte) {
 		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
 		return "/public/v1/submit/create_user_tag", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"` + ts +
 			`","organizationId":"` + org + `","parameters":{"userTagName":"` + name + `","userIds":[]}}`)
-	default: // sign_raw_payload: a distinct 32-byte digest each time
+	default: // sign_raw_payload: a distinct 32-byte payload each time
 		var d [32]byte
 		_, _ = rand.Read(d[:])
+		hashFn := "HASH_FUNCTION_NO_OP"
+		if cfg.Curve == "ed25519" {
+			hashFn = "HASH_FUNCTION_NOT_APPLICABLE"
+		}
 		return "/public/v1/submit/sign_raw_payload", []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"` + ts +
 			`","organizationId":"` + org + `","parameters":{"signWith":"` + cfg.SignWith + `","payload":"` + hex.EncodeToString(d[:]) +
-			`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`)
+			`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"` + hashFn + `"}}`)
 	}
+}
+
+// createWallet makes a wallet with one account on cfg.Curve and returns its address.
+func createWallet(ctx context.Context, client *http.Client, base string, st stamp.Stamper, cfg Config) (string, error) {
+	account := `{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}`
+	if cfg.Curve == "ed25519" {
+		account = `{"curve":"CURVE_ED25519","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/501'/0'/0'","addressFormat":"ADDRESS_FORMAT_SOLANA"}`
+	}
+	b := []byte(`{"type":"ACTIVITY_TYPE_CREATE_WALLET","timestampMs":"` + strconv.FormatInt(time.Now().UnixMilli(), 10) +
+		`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"walletName":"bench-` + runID + `-` + cfg.Curve + `","accounts":[` + account + `]}}`)
+	out, err := post(ctx, client, base, "/public/v1/submit/create_wallet", b, st)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Activity struct {
+			Result struct {
+				CreateWalletResult struct {
+					Addresses []string `json:"addresses"`
+				} `json:"createWalletResult"`
+			} `json:"result"`
+		} `json:"activity"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Activity.Result.CreateWalletResult.Addresses) != 1 {
+		return "", fmt.Errorf("unexpected create_wallet answer: %s", truncate(out, 300))
+	}
+	return r.Activity.Result.CreateWalletResult.Addresses[0], nil
 }
 
 func do(ctx context.Context, client *http.Client, base string, st stamp.Stamper, cfg Config, worker, n int) ([]byte, error) {
 	path, b := body(cfg, worker, n)
+	return post(ctx, client, base, path, b, st)
+}
+
+func post(ctx context.Context, client *http.Client, base, path string, b []byte, st stamp.Stamper) ([]byte, error) {
 	name, value, err := st.Stamp(b)
 	if err != nil {
 		return nil, err

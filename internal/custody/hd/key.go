@@ -93,11 +93,9 @@ func (k *Key) init() error {
 			s.Zero()
 			return fmt.Errorf("%w: secp256k1 scalar must be in [1, n-1]", ErrInvalidPrivateKey)
 		}
-		priv := secp256k1.NewPrivateKey(&s)
-		pub := priv.PubKey()
-		k.pub = pub.SerializeCompressed()
-		k.pubUnc = pub.SerializeUncompressed()
-		priv.Zero()
+		s.Zero()
+		// The public key (a scalar multiplication) is computed on first use: signing a
+		// digest with ECDSA needs none, and it is the hot path.
 		return nil
 	case CurveP256:
 		priv, err := ecdh.P256().NewPrivateKey(k.secret[:])
@@ -129,11 +127,26 @@ func (k *Key) Curve() Curve { return k.curve }
 
 // PublicKey returns the compressed SEC1 public key (33 bytes) for secp256k1 and P-256, or the
 // 32-byte public key for Ed25519.
-func (k *Key) PublicKey() []byte { return append([]byte(nil), k.pub...) }
+func (k *Key) PublicKey() []byte { k.ensurePub(); return append([]byte(nil), k.pub...) }
 
 // UncompressedPublicKey returns the uncompressed SEC1 public key (65 bytes, 0x04‖X‖Y) for
 // secp256k1 and P-256. Ed25519 has no uncompressed form; it returns the 32-byte key.
-func (k *Key) UncompressedPublicKey() []byte { return append([]byte(nil), k.pubUnc...) }
+func (k *Key) UncompressedPublicKey() []byte {
+	k.ensurePub()
+	return append([]byte(nil), k.pubUnc...)
+}
+
+// ensurePub computes a secp256k1 key's public key the first time it is needed.
+func (k *Key) ensurePub() {
+	if k.pub != nil || k.curve != CurveSecp256k1 {
+		return
+	}
+	priv := secp256k1.PrivKeyFromBytes(k.secret[:])
+	pub := priv.PubKey()
+	k.pub = pub.SerializeCompressed()
+	k.pubUnc = pub.SerializeUncompressed()
+	priv.Zero()
+}
 
 // PrivateKey returns a copy of the raw private key (scalar or Ed25519 seed). It exists for
 // export, which seals the bytes inside internal/custody; nothing else should call it.

@@ -141,6 +141,7 @@ func (k *Key) signSchnorr(digest []byte, taprootTweak bool, aux [32]byte) ([]byt
 	d.SetBytes(&k.secret)
 	defer d.Zero()
 	if taprootTweak {
+		k.ensurePub()
 		if err := tapTweak(&d, k.pub); err != nil {
 			return nil, err
 		}
