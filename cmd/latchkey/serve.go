@@ -55,7 +55,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "if set (e.g. 127.0.0.1:6060), serve Go's pprof profiles there; keep it on loopback")
-	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
+	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -24,10 +24,12 @@ type Limits struct {
 	APIKeysPerUser        int // long-lived
 	ExpiringKeysPerUser   int
 	AuthenticatorsPerUser int
+	PoliciesPerOrg        int
 }
 
 // DefaultLimits are Turnkey's documented limits.
-var DefaultLimits = Limits{UsersPerOrg: 100, UserTagsPerOrg: 100, APIKeysPerUser: 10, ExpiringKeysPerUser: 10, AuthenticatorsPerUser: 10}
+var DefaultLimits = Limits{UsersPerOrg: 100, UserTagsPerOrg: 100, APIKeysPerUser: 10, ExpiringKeysPerUser: 10, AuthenticatorsPerUser: 10,
+	PoliciesPerOrg: 100}
 
 // Check refuses one more record of kind in orgID when it already has limit of them (what names
 // them in the message). A limit <= 0 means unlimited and costs nothing; otherwise the count stops
@@ -49,7 +51,8 @@ func (l Limits) Check(ctx context.Context, r store.Reader, kind, orgID string, l
 // LimitNames maps the names used on the command line to the fields of Limits.
 func (l *Limits) LimitNames() map[string]*int {
 	return map[string]*int{"users": &l.UsersPerOrg, "user-tags": &l.UserTagsPerOrg, "api-keys-per-user": &l.APIKeysPerUser,
-		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser, "authenticators-per-user": &l.AuthenticatorsPerUser}
+		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser, "authenticators-per-user": &l.AuthenticatorsPerUser,
+		"policies": &l.PoliciesPerOrg}
 }
 
 // UserSpec is a user to create, normalised from every version of the create-user parameters.

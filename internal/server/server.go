@@ -20,6 +20,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/activities"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/users"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/stamp"
@@ -125,6 +126,7 @@ func (s *Server) registry() *activity.Registry {
 	users.Register(reg, users.Deps{Env: env})
 	credentials.Register(reg, credentials.Deps{Env: env})
 	activities.Register(reg)
+	policies.Register(reg, policies.Deps{Env: env})
 	return reg
 }
 
