@@ -1,0 +1,162 @@
+package tron
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Protobuf wire types.
+const (
+	wireVarint = 0
+	wireI64    = 1
+	wireBytes  = 2
+	wireI32    = 5
+)
+
+// field is one decoded protobuf field: its number, wire type, and either its varint value
+// or its length-delimited bytes (fixed-width values are skipped by the callers here).
+type field struct {
+	num   uint64
+	wire  int
+	value uint64
+	bytes []byte
+}
+
+var errTruncated = errors.New("truncated protobuf")
+
+func readVarint(b []byte) (uint64, int, error) {
+	var x uint64
+	for i := 0; i < len(b) && i < 10; i++ {
+		c := b[i]
+		if i == 9 && c > 1 {
+			return 0, 0, errors.New("varint overflows 64 bits")
+		}
+		x |= uint64(c&0x7f) << (7 * uint(i))
+		if c < 0x80 {
+			return x, i + 1, nil
+		}
+	}
+	return 0, 0, errTruncated
+}
+
+// fields splits a protobuf message into its fields, in order. Groups (wire types 3 and 4),
+// which no Tron message uses, are rejected.
+func fields(b []byte) ([]field, error) {
+	var out []field
+	for len(b) > 0 {
+		tag, n, err := readVarint(b)
+		if err != nil {
+			return nil, err
+		}
+		b = b[n:]
+		f := field{num: tag >> 3, wire: int(tag & 7)}
+		if f.num == 0 {
+			return nil, errors.New("field number 0")
+		}
+		switch f.wire {
+		case wireVarint:
+			f.value, n, err = readVarint(b)
+			if err != nil {
+				return nil, err
+			}
+			b = b[n:]
+		case wireI64:
+			if len(b) < 8 {
+				return nil, errTruncated
+			}
+			b = b[8:]
+		case wireI32:
+			if len(b) < 4 {
+				return nil, errTruncated
+			}
+			b = b[4:]
+		case wireBytes:
+			l, n, err := readVarint(b)
+			if err != nil {
+				return nil, err
+			}
+			b = b[n:]
+			if l > uint64(len(b)) {
+				return nil, errTruncated
+			}
+			f.bytes = b[:l]
+			b = b[l:]
+		default:
+			return nil, fmt.Errorf("unsupported wire type %d (field %d)", f.wire, f.num)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// message reads the fields of one message against a schema of expected wire types; unknown
+// field numbers are skipped (as protobuf does), a known field with the wrong wire type or a
+// repeated singular field is an error (so that what the policy sees is what the node reads).
+type message struct {
+	name     string
+	varints  map[uint64]uint64
+	bytes    map[uint64][]byte
+	repeated map[uint64][][]byte
+}
+
+type schema struct {
+	varint   []uint64
+	bytes    []uint64
+	repeated []uint64 // repeated length-delimited fields
+}
+
+func decode(name string, b []byte, s schema) (*message, error) {
+	fs, err := fields(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	kind := map[uint64]int{}
+	for _, n := range s.varint {
+		kind[n] = 1
+	}
+	for _, n := range s.bytes {
+		kind[n] = 2
+	}
+	for _, n := range s.repeated {
+		kind[n] = 3
+	}
+	m := &message{name: name, varints: map[uint64]uint64{}, bytes: map[uint64][]byte{}, repeated: map[uint64][][]byte{}}
+	for _, f := range fs {
+		k := kind[f.num]
+		switch {
+		case k == 0:
+			continue
+		case k == 1 && f.wire != wireVarint, k >= 2 && f.wire != wireBytes:
+			return nil, fmt.Errorf("%s: field %d has wire type %d", name, f.num, f.wire)
+		}
+		switch k {
+		case 1:
+			if _, dup := m.varints[f.num]; dup {
+				return nil, fmt.Errorf("%s: field %d appears twice", name, f.num)
+			}
+			m.varints[f.num] = f.value
+		case 2:
+			if _, dup := m.bytes[f.num]; dup {
+				return nil, fmt.Errorf("%s: field %d appears twice", name, f.num)
+			}
+			m.bytes[f.num] = f.bytes
+		case 3:
+			m.repeated[f.num] = append(m.repeated[f.num], f.bytes)
+		}
+	}
+	return m, nil
+}
+
+func appendVarint(b []byte, x uint64) []byte {
+	for x >= 0x80 {
+		b = append(b, byte(x)|0x80)
+		x >>= 7
+	}
+	return append(b, byte(x))
+}
+
+func appendBytesField(b []byte, num uint64, v []byte) []byte {
+	b = appendVarint(b, num<<3|wireBytes)
+	b = appendVarint(b, uint64(len(v)))
+	return append(b, v...)
+}
