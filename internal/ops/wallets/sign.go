@@ -10,17 +10,10 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
-)
-
-// TypedDataHasher and AuthorizationHasher compute the digests of the EIP712 and
-// EIP7702_AUTHORIZATION payload encodings (internal/chain/ethereum provides them). Left nil, those
-// encodings answer "not supported".
-var (
-	TypedDataHasher     func(payload []byte) ([32]byte, error)
-	AuthorizationHasher func(payload []byte) ([32]byte, error)
 )
 
 func (d Deps) registerSigning(reg *activity.Registry) {
@@ -144,14 +137,11 @@ func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]by
 		if hashFunction != "HASH_FUNCTION_NO_OP" && hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
 			return nil, apierr.Invalid("parameters.hashFunction", "%s is hashed by its encoding; send HASH_FUNCTION_NO_OP", encoding)
 		}
-		h := TypedDataHasher
+		h := ethereum.HashTypedData
 		if encoding == "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION" {
-			h = AuthorizationHasher
+			h = ethereum.HashAuthorization
 		}
-		if h == nil {
-			return nil, apierr.Unsupported("payload encoding " + encoding)
-		}
-		d, err := h([]byte(payload))
+		d, _, err := h([]byte(payload))
 		if err != nil {
 			return nil, apierr.Invalid(field, "%v", err)
 		}

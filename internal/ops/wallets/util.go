@@ -2,8 +2,11 @@ package wallets
 
 import (
 	"encoding/hex"
+	"errors"
 	"slices"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/apierr"
 )
 
 func hexLower(b []byte) string { return hex.EncodeToString(b) }
@@ -16,3 +19,5 @@ func sortAccounts(as []*Account) {
 		return strings.Compare(a.ID, b.ID)
 	})
 }
+
+func asAPIErr(err error, target **apierr.Error) bool { return errors.As(err, target) }

@@ -41,6 +41,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "list_wallet_accounts", Execute: listWalletAccounts})
 	d.registerKeys(reg)
 	d.registerSigning(reg)
+	d.registerTransactions(reg)
 	d.registerExport(reg)
 }
 
