@@ -42,17 +42,16 @@ type Services struct {
 	Keyring    *custody.Keyring
 	ServerKeys *custody.ServerKeys
 	Custodian  *custody.Custodian
-	Now        func() time.Time
-	Log        *slog.Logger
+	// Policies, when set, are consulted for every activity not allowed by the root quorum.
+	Policies PolicySource
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 // Engine runs activities and queries.
 type Engine struct {
 	svc *Services
 	reg *Registry
-	// Authorize decides whether the caller may submit the activity. It is the one seam the
-	// policy engine replaces; the default is InterimAuthorize.
-	Authorize func(x *Exec, op *Operation, intent any) error
 }
 
 // NewEngine returns an engine serving reg.
@@ -63,7 +62,7 @@ func NewEngine(svc *Services, reg *Registry) *Engine {
 	if svc.Log == nil {
 		svc.Log = slog.Default()
 	}
-	return &Engine{svc: svc, reg: reg, Authorize: InterimAuthorize}
+	return &Engine{svc: svc, reg: reg}
 }
 
 // Services returns the engine's services.
@@ -72,13 +71,37 @@ func (e *Engine) Services() *Services { return e.svc }
 // Registry returns the engine's registry.
 func (e *Engine) Registry() *Registry { return e.reg }
 
-// execute runs an activity's handler inside its transaction and writes the completed activity.
-// A handler or authorization failure is left in *execErr and aborts the transaction.
-func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, fp string, execErr *error, data *[]byte, head []byte, member string, tail []byte) error {
+// execute decides an activity inside its transaction and, when it is allowed, runs its handler
+// and writes the completed activity; when it needs more approvals it writes the activity as
+// CONSENSUS_NEEDED. A refusal or handler failure is left in *execErr and aborts the
+// transaction.
+func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wire, pend *pending, execErr *error, dec *Decision, data *[]byte, head []byte, member string, tail []byte) error {
 	x := *x0
 	x.Tx, x.R = tx, tx
-	if *execErr = e.Authorize(&x, op, intent); *execErr != nil {
+	*dec = e.decide(&x, op, intent, []Voter{pend.initiatorVoter(x0.Caller.User, a.Votes[0].Id, x.Now)})
+	switch dec.Outcome {
+	case policyAllow:
+	case policyConsensus:
+		if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
+			return err
+		}
+		c := *a
+		c.Status, c.Result = StatusConsensusNeeded, json.RawMessage("{}")
+		b, err := json.Marshal(&c)
+		if err != nil {
+			return apierr.Internalf(err, "encoding activity")
+		}
+		*data = b
+		if err := savePending(x.Ctx, tx, x.OrgID, a.ID, pend, x.Now); err != nil {
+			return err
+		}
+		return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusConsensusNeeded, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
+	default:
+		*execErr = dec.Err
 		return errExecFailed
+	}
+	if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
+		return err
 	}
 	result, err := op.Execute(&x, intent)
 	if err != nil {
@@ -94,7 +117,14 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, fp st
 	if *data, err = joinResult(head, member, result, tail); err != nil {
 		return err
 	}
-	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: fp, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
+	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
+}
+
+func (e *Engine) recordEvaluation(x *Exec, d *Decision, voteID string) error {
+	if !d.Evaluated || e.svc.Policies == nil {
+		return nil
+	}
+	return e.svc.Policies.RecordEvaluation(x.Ctx, x.Tx, x.OrgID, x.ActivityID, voteID, x.Now, d.Outcome, d.Per)
 }
 
 // wantsAppProofs reads generateAppProofs from the envelope or, as @turnkey/core may leave it,
@@ -167,6 +197,9 @@ type SubmitRequest struct {
 
 // Submit runs a submit request and returns the activity JSON (the value of "activity").
 func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) {
+	if req.Path == "approve_activity" || req.Path == "reject_activity" {
+		return e.submitVote(ctx, req)
+	}
 	op, w, err := e.lookupSubmit(req.Path)
 	if err != nil {
 		return nil, err
@@ -214,6 +247,11 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 
 	var data []byte
 	var execErr error
+	var dec Decision
+	c := req.Caller
+	pend := &pending{Path: req.Path, Type: version.Type, IntentMember: version.IntentMember, ResultMember: member,
+		GenerateAppProofs: x0.GenerateAppProofs, UserID: c.User.ID, CredentialID: c.CredentialID, CredentialType: c.CredentialType,
+		PublicKey: c.PublicKey, Scheme: c.Scheme, Signature: c.Signature}
 	if op.Prepare != nil {
 		err := e.svc.Store.View(ctx, func(r store.Reader) error {
 			x := *x0
@@ -235,14 +273,14 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	err = errExecFailed // when Prepare failed
 	if execErr == nil {
 		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
-			return e.execute(tx, x0, op, intent, fp, &execErr, &data, head, member, tail)
+			return e.execute(tx, x0, op, intent, a, pend, &execErr, &dec, &data, head, member, tail)
 		})
 	}
 	if errors.Is(err, errExecFailed) {
-		// The same bytes may have been submitted before (a retry): their activity, not a failure
-		// of the repeat, is the answer.
+		// The same bytes may have been submitted before (a retry, or another user approving by
+		// resubmission): that activity, not a failure of the repeat, is the answer.
 		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return data, err
+			return e.resubmitted(ctx, req, fp, data, err)
 		}
 		st := apierr.ToStatus(execErr)
 		a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
@@ -255,9 +293,9 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		})
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
-		// The same bytes were submitted concurrently: return the activity that won.
+		// The same bytes were submitted before or concurrently: the activity that holds them.
 		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return data, err
+			return e.resubmitted(ctx, req, fp, data, err)
 		}
 	}
 	if err != nil {
@@ -269,7 +307,41 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		}
 		return nil, execErr
 	}
-	return data, nil
+	return RenderFor(data, req.Caller), nil
+}
+
+// resubmitted answers a submission whose bytes an earlier activity holds: for an activity
+// waiting for approvals, another user's identical submission is an approval.
+func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, fp string, data []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(data, []byte(`"status":"`+StatusConsensusNeeded+`"`)) {
+		return e.vote(ctx, req.Caller, req.Env.OrganizationId, fp, true, req.Raw)
+	}
+	return RenderFor(data, req.Caller), nil
+}
+
+// submitVote handles approve_activity and reject_activity: a vote on the activity named by
+// fingerprint, answered with that activity.
+func (e *Engine) submitVote(ctx context.Context, req SubmitRequest) ([]byte, error) {
+	w, _ := wire.Lookup(wire.Submit, req.Path)
+	if _, ok := w.Version(req.Env.Type); !ok {
+		return nil, apierr.Invalid("type", "%s is not an activity type of %s (expected %s)", req.Env.Type, w.Route, w.Versions[0].Type)
+	}
+	if err := checkTimestamp(req.Env.TimestampMs, e.svc.Now()); err != nil {
+		return nil, err
+	}
+	var in struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	if err := json.Unmarshal(req.Env.Parameters, &in); err != nil {
+		return nil, jsonError("parameters", err)
+	}
+	if in.Fingerprint == "" {
+		return nil, apierr.Required("parameters.fingerprint")
+	}
+	return e.vote(ctx, req.Caller, req.Env.OrganizationId, in.Fingerprint, req.Path == "approve_activity", req.Raw)
 }
 
 func (e *Engine) existing(ctx context.Context, fp, orgID string) ([]byte, bool, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -102,6 +103,9 @@ type Operation struct {
 	// rather than inside the store's serial section. Execute then finds its value in
 	// x.Prepared and must re-check, inside the transaction, whatever the work relied on.
 	Prepare func(x *Exec, intent any) (any, error)
+	// PolicyEnv, when set, adds the condition keywords this operation exposes to policies
+	// (wallet, wallet_account, private_key, eth, solana, ...). It may read x.Prepared.
+	PolicyEnv func(x *Exec, intent any) map[string]policy.Value
 
 	wire *wire.Op
 }

@@ -97,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
-	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Log: cfg.Log}
+	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	if err != nil {

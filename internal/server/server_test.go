@@ -321,12 +321,12 @@ func TestUsersKeysAndSessions(t *testing.T) {
 	bobID := r.str("activity", "result", "createUsersResult", "userIds", "0")
 	bob := h.client(created.OrganizationID, bobPriv)
 	// Bob is not root: no tags, but his own keys are his to manage.
-	wantError(t, bob.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}}), http.StatusForbidden, 7, "only root users")
+	wantError(t, bob.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
 	_, k2 := h.newKey()
 	r = bob.submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
 	mustOK(t, r)
 	keyID := r.str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
-	wantError(t, bob.submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "own credentials")
+	wantError(t, bob.submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
 	keys := root.query("get_api_keys", map[string]any{"userId": bobID})
 	mustOK(t, keys)
 	if n := len(keys.body["apiKeys"].([]any)); n != 2 {

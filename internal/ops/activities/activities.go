@@ -58,7 +58,7 @@ func getActivity(q *activity.Read, req any) (any, error) {
 	if err != nil {
 		return nil, apierr.Internalf(err, "reading activity")
 	}
-	return activityResponse{Activity: a.Data}, nil
+	return activityResponse{Activity: activity.RenderFor(a.Data, q.Caller)}, nil
 }
 
 func listActivities(q *activity.Read, req any) (any, error) {
@@ -80,7 +80,7 @@ func listActivities(q *activity.Read, req any) (any, error) {
 	}
 	out := activitiesResponse{Activities: make([]json.RawMessage, 0, len(as))}
 	for _, a := range as {
-		out.Activities = append(out.Activities, a.Data)
+		out.Activities = append(out.Activities, activity.RenderFor(a.Data, q.Caller))
 	}
 	return out, nil
 }

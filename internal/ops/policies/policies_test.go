@@ -548,7 +548,7 @@ func TestWritesAreForRootUsers(t *testing.T) {
 	for _, w := range writes {
 		t.Run(w.path, func(t *testing.T) {
 			_, err := h.submit(h.member, w.path, w.typ, params[w.path])
-			wantErr(t, err, 403, "only root users")
+			wantErr(t, err, 403, "policy engine denied request")
 		})
 	}
 	// Queries are open to every user.

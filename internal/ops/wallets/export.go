@@ -11,9 +11,9 @@ import (
 )
 
 func (d Deps) registerExport(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "export_wallet", Access: activity.AccessRoot, Execute: d.exportWallet})
-	reg.Submit(activity.Operation{Path: "export_wallet_account", Access: activity.AccessRoot, Execute: d.exportWalletAccount})
-	reg.Submit(activity.Operation{Path: "export_private_key", Access: activity.AccessRoot, Execute: d.exportPrivateKey})
+	reg.Submit(activity.Operation{Path: "export_wallet", Access: activity.AccessRoot, Execute: d.exportWallet, PolicyEnv: exportEnv})
+	reg.Submit(activity.Operation{Path: "export_wallet_account", Access: activity.AccessRoot, Execute: d.exportWalletAccount, PolicyEnv: exportEnv})
+	reg.Submit(activity.Operation{Path: "export_private_key", Access: activity.AccessRoot, Execute: d.exportPrivateKey, PolicyEnv: exportEnv})
 	own := func(_ *activity.Exec, intent any) string {
 		switch in := intent.(type) {
 		case *wire.InitImportWalletIntent:

@@ -12,13 +12,14 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 func (d Deps) registerSigning(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned})
-	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned})
+	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned, PolicyEnv: signedEnv})
+	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned, PolicyEnv: signedEnv})
 }
 
 // SigningKey is a resolved signWith: a wallet account or a private key, with what signing needs.
@@ -119,7 +120,20 @@ func (k *SigningKey) signKind() custody.SignKind {
 }
 
 // digest turns a payload into what the key signs, per encoding and hash function.
-func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]byte, error) {
+func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]byte, map[string]policy.Value, error) {
+	d, err := k.digestOnly(field, payload, encoding, hashFunction)
+	if err != nil || (encoding != "PAYLOAD_ENCODING_EIP712" && encoding != "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION") {
+		return d, nil, err
+	}
+	if encoding == "PAYLOAD_ENCODING_EIP712" {
+		_, view, _ := ethereum.HashTypedData([]byte(payload))
+		return d, chainEnv("eth", "eip_712", view), nil
+	}
+	_, view, _ := ethereum.HashAuthorization([]byte(payload))
+	return d, chainEnv("eth", "eip_7702_authorization", view), nil
+}
+
+func (k *SigningKey) digestOnly(field, payload, encoding, hashFunction string) ([]byte, error) {
 	var msg []byte
 	switch encoding {
 	case "PAYLOAD_ENCODING_HEXADECIMAL":
@@ -209,6 +223,7 @@ func rawResult(sig custody.Signature) wire.SignRawPayloadResult {
 type signed struct {
 	key    *SigningKey
 	result any
+	env    map[string]policy.Value // the parsed payload, for policies
 }
 
 func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
@@ -231,14 +246,18 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	sigs := make([]wire.SignRawPayloadResult, 0, len(payloads))
+	var env map[string]policy.Value
 	for i, p := range payloads {
 		field := "parameters.payload"
 		if !single {
 			field = fieldIdx("parameters.payloads", i)
 		}
-		msg, err := k.digest(field, p, encoding, hashFn)
+		msg, view, err := k.digest(field, p, encoding, hashFn)
 		if err != nil {
 			return nil, err
+		}
+		if env == nil {
+			env = view
 		}
 		sig, err := d.Sign(k, msg)
 		if err != nil {
@@ -247,9 +266,9 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 		sigs = append(sigs, rawResult(sig))
 	}
 	if single {
-		return signed{key: k, result: sigs[0]}, nil
+		return signed{key: k, result: sigs[0], env: env}, nil
 	}
-	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}}, nil
+	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
 }
 
 // executeSigned completes a signing activity whose signature Prepare made.

@@ -13,12 +13,13 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/tempo"
 	"github.com/latchkey/latchkey/internal/chain/tron"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // TransactionSigner signs one transaction type's unsigned bytes with a resolved key and returns
 // the signed bytes. A type without one answers "not supported".
-type TransactionSigner func(d Deps, k *SigningKey, unsigned []byte) ([]byte, error)
+type TransactionSigner func(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error)
 
 var transactionSigners = map[string]TransactionSigner{
 	"TRANSACTION_TYPE_ETHEREUM": signEthereum,
@@ -43,41 +44,51 @@ func needSecp256k1(k *SigningKey, chain string) error {
 	return nil
 }
 
-func signEthereum(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
+func signEthereum(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if err := needSecp256k1(k, "Ethereum"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tx, err := ethereum.ParseUnsigned(unsigned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tx.Sign(d.recoverable(k))
+	out, err := tx.Sign(d.recoverable(k))
+	return out, chainEnv("eth", "tx", tx.PolicyView(signerAddress(k))), err
 }
 
-func signTron(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
+// signerAddress is the key's Ethereum address, the `from` of eth.tx and tempo.tx.
+func signerAddress(k *SigningKey) string {
+	pub, _ := hex.DecodeString(k.PublicKey)
+	a, _ := ethereum.Address(pub)
+	return strings.ToLower(a)
+}
+
+func signTron(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if err := needSecp256k1(k, "Tron"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tx, err := tron.ParseRaw(unsigned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tx.Sign(d.recoverable(k))
+	out, err := tx.Sign(d.recoverable(k))
+	return out, chainEnv("tron", "tx", tx.PolicyView()), err
 }
 
-func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
+func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if err := needSecp256k1(k, "Tempo"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tx, err := tempo.ParseUnsigned(unsigned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tx.Sign(d.recoverable(k))
+	out, err := tx.Sign(d.recoverable(k))
+	return out, chainEnv("tempo", "tx", tx.PolicyView(signerAddress(k))), err
 }
 
 func (d Deps) registerTransactions(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_transaction", Access: activity.AccessRoot, Prepare: d.prepareSignTransaction, Execute: executeSigned})
+	reg.Submit(activity.Operation{Path: "sign_transaction", Access: activity.AccessRoot, Prepare: d.prepareSignTransaction, Execute: executeSigned, PolicyEnv: signedEnv})
 }
 
 func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) {
@@ -100,7 +111,7 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	out, err := signer(d, k, raw)
+	out, env, err := signer(d, k, raw)
 	if err != nil {
 		var ae *apierr.Error
 		if ok := asAPIErr(err, &ae); ok {
@@ -108,30 +119,31 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 		}
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "%v", err)
 	}
-	return signed{key: k, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)}}, nil
+	return signed{key: k, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)}, env: env}, nil
 }
 
-func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
+func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if k.Curve != "CURVE_ED25519" {
-		return nil, apierr.Invalid("parameters.signWith", "a Solana transaction is signed by an Ed25519 key; this key is %s", k.Curve)
+		return nil, nil, apierr.Invalid("parameters.signWith", "a Solana transaction is signed by an Ed25519 key; this key is %s", k.Curve)
 	}
 	tx, err := solana.ParseTransaction(unsigned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := solana.CheckNoLookupProgramIDs(tx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pub, _ := hex.DecodeString(k.PublicKey)
 	slot, err := tx.SignerIndex(pub)
 	if err != nil {
-		return nil, apierr.Invalid("parameters.signWith", "%v", err)
+		return nil, nil, apierr.Invalid("parameters.signWith", "%v", err)
 	}
 	sig, err := d.SignAs(k, custody.SignEd25519, tx.Message())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tx.WithSignature(slot, sig.Bytes())
+	out, err := tx.WithSignature(slot, sig.Bytes())
+	return out, chainEnv("solana", "tx", tx.PolicyView()), err
 }
 
 // bitcoinNetwork is the network a key's address format names (mainnet for keys without one).
@@ -144,13 +156,13 @@ func bitcoinNetwork(format string) string {
 	return "mainnet"
 }
 
-func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
+func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if k.Curve != "CURVE_SECP256K1" {
-		return nil, apierr.Invalid("parameters.signWith", "a Bitcoin transaction is signed by a secp256k1 key; this key is %s", k.Curve)
+		return nil, nil, apierr.Invalid("parameters.signWith", "a Bitcoin transaction is signed by a secp256k1 key; this key is %s", k.Curve)
 	}
 	p, err := bitcoin.ParsePSBT(unsigned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pub, _ := hex.DecodeString(k.PublicKey)
 	ecdsaSign := func(digest [32]byte) ([]byte, error) {
@@ -169,8 +181,9 @@ func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, error) {
 		copy(out[:], sig.Bytes())
 		return out, nil
 	}
-	out, _, err := p.Sign(pub, bitcoinNetwork(k.AddressFormat), ecdsaSign, schnorrSign)
-	return out, err
+	net := bitcoinNetwork(k.AddressFormat)
+	out, _, err := p.Sign(pub, net, ecdsaSign, schnorrSign)
+	return out, chainEnv("bitcoin", "tx", p.PolicyView(net)), err
 }
 
 // derSignature encodes r, s as ASN.1 DER.

@@ -1,0 +1,216 @@
+package activity
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/policy"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// PolicySource supplies an organization's compiled policies and keeps the record of every
+// evaluation (ops/policies implements it).
+type PolicySource interface {
+	Policies(ctx context.Context, r store.Reader, orgID string) ([]policy.Policy, error)
+	RecordEvaluation(ctx context.Context, tx store.Tx, orgID, activityID, voteID string, now time.Time, final policy.Outcome, per []policy.Evaluation) error
+}
+
+// ApprovalWindow is how long votes count: approvals older than this expire and the activity
+// stays CONSENSUS_NEEDED until enough fresh ones arrive.
+const ApprovalWindow = 24 * time.Hour
+
+// Voter is a user who approved an activity, with the credential that stamped the approval.
+type Voter struct {
+	User           *directory.User
+	VoteID         string
+	CredentialID   string
+	CredentialType string
+	PublicKey      string
+	At             time.Time
+}
+
+// Decision is the outcome of authorization for one activity and its votes so far.
+type Decision struct {
+	Outcome   policy.Outcome
+	Per       []policy.Evaluation
+	Evaluated bool  // policies were consulted (record Per)
+	Err       error // the refusal, for DENY outcomes
+}
+
+// Denial messages client libraries read (tkhq/sdk's viem test expects the explicit one).
+const (
+	msgDeniedExplicit = "policy engine denied request explicitly"
+	msgDeniedImplicit = "policy engine denied request implicitly: no policy allows it"
+)
+
+// decide authorizes an activity, in the documented order: a parent organization never writes in
+// a sub-organization (unless the operation allows it); the root quorum (enough distinct root
+// users among the voters) allows without consulting policies; root-quorum-only activities
+// need the quorum; then policies: any explicit deny wins, then allow, then consensus; what
+// no policy allows is denied, except the built-in allowances (users managing their own
+// credentials, operations open to every user), and a root user's request waits for the rest
+// of the root quorum.
+func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Decision {
+	c := x.Caller
+	if c.ParentAccess && !op.ParentMayWrite {
+		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}
+	}
+	org := c.Target
+	roots := 0
+	seen := map[string]bool{}
+	for _, v := range voters {
+		if !seen[v.User.ID] && org.IsRoot(v.User.ID) {
+			roots++
+		}
+		seen[v.User.ID] = true
+	}
+	if !c.ParentAccess && org.RootQuorum.Threshold > 0 && roots >= org.RootQuorum.Threshold {
+		return Decision{Outcome: policy.OutcomeAllow}
+	}
+	if policy.RootQuorumOnly(x.Type) {
+		if roots > 0 {
+			return Decision{Outcome: policy.OutcomeRequiresConsensus}
+		}
+		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: only the root quorum may submit %s", op.Path)}
+	}
+	d := Decision{Outcome: policy.OutcomeDenyImplicit}
+	if e.svc.Policies != nil && !c.ParentAccess {
+		ps, err := e.svc.Policies.Policies(x.Ctx, x.R, x.OrgID)
+		if err != nil {
+			return Decision{Outcome: policy.OutcomeError, Err: err}
+		}
+		if len(ps) > 0 {
+			cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
+			if op.PolicyEnv != nil {
+				for k, v := range op.PolicyEnv(x, intent) {
+					cond[k] = v
+				}
+			}
+			d.Outcome, d.Per = policy.Decide(ps, cond, consensusEnv(x, voters), policy.TimeEnv(x.Now))
+			d.Evaluated = true
+		}
+	}
+	switch d.Outcome {
+	case policy.OutcomeAllow, policy.OutcomeRequiresConsensus:
+		return d
+	case policy.OutcomeDenyExplicit:
+		d.Err = apierr.New(apierr.PermissionDenied, "POLICY_DENIED", msgDeniedExplicit)
+		return d
+	}
+	// Built-in allowances when no policy decided.
+	switch op.Access {
+	case AccessAnyUser:
+		d.Outcome = policy.OutcomeAllow
+		return d
+	case AccessSelf:
+		if op.SelfUser != nil && op.SelfUser(x, intent) == c.User.ID {
+			d.Outcome = policy.OutcomeAllow
+			return d
+		}
+	}
+	if roots > 0 {
+		d.Outcome = policy.OutcomeRequiresConsensus // the rest of the root quorum must approve
+		return d
+	}
+	d.Err = apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "%s (%s)", msgDeniedImplicit, op.Path)
+	return d
+}
+
+// consensusEnv is what `approvers` and `credentials` see: the voters so far.
+func consensusEnv(x *Exec, voters []Voter) policy.Env {
+	return policy.ValueEnv{
+		"approvers": policy.Lazy(func() (policy.Value, error) {
+			var out policy.List
+			seen := map[string]bool{}
+			for _, v := range voters {
+				if seen[v.User.ID] {
+					continue
+				}
+				seen[v.User.ID] = true
+				tags, err := directory.UserTagIDs(x.Ctx, x.R, v.User.ID)
+				if err != nil {
+					return nil, err
+				}
+				tl := make(policy.List, 0, len(tags))
+				for _, t := range tags {
+					tl = append(tl, policy.String(t))
+				}
+				out = append(out, policy.Map{"id": policy.String(v.User.ID), "tags": tl, "email": policy.String(v.User.Email), "alias": policy.String(v.User.Name)})
+			}
+			return out, nil
+		}),
+		"credentials": policy.Lazy(func() (policy.Value, error) {
+			var out policy.List
+			for _, v := range voters {
+				m := policy.Map{"id": policy.String(v.CredentialID), "user_id": policy.String(v.User.ID), "type": policy.String(v.CredentialType), "public_key": policy.String(v.PublicKey)}
+				if v.CredentialType == directory.CredentialWebAuthn {
+					m["credential_id"] = policy.String(v.CredentialID)
+				}
+				out = append(out, m)
+			}
+			return out, nil
+		}),
+	}
+}
+
+// paramsWhitelist is what `activity.params` exposes per activity kind (language.mdx): any other
+// field is a MissingField error.
+var paramsWhitelist = map[string][]string{
+	"SIGN_RAW_PAYLOAD":        {"hashFunction", "encoding"},
+	"SIGN_RAW_PAYLOADS":       {"hashFunction", "encoding"},
+	"SIGN_TRANSACTION":        {"type"},
+	"DELETE_USERS":            {"userIds"},
+	"CREATE_API_KEYS":         {"userId"},
+	"DELETE_API_KEYS":         {"userId", "apiKeyIds"},
+	"EXPORT_WALLET":           {"targetPublicKey"},
+	"EXPORT_WALLET_ACCOUNT":   {"targetPublicKey"},
+	"EXPORT_PRIVATE_KEY":      {"targetPublicKey"},
+	"UPDATE_WALLET":           {"walletId"},
+	"INIT_OTP_AUTH":           {"otpLength"},
+	"OTP_LOGIN":               {"sessionProfileId"},
+	"STAMP_LOGIN":             {"sessionProfileId"},
+	"OAUTH_LOGIN":             {"sessionProfileId"},
+	"UPDATE_WEBHOOK_ENDPOINT": {"endpointId"},
+	"DELETE_WEBHOOK_ENDPOINT": {"endpointId"},
+}
+
+func paramsView(activityType string, intent any) policy.Map {
+	kind, _, _ := policy.Classify(activityType)
+	fields := paramsWhitelist[kind]
+	if len(fields) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(intent)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	out := policy.Map{}
+	for _, f := range fields {
+		if v, ok := m[f]; ok {
+			out[snake(f)] = policy.FromGo(v)
+		}
+	}
+	return out
+}
+
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,77 @@
+package wallets
+
+import (
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/policy"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// keyEnv is what a policy condition sees of the key an activity uses: wallet and
+// wallet_account for a wallet account, private_key for a private key (language.mdx keywords).
+func keyEnv(x *activity.Exec, k *SigningKey) map[string]policy.Value {
+	env := map[string]policy.Value{}
+	switch k.Kind {
+	case KindAccount:
+		if a, err := load[Account](x.Ctx, x.R, KindAccount, x.OrgID, k.ID, "wallet account"); err == nil {
+			env["wallet_account"] = policy.Map{"address": policy.String(a.Address)}
+		}
+		if w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, k.WalletID, "wallet"); err == nil {
+			env["wallet"] = walletValue(w)
+		}
+	case KindPrivateKey:
+		if pk, err := load[PrivateKey](x.Ctx, x.R, KindPrivateKey, x.OrgID, k.ID, "private key"); err == nil {
+			tags, _ := lookupIDs(x.Ctx, x.R, KeyPKTagMember, pk.ID, KindPrivateKeyTag, x.OrgID)
+			tl := make(policy.List, 0, len(tags))
+			for _, t := range tags {
+				tl = append(tl, policy.String(t))
+			}
+			env["private_key"] = policy.Map{"id": policy.String(pk.ID), "tags": tl, "imported": policy.Bool(pk.Imported),
+				"exported": policy.Bool(pk.Exported), "label": policy.String(pk.Name)}
+		}
+	}
+	return env
+}
+
+func walletValue(w *Wallet) policy.Value {
+	return policy.Map{"id": policy.String(w.ID), "imported": policy.Bool(w.Imported), "exported": policy.Bool(w.Exported), "label": policy.String(w.Name)}
+}
+
+// signedEnv exposes the key and the parsed payload of a signing activity (made in Prepare).
+func signedEnv(x *activity.Exec, _ any) map[string]policy.Value {
+	s, ok := x.Prepared.(signed)
+	if !ok {
+		return nil
+	}
+	env := keyEnv(x, s.key)
+	for k, v := range s.env {
+		env[k] = v
+	}
+	return env
+}
+
+// exportEnv exposes the wallet, account or private key an export reads.
+func exportEnv(x *activity.Exec, intent any) map[string]policy.Value {
+	switch in := intent.(type) {
+	case *wire.ExportWalletIntent:
+		if w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, in.WalletId, "wallet"); err == nil {
+			return map[string]policy.Value{"wallet": walletValue(w)}
+		}
+	case *wire.ExportWalletAccountIntent:
+		if k, err := ResolveSigner(x.Ctx, x.R, x.OrgID, in.Address); err == nil {
+			return keyEnv(x, k)
+		}
+	case *wire.ExportPrivateKeyIntent:
+		if pk, err := load[PrivateKey](x.Ctx, x.R, KindPrivateKey, x.OrgID, in.PrivateKeyId, "private key"); err == nil {
+			return keyEnv(x, privKey(pk, ""))
+		}
+	}
+	return nil
+}
+
+// chainEnv nests a parsed payload's view under its keyword: eth.tx, eth.eip_712, solana.tx ...
+func chainEnv(chain, field string, view map[string]any) map[string]policy.Value {
+	if view == nil {
+		return nil
+	}
+	return map[string]policy.Value{chain: policy.Map{field: policy.FromGo(view)}}
+}
