@@ -109,7 +109,18 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 			out = act.Data
 			return nil
 		}
-		rec, err := tx.Get(ctx, kindPending, act.ID) // the lock
+		rec, err := tx.Get(ctx, kindPending, act.ID) // the lock that serialises votes
+		if err == nil {
+			// Read the activity again now that we hold the lock: another vote may have
+			// finished it meanwhile.
+			act, err = tx.GetActivity(ctx, act.ID)
+		}
+		if errors.Is(err, store.ErrNotFound) || (err == nil && act.Status != StatusConsensusNeeded) {
+			if a, gerr := tx.GetActivity(ctx, act.ID); gerr == nil {
+				out = a.Data
+				return nil
+			}
+		}
 		if err != nil {
 			return apierr.Internalf(err, "reading pending activity")
 		}
