@@ -131,3 +131,36 @@ func TestRootQuorumConsensus(t *testing.T) {
 		"condition": "activity.resource == 'USER' && activity.action == 'CREATE'", "notes": "n"}).str("activity", "fingerprint")}))
 	mustOK(t, root.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "alone", "userIds": []string{}}))
 }
+
+// unsignedEthCall is an unsigned EIP-1559 contract call.
+func unsignedEthCall(to, data string) string {
+	addr := common.HexToAddress(to)
+	d, _ := hex.DecodeString(data)
+	b, _ := rlp.EncodeToBytes([]any{big.NewInt(1), uint64(1), big.NewInt(1), big.NewInt(2), uint64(60000), addr, big.NewInt(0), d, []any{}})
+	return "02" + hex.EncodeToString(b)
+}
+
+func TestPolicyOnDecodedContractCall(t *testing.T) {
+	h := newHarness(t)
+	root, created := h.rootOrg("Acme")
+	bobPriv, bobPub := h.newKey()
+	u := root.submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
+		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	mustOK(t, u)
+	bob := h.client(created.OrganizationID, bobPriv)
+	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	mustOK(t, w)
+	addr := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	const token = "0xc02aaa39b223fe8d0a0e5c4f27ead9083c756cc2"
+	mustOK(t, root.submit("create_smart_contract_interface", "ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE", map[string]any{
+		"smartContractAddress": token, "type": "SMART_CONTRACT_INTERFACE_TYPE_ETHEREUM", "label": "WETH", "notes": "",
+		"smartContractInterface": `[{"type":"function","name":"transfer","inputs":[{"name":"dst","type":"address"},{"name":"wad","type":"uint256"}],"outputs":[{"name":"","type":"bool"}]}]`}))
+	mustOK(t, root.submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "small transfers to one address", "effect": "EFFECT_ALLOW", "notes": "example #12",
+		"condition": "eth.tx.function_name == 'transfer' && eth.tx.contract_call_args['wad'] < 1000000000000000000 && eth.tx.contract_call_args['dst'] == '0x08d2b0a37f869ff76bacb5bab3278e26ab7067b7'"}))
+	call := func(wad string) response {
+		data := "a9059cbb000000000000000000000000" + "08d2b0a37f869ff76bacb5bab3278e26ab7067b7" + wad
+		return bob.submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr, "unsignedTransaction": unsignedEthCall(token, data), "type": "TRANSACTION_TYPE_ETHEREUM"})
+	}
+	mustOK(t, call("00000000000000000000000000000000000000000000000006f05b59d3b20000"))                                        // 0.5e18
+	wantError(t, call("0000000000000000000000000000000000000000000000001bc16d674ec80000"), http.StatusForbidden, 7, "denied") // 2e18
+}

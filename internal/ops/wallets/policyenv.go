@@ -1,7 +1,12 @@
 package wallets
 
 import (
+	"encoding/hex"
+	"strings"
+
 	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
+	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -46,7 +51,36 @@ func signedEnv(x *activity.Exec, _ any) map[string]policy.Value {
 	for k, v := range s.env {
 		env[k] = v
 	}
+	addContractCall(x, env)
 	return env
+}
+
+// addContractCall decodes eth.tx.data with the ABI registered for eth.tx.to (a smart contract
+// interface), adding function_name, function_signature and contract_call_args; without one
+// those fields stay absent, as the docs say.
+func addContractCall(x *activity.Exec, env map[string]policy.Value) {
+	eth, _ := env["eth"].(policy.Map)
+	tx, _ := eth["tx"].(policy.Map)
+	to, _ := tx["to"].(policy.String)
+	data, _ := tx["data"].(policy.String)
+	if to == "" || len(data) < 10 {
+		return
+	}
+	sci, err := policies.InterfaceForAddress(x.Ctx, x.R, x.OrgID, string(to))
+	if err != nil || sci == nil || sci.Type != policies.InterfaceEthereum {
+		return
+	}
+	raw, err := hex.DecodeString(strings.TrimPrefix(string(data), "0x"))
+	if err != nil {
+		return
+	}
+	call, err := ethereum.DecodeCall([]byte(sci.Interface), raw)
+	if err != nil {
+		return
+	}
+	tx["function_name"] = policy.String(call.Name)
+	tx["function_signature"] = policy.String(call.Signature)
+	tx["contract_call_args"] = policy.FromGo(call.Args)
 }
 
 // exportEnv exposes the wallet, account or private key an export reads.
