@@ -161,6 +161,6 @@ func TestPolicyOnDecodedContractCall(t *testing.T) {
 		data := "a9059cbb000000000000000000000000" + "08d2b0a37f869ff76bacb5bab3278e26ab7067b7" + wad
 		return bob.submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr, "unsignedTransaction": unsignedEthCall(token, data), "type": "TRANSACTION_TYPE_ETHEREUM"})
 	}
-	mustOK(t, call("00000000000000000000000000000000000000000000000006f05b59d3b20000"))                                        // 0.5e18
+	mustOK(t, call("00000000000000000000000000000000000000000000000006f05b59d3b20000"))                                       // 0.5e18
 	wantError(t, call("0000000000000000000000000000000000000000000000001bc16d674ec80000"), http.StatusForbidden, 7, "denied") // 2e18
 }
