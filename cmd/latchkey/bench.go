@@ -21,6 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dur := fs.Duration("duration", 10*time.Second, "how long to send load")
 	signWith := fs.String("sign-with", "", "sign_raw_payload: the wallet account address or private key id to sign with (empty: create a wallet first)")
 	curve := fs.String("curve", "secp256k1", "sign_raw_payload without --sign-with: secp256k1 (Ethereum account) or ed25519 (Solana account)")
+	nPolicies := fs.Int("policies", 0, "sign_raw_payload: sign as a new non-root user allowed by the last of this many policies (0: as the root user, which policies never restrict)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -29,7 +30,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	r, err := bench.Run(ctx, bench.Config{APIURL: *apiURL, Creds: creds, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith, Curve: *curve})
+	r, err := bench.Run(ctx, bench.Config{APIURL: *apiURL, Creds: creds, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith, Curve: *curve, Policies: *nPolicies})
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,8 @@ const (
 	policyAllow     = policy.OutcomeAllow
 	policyConsensus = policy.OutcomeRequiresConsensus
 
-	// kindPending is the record kind of pending (see below).
-	kindPending = "pending_activity"
+	// PendingKind is the record kind of pending (see below); an organization owns its records.
+	PendingKind = "pending_activity"
 )
 
 // pending is what an activity waiting for approvals needs to run later: which operation and
@@ -50,7 +50,7 @@ func savePending(ctx context.Context, tx store.Tx, orgID, activityID string, p *
 	if err != nil {
 		return apierr.Internalf(err, "encoding pending activity")
 	}
-	if err := tx.Put(ctx, store.Record{Kind: kindPending, ID: activityID, OrgID: orgID, Data: b, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := tx.Put(ctx, store.Record{Kind: PendingKind, ID: activityID, OrgID: orgID, Data: b, CreatedAt: now, UpdatedAt: now}); err != nil {
 		return apierr.Internalf(err, "writing pending activity")
 	}
 	return nil
@@ -109,7 +109,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 			out = act.Data
 			return nil
 		}
-		rec, err := tx.Get(ctx, kindPending, act.ID) // the lock that serialises votes
+		rec, err := tx.Get(ctx, PendingKind, act.ID) // the lock that serialises votes
 		if err == nil {
 			// Read the activity again now that we hold the lock: another vote may have
 			// finished it meanwhile.
@@ -169,7 +169,7 @@ func (e *Engine) finishVote(ctx context.Context, tx store.Tx, w *Wire, act store
 	}
 	*out = b
 	if terminal {
-		if err := tx.Delete(ctx, kindPending, act.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := tx.Delete(ctx, PendingKind, act.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return apierr.Internalf(err, "removing pending activity")
 		}
 	}

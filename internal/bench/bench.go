@@ -57,6 +57,10 @@ type Config struct {
 	// Curve is "secp256k1" (an Ethereum account, HASH_FUNCTION_NO_OP over a digest) or "ed25519"
 	// (a Solana account, HASH_FUNCTION_NOT_APPLICABLE).
 	Curve string
+	// Policies, when > 0 (sign_raw_payload only), signs as a new non-root user whom the last of
+	// that many policies allows, so every request is decided by the policy engine rather than
+	// by the root quorum.
+	Policies int
 }
 
 // Ops lists the operations the tool can send.
@@ -107,6 +111,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Op == "sign_raw_payload" && cfg.SignWith == "" {
 		if cfg.SignWith, err = createWallet(ctx, client, base, st, cfg); err != nil {
 			return Result{}, fmt.Errorf("creating a wallet to sign with: %w", err)
+		}
+	}
+	if cfg.Op == "sign_raw_payload" && cfg.Policies > 0 {
+		if st, err = policySigner(ctx, client, base, st, cfg); err != nil {
+			return Result{}, fmt.Errorf("setting up %d policies: %w", cfg.Policies, err)
 		}
 	}
 	// One request first, to fail fast on a wrong URL or key.
@@ -276,4 +285,48 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
+}
+
+// policySigner creates a non-root user with a fresh P-256 key and cfg.Policies policies, the last
+// of which allows that user to sign with cfg.SignWith's wallet; the others do not match. It
+// returns the user's stamper.
+func policySigner(ctx context.Context, client *http.Client, base string, root stamp.Stamper, cfg Config) (stamp.Stamper, error) {
+	priv, pub, err := stamp.GenerateKey(stamp.CurveP256)
+	if err != nil {
+		return nil, err
+	}
+	org := cfg.Creds.OrganizationID
+	ts := func() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+	out, err := post(ctx, client, base, "/public/v1/submit/create_users", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USERS_V4","timestampMs":"`+ts()+
+		`","organizationId":"`+org+`","parameters":{"users":[{"userName":"bench-signer-`+runID+`","apiKeys":[{"apiKeyName":"bench","publicKey":"`+pub+
+		`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[],"userTags":[]}]}}`), root)
+	if err != nil {
+		return nil, err
+	}
+	var u struct {
+		Activity struct {
+			Result struct {
+				CreateUsersResult struct {
+					UserIDs []string `json:"userIds"`
+				} `json:"createUsersResult"`
+			} `json:"result"`
+		} `json:"activity"`
+	}
+	if err := json.Unmarshal(out, &u); err != nil || len(u.Activity.Result.CreateUsersResult.UserIDs) != 1 {
+		return nil, fmt.Errorf("unexpected create_users answer: %s", truncate(out, 300))
+	}
+	userID := u.Activity.Result.CreateUsersResult.UserIDs[0]
+	for i := 0; i < cfg.Policies; i++ {
+		cond := fmt.Sprintf(`activity.action == 'SIGN' && wallet_account.address == '0x%040d'`, i)
+		if i == cfg.Policies-1 {
+			cond = `activity.action == 'SIGN' && wallet_account.address == '` + cfg.SignWith + `'`
+		}
+		body, _ := json.Marshal(map[string]any{"type": "ACTIVITY_TYPE_CREATE_POLICY_V3", "timestampMs": ts(), "organizationId": org,
+			"parameters": map[string]any{"policyName": fmt.Sprintf("bench-%s-%d", runID, i), "effect": "EFFECT_ALLOW", "notes": "latchkey bench",
+				"consensus": "approvers.any(user, user.id == '" + userID + "')", "condition": cond}})
+		if _, err := post(ctx, client, base, "/public/v1/submit/create_policy", body, root); err != nil {
+			return nil, err
+		}
+	}
+	return stamp.NewP256Stamper(priv)
 }

@@ -121,13 +121,20 @@ func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
 	wd := wallets.Deps{Custodian: s.Custodian}
-	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, SubOrgWallet: wd.SubOrgWallet, OwnedKinds: wallets.OwnedKinds})
+	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, SubOrgWallet: wd.SubOrgWallet, OwnedKinds: ownedKinds()})
 	wallets.Register(reg, wd)
 	users.Register(reg, users.Deps{Env: env})
 	credentials.Register(reg, credentials.Deps{Env: env})
 	activities.Register(reg)
 	policies.Register(reg, policies.Deps{Env: env})
 	return reg
+}
+
+// ownedKinds are the record kinds, beyond the organization model's, that an organization owns
+// and that go when a sub-organization is deleted (its activities stay, as the audit trail).
+func ownedKinds() []string {
+	return append(append([]string{}, wallets.OwnedKinds...), policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
+		policies.KindSmartContractInterface, activity.PendingKind)
 }
 
 // Close releases the store.

@@ -233,6 +233,9 @@ func deleteOne(x *activity.Exec, field, policyID string) error {
 	if err != nil {
 		return notFoundAsInvalid(err, field, "no policy %s in this organization", policyID)
 	}
+	if err := touchPolicySet(x.Ctx, x.Tx, x.OrgID, x.Now); err != nil {
+		return err
+	}
 	return deleteRecord(x.Ctx, x.Tx, KindPolicy, p.ID)
 }
 

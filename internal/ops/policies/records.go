@@ -10,6 +10,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -78,6 +79,9 @@ func ListPolicies(ctx context.Context, r store.Reader, orgID string) ([]*Policy,
 // same name is refused with Turnkey's "policy label must be unique" (field names where the name
 // came from in the request).
 func SavePolicy(ctx context.Context, tx store.Tx, p *Policy, field string) error {
+	if err := touchPolicySet(ctx, tx, p.OrgID, p.UpdatedAt); err != nil {
+		return err
+	}
 	err := save(ctx, tx, KindPolicy, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
 		store.Key{Name: KeyPolicyName, Value: p.OrgID + "/" + p.Name, Unique: true})
 	if err != nil && apierr.From(err).Code == apierr.AlreadyExists {
@@ -308,6 +312,38 @@ func listAll[T any](ctx context.Context, r store.Reader, kind, orgID string) ([]
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// KindPolicySet is the record whose version changes with every change to an organization's
+// policies, so a process can reuse its compiled policies until it does.
+const KindPolicySet = "policy_set"
+
+type policySet struct {
+	Version string `json:"version"`
+}
+
+func touchPolicySet(ctx context.Context, tx store.Tx, orgID string, now time.Time) error {
+	b, _ := json.Marshal(policySet{Version: id.New()})
+	if err := tx.Put(ctx, store.Record{Kind: KindPolicySet, ID: orgID, OrgID: orgID, Data: b, CreatedAt: now, UpdatedAt: now}); err != nil {
+		return apierr.Internalf(err, "recording the policy change")
+	}
+	return nil
+}
+
+// policySetVersion reads the organization's policy version ("" when it never had policies).
+func policySetVersion(ctx context.Context, r store.Reader, orgID string) (string, error) {
+	rec, err := r.Get(ctx, KindPolicySet, orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", apierr.Internalf(err, "reading the policy version")
+	}
+	var ps policySet
+	if err := json.Unmarshal(rec.Data, &ps); err != nil {
+		return "", apierr.Internalf(err, "decoding the policy version")
+	}
+	return ps.Version, nil
 }
 
 func deleteRecord(ctx context.Context, tx store.Tx, kind, id string) error {

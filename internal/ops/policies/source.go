@@ -17,6 +17,12 @@ import (
 type Source struct {
 	mu       sync.Mutex
 	compiled map[string]cachedPolicy
+	sets     map[string]cachedSet // org id -> its compiled policies at a version
+}
+
+type cachedSet struct {
+	version  string
+	policies []policy.Policy
 }
 
 type cachedPolicy struct {
@@ -25,10 +31,37 @@ type cachedPolicy struct {
 }
 
 // NewSource returns an empty source.
-func NewSource() *Source { return &Source{compiled: map[string]cachedPolicy{}} }
+func NewSource() *Source {
+	return &Source{compiled: map[string]cachedPolicy{}, sets: map[string]cachedSet{}}
+}
 
-// Policies returns the organization's policies, compiled.
+// Policies returns the organization's policies, compiled. One read of the organization's policy
+// version decides whether the compiled set of an earlier call is still current.
 func (s *Source) Policies(ctx context.Context, r store.Reader, orgID string) ([]policy.Policy, error) {
+	version, err := policySetVersion(ctx, r, orgID)
+	if err != nil || version == "" {
+		return nil, err
+	}
+	s.mu.Lock()
+	set, ok := s.sets[orgID]
+	s.mu.Unlock()
+	if ok && set.version == version {
+		return set.policies, nil
+	}
+	ps, err := s.load(ctx, r, orgID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.sets) > 100_000 {
+		clear(s.sets)
+	}
+	s.sets[orgID] = cachedSet{version: version, policies: ps}
+	s.mu.Unlock()
+	return ps, nil
+}
+
+func (s *Source) load(ctx context.Context, r store.Reader, orgID string) ([]policy.Policy, error) {
 	stored, err := ListPolicies(ctx, r, orgID)
 	if err != nil || len(stored) == 0 {
 		return nil, err
