@@ -2,12 +2,11 @@ package directory
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -149,84 +148,24 @@ type OAuthProvider struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// ---- loading and saving ----
+// ---- loading and saving (through internal/records) ----
 
 func load[T any](ctx context.Context, r store.Reader, kind, id, what string) (*T, error) {
-	if id == "" {
-		return nil, apierr.NotFoundf("%s not found", what)
-	}
-	rec, err := r.Get(ctx, kind, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.NotFoundf("%s not found: %s", what, id)
-	}
-	if err != nil {
-		return nil, apierr.Internalf(err, "reading %s", what)
-	}
-	v := new(T)
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, apierr.Internalf(err, "decoding %s", what)
-	}
-	return v, nil
+	// Ownership is checked by each Load function on the decoded record (an organization's
+	// store owner is its parent).
+	return records.Load[T](ctx, r, kind, "", id, what)
 }
 
 func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return apierr.Internalf(err, "encoding %s", kind)
-	}
-	err = tx.Put(ctx, store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated}, keys...)
-	return storeErr(err, kind)
-}
-
-func storeErr(err error, kind string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrAlreadyExists):
-		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists", strings.ReplaceAll(kind, "_", " "))
-	case errors.Is(err, store.ErrNotFound):
-		return apierr.NotFoundf("%s not found", strings.ReplaceAll(kind, "_", " "))
-	default:
-		return apierr.Internalf(err, "writing %s", kind)
-	}
+	return records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
 }
 
 func listAll[T any](ctx context.Context, r store.Reader, kind, orgID string) ([]*T, error) {
-	recs, err := r.List(ctx, kind, orgID, store.ListOptions{})
-	if err != nil {
-		return nil, apierr.Internalf(err, "listing %s", kind)
-	}
-	out := make([]*T, 0, len(recs))
-	for _, rec := range recs {
-		v := new(T)
-		if err := json.Unmarshal(rec.Data, v); err != nil {
-			return nil, apierr.Internalf(err, "decoding %s", kind)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return records.List[T](ctx, r, kind, orgID, store.ListOptions{})
 }
 
 func lookupAll[T any](ctx context.Context, r store.Reader, key, value, kind string) ([]*T, error) {
-	refs, err := r.Lookup(ctx, key, value)
-	if err != nil {
-		return nil, apierr.Internalf(err, "looking up %s", kind)
-	}
-	out := make([]*T, 0, len(refs))
-	for _, ref := range refs {
-		if ref.Kind != kind {
-			continue
-		}
-		v, err := load[T](ctx, r, kind, ref.ID, kind)
-		if err != nil {
-			if e := apierr.From(err); e.Code == apierr.NotFound {
-				continue
-			}
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return records.LookupAll[T](ctx, r, key, value, kind, "")
 }
 
 // LoadOrganization loads an organization.
@@ -242,19 +181,7 @@ func SaveOrganization(ctx context.Context, tx store.Tx, o *Organization) error {
 
 // ListSubOrganizations lists the sub-organizations of parentID ("" lists top-level ones).
 func ListSubOrganizations(ctx context.Context, r store.Reader, parentID string, opts store.ListOptions) ([]*Organization, error) {
-	recs, err := r.List(ctx, KindOrganization, parentID, opts)
-	if err != nil {
-		return nil, apierr.Internalf(err, "listing organizations")
-	}
-	out := make([]*Organization, 0, len(recs))
-	for _, rec := range recs {
-		o := new(Organization)
-		if err := json.Unmarshal(rec.Data, o); err != nil {
-			return nil, apierr.Internalf(err, "decoding organization")
-		}
-		out = append(out, o)
-	}
-	return out, nil
+	return records.List[Organization](ctx, r, KindOrganization, parentID, opts)
 }
 
 // LoadUser loads a user and checks it belongs to orgID.
@@ -411,7 +338,7 @@ func SaveOAuthProvider(ctx context.Context, tx store.Tx, p *OAuthProvider) error
 
 // Delete removes a record.
 func Delete(ctx context.Context, tx store.Tx, kind, id string) error {
-	return storeErr(tx.Delete(ctx, kind, id), kind)
+	return records.Delete(ctx, tx, kind, id)
 }
 
 // UsersByEmail finds the users of orgID with the e-mail address.

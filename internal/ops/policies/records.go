@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -258,60 +259,17 @@ func SaveSmartContractInterface(ctx context.Context, tx store.Tx, s *SmartContra
 // ---- loading and saving (the shape of directory's helpers) ----
 
 func load[T any](ctx context.Context, r store.Reader, kind, id, what string) (*T, error) {
-	if id == "" {
-		return nil, apierr.NotFoundf("%s not found", what)
-	}
-	rec, err := r.Get(ctx, kind, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.NotFoundf("%s not found: %s", what, id)
-	}
-	if err != nil {
-		return nil, apierr.Internalf(err, "reading %s", what)
-	}
-	v := new(T)
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, apierr.Internalf(err, "decoding %s", what)
-	}
-	return v, nil
+	return records.Load[T](ctx, r, kind, "", id, what)
 }
 
 func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return apierr.Internalf(err, "encoding %s", kind)
-	}
-	err = tx.Put(ctx, store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated}, keys...)
-	return storeErr(err, kind)
+	return records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
 }
 
-func storeErr(err error, kind string) error {
-	what := strings.ReplaceAll(kind, "_", " ")
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrAlreadyExists):
-		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists", what)
-	case errors.Is(err, store.ErrNotFound):
-		return apierr.NotFoundf("%s not found", what)
-	default:
-		return apierr.Internalf(err, "writing %s", what)
-	}
-}
+func storeErr(err error, kind string) error { return records.Err(err, kind) }
 
 func listAll[T any](ctx context.Context, r store.Reader, kind, orgID string) ([]*T, error) {
-	recs, err := r.List(ctx, kind, orgID, store.ListOptions{})
-	if err != nil {
-		return nil, apierr.Internalf(err, "listing %s", kind)
-	}
-	out := make([]*T, 0, len(recs))
-	for _, rec := range recs {
-		v := new(T)
-		if err := json.Unmarshal(rec.Data, v); err != nil {
-			return nil, apierr.Internalf(err, "decoding %s", kind)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return records.List[T](ctx, r, kind, orgID, store.ListOptions{})
 }
 
 // KindPolicySet is the record whose version changes with every change to an organization's

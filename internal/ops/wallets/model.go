@@ -3,12 +3,12 @@ package wallets
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -153,67 +153,23 @@ func itoa(n int64) string {
 }
 
 func load[T any](ctx context.Context, r store.Reader, kind, orgID, id, what string) (*T, error) {
-	if id == "" {
-		return nil, apierr.NotFoundf("%s not found", what)
-	}
-	rec, err := r.Get(ctx, kind, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.OrgID != orgID) {
-		return nil, apierr.NotFoundf("%s not found: %s", what, id)
-	}
-	if err != nil {
-		return nil, apierr.Internalf(err, "reading %s", what)
-	}
-	v := new(T)
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, apierr.Internalf(err, "decoding %s", what)
-	}
-	return v, nil
+	return records.Load[T](ctx, r, kind, orgID, id, what)
 }
 
 func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return apierr.Internalf(err, "encoding %s", kind)
-	}
-	err = tx.Put(ctx, store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated}, keys...)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrAlreadyExists):
+	err := records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
+	if apierr.From(err).Code == apierr.AlreadyExists && err != nil {
 		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists (names must be unique)", strings.ReplaceAll(kind, "_", " "))
-	default:
-		return apierr.Internalf(err, "writing %s", kind)
 	}
+	return err
 }
 
 func listKind[T any](ctx context.Context, r store.Reader, kind, orgID string, opts store.ListOptions) ([]*T, error) {
-	recs, err := r.List(ctx, kind, orgID, opts)
-	if err != nil {
-		return nil, apierr.Internalf(err, "listing %s", kind)
-	}
-	out := make([]*T, 0, len(recs))
-	for _, rec := range recs {
-		v := new(T)
-		if err := json.Unmarshal(rec.Data, v); err != nil {
-			return nil, apierr.Internalf(err, "decoding %s", kind)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return records.List[T](ctx, r, kind, orgID, opts)
 }
 
 func lookupIDs(ctx context.Context, r store.Reader, key, value, kind, orgID string) ([]string, error) {
-	refs, err := r.Lookup(ctx, key, value)
-	if err != nil {
-		return nil, apierr.Internalf(err, "lookup %s", key)
-	}
-	var out []string
-	for _, ref := range refs {
-		if ref.Kind == kind && ref.OrgID == orgID {
-			out = append(out, ref.ID)
-		}
-	}
-	return out, nil
+	return records.LookupIDs(ctx, r, key, value, kind, orgID)
 }
 
 func saveWallet(ctx context.Context, tx store.Tx, w *Wallet) error {
