@@ -158,7 +158,7 @@ func load[T any](ctx context.Context, r store.Reader, kind, orgID, id, what stri
 
 func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
 	err := records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
-	if apierr.From(err).Code == apierr.AlreadyExists && err != nil {
+	if err != nil && apierr.From(err).Code == apierr.AlreadyExists {
 		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists (names must be unique)", strings.ReplaceAll(kind, "_", " "))
 	}
 	return err
