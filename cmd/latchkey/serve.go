@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
 	fs.Var(&origins, "webauthn-origins", "comma-separated origins accepted in passkey assertions (empty: any)")
 	maxBody := fs.Int64("max-body-bytes", 2<<20, "largest request body accepted")
+	var proxies listFlag
+	fs.Var(&proxies, "trusted-proxies", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (for IP allowlists)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "if set (e.g. 127.0.0.1:6060), serve Go's pprof profiles there; keep it on loopback")
@@ -69,6 +72,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr = *apiAddr, *proxyAddr, *dashAddr
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
+	for _, c := range proxies {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return usageError{fmt.Sprintf("--trusted-proxies: %q is not a CIDR block", c)}
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err

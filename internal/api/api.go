@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -36,8 +37,11 @@ type Server struct {
 	Now       func() time.Time
 	// Version is reported by /healthz.
 	Version string
-	started time.Time
-	served  atomic.Int64
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (IP allowlists judge
+	// the client's address). Empty: the connection's peer is the client.
+	TrustedProxies []netip.Prefix
+	started        time.Time
+	served         atomic.Int64
 }
 
 // Handler returns the HTTP handler.
@@ -117,6 +121,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 	if err != nil {
 		return 0, err
 	}
+	auth.client, auth.clientKnown = s.clientAddr(r)
 	switch kind {
 	case "submit":
 		env, err := activity.ParseEnvelope(raw)
@@ -169,8 +174,54 @@ func writeActivity(w http.ResponseWriter, data []byte) {
 
 // authProof is a verified stamp before the caller is known.
 type authProof struct {
-	apiKey    *stamp.APIKeyProof
-	assertion *stamp.Assertion
+	apiKey      *stamp.APIKeyProof
+	assertion   *stamp.Assertion
+	client      netip.Addr
+	clientKnown bool
+}
+
+// clientAddr is the address IP allowlists judge: the connection's peer, or, when the peer is a
+// trusted proxy, the last address in X-Forwarded-For that is not itself a trusted proxy.
+func (s *Server) clientAddr(r *http.Request) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addr := ap.Addr().Unmap()
+	if !s.trusted(addr) {
+		return addr, true
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if a = a.Unmap(); !s.trusted(a) {
+			return a, true
+		}
+	}
+	return addr, true
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAllowlists refuses a request from an address the caller's organization or API key does
+// not allow.
+func checkAllowlists(c *directory.Caller, p authProof) error {
+	for _, l := range []*directory.IPAllowlist{c.Org.IPAllowlist, c.KeyAllowlist} {
+		if !l.Allows(p.client, p.clientKnown) {
+			return apierr.New(apierr.PermissionDenied, "IP_NOT_ALLOWED", "request from %s is not allowed by the IP allowlist", p.client)
+		}
+	}
+	return nil
 }
 
 func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
@@ -234,6 +285,9 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 			return nil, ae
 		}
 		return nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+	}
+	if err := checkAllowlists(caller, p); err != nil {
+		return nil, err
 	}
 	return caller, nil
 }

@@ -48,6 +48,8 @@ type Caller struct {
 	Signature      string
 	// SessionProfileID is set when the API key is a session key bound to a profile.
 	SessionProfileID string
+	// KeyAllowlist is the IP allowlist of the API key that stamped the request, if any.
+	KeyAllowlist *IPAllowlist
 }
 
 // IsRoot reports whether the caller is in the target organization's root quorum.
@@ -113,7 +115,8 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 	if k.Expired(res.Now()) {
 		return nil, apierr.Unauth("API_KEY_EXPIRED", "%s%s", msgKeyExpired, publicKey)
 	}
-	c := &Caller{Target: t, CredentialID: k.ID, CredentialType: k.CredentialType, PublicKey: publicKey, SessionProfileID: k.SessionProfileID}
+	c := &Caller{Target: t, CredentialID: k.ID, CredentialType: k.CredentialType, PublicKey: publicKey, SessionProfileID: k.SessionProfileID,
+		KeyAllowlist: k.IPAllowlist}
 	return c, res.finish(ctx, r, c, k.OrgID, k.UserID, parent)
 }
 

@@ -61,8 +61,10 @@ type Organization struct {
 	DisableEmailAuth     bool      `json:"disableEmailAuth,omitempty"`
 	DisableSMSAuth       bool      `json:"disableSmsAuth,omitempty"`
 	DisableOTPEmailAuth  bool      `json:"disableOtpEmailAuth,omitempty"`
-	CreatedAt            time.Time `json:"createdAt"`
-	UpdatedAt            time.Time `json:"updatedAt"`
+	// IPAllowlist applies to every request stamped by this organization's credentials.
+	IPAllowlist *IPAllowlist `json:"ipAllowlist,omitempty"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
 }
 
 // IsRoot reports whether userID is in the root quorum.
@@ -98,8 +100,10 @@ type APIKey struct {
 	ExpirationSeconds string    `json:"expirationSeconds,omitempty"`
 	ExpiresAt         time.Time `json:"expiresAt,omitzero"`
 	SessionProfileID  string    `json:"sessionProfileId,omitempty"`
-	CreatedAt         time.Time `json:"createdAt"`
-	UpdatedAt         time.Time `json:"updatedAt"`
+	// IPAllowlist applies to requests stamped by this key only.
+	IPAllowlist *IPAllowlist `json:"ipAllowlist,omitempty"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
 }
 
 // Expired reports whether the key has expired at now.

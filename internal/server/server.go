@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/activities"
+	"github.com/latchkey/latchkey/internal/ops/allowlists"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/policies"
@@ -45,6 +47,8 @@ type Config struct {
 	WebAuthnRPIDs   []string
 	WebAuthnOrigins []string
 	MaxBodyBytes    int64
+	// TrustedProxies are the peers whose X-Forwarded-For is believed (IP allowlists).
+	TrustedProxies []netip.Prefix
 	// Limits are the resource limits; zero values take directory.DefaultLimits.
 	Limits directory.Limits
 	Log    *slog.Logger
@@ -105,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version}
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies}
 	return s, nil
 }
 
@@ -127,6 +131,7 @@ func (s *Server) registry() *activity.Registry {
 	credentials.Register(reg, credentials.Deps{Env: env})
 	activities.Register(reg)
 	policies.Register(reg, policies.Deps{Env: env})
+	allowlists.Register(reg)
 	return reg
 }
 

@@ -1,0 +1,128 @@
+package allowlists
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// MaxRules bounds one allowlist.
+const MaxRules = 100
+
+// Register adds the operations to reg.
+func Register(reg *activity.Registry) {
+	reg.Submit(activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: setAllowlist})
+	reg.Submit(activity.Operation{Path: "remove_ip_allowlist", Access: activity.AccessRoot, Execute: removeAllowlist})
+	reg.Query(activity.QueryOp{Path: "get_ip_allowlist", Execute: getAllowlist})
+}
+
+// keyByPublicKey finds an API key of orgID by its public key.
+func keyByPublicKey(x *activity.Exec, field, pub string) (*directory.APIKey, error) {
+	ids, err := records.LookupIDs(x.Ctx, x.R, directory.KeyAPIKeyPublicKey, strings.ToLower(strings.TrimPrefix(pub, "0x")), directory.KindAPIKey, x.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, apierr.Invalid(field, "no API key with public key %s in this organization", pub)
+	}
+	return directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, ids[0])
+}
+
+func setAllowlist(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.SetIpAllowlistIntent)
+	if len(in.Rules) > MaxRules {
+		return nil, apierr.Invalid("parameters.rules", "at most %d rules", MaxRules)
+	}
+	onErr := in.OnEvaluationError
+	switch onErr {
+	case "", "DENY", "ALLOW":
+	default:
+		return nil, apierr.Invalid("parameters.onEvaluationError", "must be ALLOW or DENY, got %q", onErr)
+	}
+	l := &directory.IPAllowlist{Enabled: true, OnError: onErr, Updated: x.Now, Rules: []directory.IPRule{}}
+	for i, r := range in.Rules {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r.Cidr))
+		if err != nil {
+			if a, aerr := netip.ParseAddr(strings.TrimSpace(r.Cidr)); aerr == nil {
+				p = netip.PrefixFrom(a, a.BitLen()) // a bare address is its /32 or /128
+			} else {
+				return nil, apierr.Invalid("parameters.rules["+strconv.Itoa(i)+"].cidr", "not a CIDR block: %q", r.Cidr)
+			}
+		}
+		l.Rules = append(l.Rules, directory.IPRule{CIDR: p.Masked().String(), Label: r.Label, CreatedAt: x.Now})
+	}
+	if in.PublicKey != "" {
+		k, err := keyByPublicKey(x, "parameters.publicKey", in.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		k.IPAllowlist, k.UpdatedAt = l, x.Now
+		return wire.SetIpAllowlistResult{}, directory.SaveAPIKey(x.Ctx, x.Tx, k)
+	}
+	if in.Enabled != nil {
+		l.Enabled = *in.Enabled
+	}
+	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	o.IPAllowlist, o.UpdatedAt = l, x.Now
+	return wire.SetIpAllowlistResult{}, directory.SaveOrganization(x.Ctx, x.Tx, o)
+}
+
+func removeAllowlist(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.RemoveIpAllowlistIntent)
+	if in.PublicKey != "" {
+		k, err := keyByPublicKey(x, "parameters.publicKey", in.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		k.IPAllowlist, k.UpdatedAt = nil, x.Now
+		return wire.RemoveIpAllowlistResult{}, directory.SaveAPIKey(x.Ctx, x.Tx, k)
+	}
+	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	o.IPAllowlist, o.UpdatedAt = nil, x.Now
+	return wire.RemoveIpAllowlistResult{}, directory.SaveOrganization(x.Ctx, x.Tx, o)
+}
+
+func getAllowlist(q *activity.Read, req any) (any, error) {
+	in := req.(*wire.GetIpAllowlistRequest)
+	var l *directory.IPAllowlist
+	if in.PublicKey != "" {
+		ids, err := records.LookupIDs(q.Ctx, q.R, directory.KeyAPIKeyPublicKey, strings.ToLower(strings.TrimPrefix(in.PublicKey, "0x")), directory.KindAPIKey, q.OrgID)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, apierr.NotFoundf("no API key with public key %s in this organization", in.PublicKey)
+		}
+		k, err := directory.LoadAPIKey(q.Ctx, q.R, q.OrgID, ids[0])
+		if err != nil {
+			return nil, err
+		}
+		l = k.IPAllowlist
+	} else {
+		l = q.Caller.Target.IPAllowlist
+	}
+	out := wire.IpAllowlist{OrganizationId: q.OrgID, PublicKey: in.PublicKey, Rules: []wire.IpAllowlistRule{}}
+	if l != nil {
+		enabled := l.Enabled
+		out.Enabled, out.OnEvaluationError = &enabled, l.OnError
+		if out.OnEvaluationError == "" {
+			out.OnEvaluationError = "DENY"
+		}
+		for _, r := range l.Rules {
+			out.Rules = append(out.Rules, wire.IpAllowlistRule{Cidr: r.CIDR, Label: r.Label, CreatedAt: strconv.FormatInt(r.CreatedAt.UnixMilli(), 10)})
+		}
+	}
+	return wire.GetIpAllowlistResponse{Allowlist: out}, nil
+}

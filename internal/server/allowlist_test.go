@@ -1,0 +1,45 @@
+package server
+
+import (
+	"net/http"
+	"net/netip"
+	"testing"
+)
+
+func TestIPAllowlists(t *testing.T) {
+	h := newHarness(t)
+	root, _ := h.rootOrg("Acme")
+	// The test client connects from 127.0.0.1.
+	wantError(t, root.submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"rules": []any{map[string]any{"cidr": "10.0.0.0/8x"}}}), http.StatusBadRequest, 3, "parameters.rules[0].cidr")
+	mustOK(t, root.submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"enabled": true, "rules": []any{
+		map[string]any{"cidr": "127.0.0.0/8", "label": "loopback"}, map[string]any{"cidr": "2001:db8::/32"}}}))
+	g := root.query("get_ip_allowlist", nil)
+	mustOK(t, g)
+	if g.str("allowlist", "rules", "0", "cidr") != "127.0.0.0/8" || g.str("allowlist", "enabled") != "true" || g.str("allowlist", "onEvaluationError") != "DENY" {
+		t.Fatalf("get_ip_allowlist: %s", g.raw)
+	}
+	// Now only 10.0.0.0/8: the loopback client is refused, on queries and submits alike.
+	mustOK(t, root.submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"enabled": true, "rules": []any{map[string]any{"cidr": "10.0.0.0/8"}}}))
+	wantError(t, root.query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
+	// Behind a trusted proxy, X-Forwarded-For names the client.
+	h.s.API.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	body := []byte(`{"organizationId":"` + root.org + `"}`)
+	name, value, _ := root.st.Stamp(body)
+	r := h.raw("/public/v1/query/whoami", body, map[string]string{name: value, "X-Forwarded-For": "10.1.2.3"})
+	mustOK(t, r)
+	r = h.raw("/public/v1/query/whoami", body, map[string]string{name: value, "X-Forwarded-For": "192.168.1.1"})
+	wantError(t, r, http.StatusForbidden, 7, "192.168.1.1")
+	h.s.API.TrustedProxies = nil
+	// A key-level allowlist applies to that key only.
+	h.s.API.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	xff := func(c *client, path string, b []byte) response {
+		n, v, _ := c.st.Stamp(b)
+		return h.raw(path, b, map[string]string{n: v, "X-Forwarded-For": "10.9.9.9"})
+	}
+	rm := xff(root, "/public/v1/submit/remove_ip_allowlist", root.submitBody("ACTIVITY_TYPE_REMOVE_IP_ALLOWLIST", map[string]any{}))
+	mustOK(t, rm)
+	h.s.API.TrustedProxies = nil
+	mustOK(t, root.query("whoami", nil))
+	mustOK(t, root.submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"publicKey": root.pub, "rules": []any{map[string]any{"cidr": "10.0.0.0/8"}}}))
+	wantError(t, root.query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
+}
