@@ -57,6 +57,13 @@ func setAllowlist(x *activity.Exec, intent any) (any, error) {
 		}
 		l.Rules = append(l.Rules, directory.IPRule{CIDR: p.Masked().String(), Label: r.Label, CreatedAt: x.Now})
 	}
+	if in.Enabled != nil {
+		l.Enabled = *in.Enabled
+	}
+	if l.Enabled && len(l.Rules) == 0 {
+		// Refused rather than locking every credential out.
+		return nil, apierr.Invalid("parameters.rules", "an enabled allowlist needs at least one rule (it would refuse every request)")
+	}
 	if in.PublicKey != "" {
 		k, err := keyByPublicKey(x, "parameters.publicKey", in.PublicKey)
 		if err != nil {
@@ -64,9 +71,6 @@ func setAllowlist(x *activity.Exec, intent any) (any, error) {
 		}
 		k.IPAllowlist, k.UpdatedAt = l, x.Now
 		return wire.SetIpAllowlistResult{}, directory.SaveAPIKey(x.Ctx, x.Tx, k)
-	}
-	if in.Enabled != nil {
-		l.Enabled = *in.Enabled
 	}
 	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
 	if err != nil {
