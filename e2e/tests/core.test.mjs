@@ -3,7 +3,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Turnkey } from "@turnkey/sdk-server";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
-import { generateP256KeyPair, decryptCredentialBundle, getPublicKey } from "@turnkey/crypto";
+import { generateP256KeyPair, decryptCredentialBundle, getPublicKey, verifySessionJwtSignature } from "@turnkey/crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startLatchkey } from "./lib.mjs";
@@ -128,6 +128,14 @@ test("read-write session: the credential bundle decrypts to a key that can call"
   const key = await root.getApiKey({ apiKeyId: res.apiKeyId });
   assert.equal(key.apiKey.credential.type, "CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256");
   assert.equal(key.apiKey.credential.publicKey, sessionPub);
+});
+
+test("a read-only session token verifies with the notarizer key and reads with X-Session", async () => {
+  const res = await root.createReadOnlySession({});
+  assert.ok(await verifySessionJwtSignature(res.session, lk.keys.notarizerPublicKey));
+  const r = await fetch(`${lk.url}/public/v1/query/whoami`, { method: "POST", headers: { "X-Session": res.session }, body: JSON.stringify({ organizationId: lk.creds.organizationId }) });
+  assert.equal(r.status, 200);
+  assert.equal((await r.json()).userId, lk.creds.userId);
 });
 
 test("get_activity and list_activities return what the submit returned", async () => {

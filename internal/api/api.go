@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -40,8 +42,10 @@ type Server struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (IP allowlists judge
 	// the client's address). Empty: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
-	started        time.Time
-	served         atomic.Int64
+	// Notarizer verifies the X-Session tokens of read-only sessions.
+	Notarizer *ecdsa.PublicKey
+	started   time.Time
+	served    atomic.Int64
 }
 
 // Handler returns the HTTP handler.
@@ -124,6 +128,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 	auth.client, auth.clientKnown = s.clientAddr(r)
 	switch kind {
 	case "submit":
+		if auth.session != nil {
+			return 0, apierr.Denied("request not authorized: a read-only session can only run queries")
+		}
 		env, err := activity.ParseEnvelope(raw)
 		if err != nil {
 			return 0, err
@@ -174,6 +181,7 @@ func writeActivity(w http.ResponseWriter, data []byte) {
 
 // authProof is a verified stamp before the caller is known.
 type authProof struct {
+	session     *session.Claims // a read-only session: queries only
 	apiKey      *stamp.APIKeyProof
 	assertion   *stamp.Assertion
 	client      netip.Addr
@@ -239,6 +247,16 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 		}
 		return authProof{assertion: &a}, nil
 	}
+	if v := h.Get("X-Session"); v != "" {
+		c, err := session.Parse(v, s.Notarizer, s.Now())
+		if err != nil {
+			return authProof{}, apierr.Unauth("INVALID_SESSION", "invalid X-Session: %v", err)
+		}
+		if c.SessionType != session.ReadOnly {
+			return authProof{}, apierr.Unauth("INVALID_SESSION", "X-Session carries read-only sessions; stamp requests with the session's key instead")
+		}
+		return authProof{session: c}, nil
+	}
 	if h.Get("X-Stamp-Attested") != "" {
 		return authProof{}, apierr.Unsupported("X-Stamp-Attested (OTP and OIDC attested stamps arrive with the auth proxy)")
 	}
@@ -257,6 +275,10 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 	var caller *directory.Caller
 	err := s.Store.View(ctx, func(r store.Reader) error {
 		var err error
+		if p.session != nil {
+			caller, err = res.ResolveSession(ctx, r, orgID, p.session.OrganizationID, p.session.UserID)
+			return err
+		}
 		if p.apiKey != nil {
 			caller, err = res.ResolveAPIKey(ctx, r, orgID, p.apiKey.PublicKey, string(p.apiKey.Curve))
 			if err == nil {

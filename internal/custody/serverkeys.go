@@ -124,6 +124,9 @@ func loadOrCreateServerKey(ctx context.Context, st store.Store, kr *Keyring, nam
 // clients pass to @turnkey/crypto's override parameters.
 func (s *ServerKeys) PublicKey(name ServerKey) string { return s.pub[name] }
 
+// Public returns a server key's public key.
+func (s *ServerKeys) Public(name ServerKey) *ecdsa.PublicKey { return &s.priv[name].PublicKey }
+
 // SignSHA256DER signs SHA-256(msg) with the named key and returns an ASN.1 DER signature.
 func (s *ServerKeys) SignSHA256DER(name ServerKey, msg []byte) ([]byte, error) {
 	d := sha256.Sum256(msg)

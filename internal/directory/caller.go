@@ -177,3 +177,23 @@ func (res Resolver) finish(ctx context.Context, r store.Reader, c *Caller, orgID
 	c.User = u
 	return nil
 }
+
+// ResolveSession finds the caller of a read-only session issued to userID in sessionOrgID, for a
+// request naming targetOrgID (the session's organization or one of its sub-organizations).
+func (res Resolver) ResolveSession(ctx context.Context, r store.Reader, targetOrgID, sessionOrgID, userID string) (*Caller, error) {
+	t, parent, err := target(ctx, r, targetOrgID)
+	if err != nil {
+		return nil, err
+	}
+	if t.ID != sessionOrgID && (parent == nil || parent.ID != sessionOrgID) {
+		return nil, apierr.Unauth("INVALID_SESSION", "the session is for another organization")
+	}
+	c := &Caller{Target: t, CredentialType: "SESSION_TYPE_READ_ONLY"}
+	if err := res.finish(ctx, r, c, sessionOrgID, userID, parent); err != nil {
+		if apierr.From(err).Code == apierr.NotFound {
+			return nil, apierr.Unauth("INVALID_SESSION", "the session's user no longer exists")
+		}
+		return nil, err
+	}
+	return c, nil
+}

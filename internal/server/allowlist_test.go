@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func TestIPAllowlists(t *testing.T) {
@@ -42,4 +43,28 @@ func TestIPAllowlists(t *testing.T) {
 	mustOK(t, root.query("whoami", nil))
 	mustOK(t, root.submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"publicKey": root.pub, "rules": []any{map[string]any{"cidr": "10.0.0.0/8"}}}))
 	wantError(t, root.query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
+}
+
+func TestReadOnlySession(t *testing.T) {
+	h := newHarness(t)
+	root, created := h.rootOrg("Acme")
+	r := root.submit("create_read_only_session", "ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION", map[string]any{})
+	mustOK(t, r)
+	tok := r.str("activity", "result", "createReadOnlySessionResult", "session")
+	if tok == "" || r.str("activity", "result", "createReadOnlySessionResult", "sessionExpiry") == "" {
+		t.Fatalf("no session: %s", r.raw)
+	}
+	body := []byte(`{"organizationId":"` + created.OrganizationID + `"}`)
+	w := h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok})
+	mustOK(t, w)
+	if w.str("userId") != created.UserID {
+		t.Fatalf("whoami by session: %s", w.raw)
+	}
+	// Read-only: no submits.
+	sub := root.submitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
+	wantError(t, h.raw("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}), http.StatusForbidden, 7, "read-only session")
+	// Tampered and expired tokens are refused.
+	wantError(t, h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:len(tok)-2] + "AA"}), http.StatusUnauthorized, 16, "invalid X-Session")
+	h.advance(2 * time.Hour)
+	wantError(t, h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
 }

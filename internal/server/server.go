@@ -109,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies}
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -30,6 +31,8 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: d.createAuthenticators, SelfUser: intentUser})
 	reg.Submit(activity.Operation{Path: "delete_authenticators", Access: activity.AccessSelf, Execute: deleteAuthenticators, SelfUser: intentUser})
 	reg.Submit(activity.Operation{Path: "create_read_write_session", Access: activity.AccessSelf, Execute: d.createReadWriteSession, SelfUser: sessionUser})
+
+	reg.Submit(activity.Operation{Path: "create_read_only_session", Access: activity.AccessAnyUser, Execute: createReadOnlySession})
 
 	reg.Query(activity.QueryOp{Path: "get_api_key", Execute: getAPIKey})
 	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: getAPIKeys})
@@ -297,4 +300,24 @@ func getAuthenticators(q *activity.Read, req any) (any, error) {
 		out.Authenticators = append(out.Authenticators, a.ToWire())
 	}
 	return out, nil
+}
+
+// ReadOnlySessionSeconds is how long a read-only session lasts.
+const ReadOnlySessionSeconds = 3600
+
+// createReadOnlySession issues a read-only session token for the caller: a session JWT signed by
+// the notarizer key, sent back as the X-Session header on queries.
+func createReadOnlySession(x *activity.Exec, _ any) (any, error) {
+	c := x.Caller
+	if c.ParentAccess {
+		return nil, apierr.Denied("request not authorized: a read-only session is for a user of this organization")
+	}
+	exp := x.Now.Add(ReadOnlySessionSeconds * time.Second)
+	tok, err := session.Encode(session.Claims{Exp: exp.Unix(), PublicKey: c.PublicKey, SessionType: session.ReadOnly, UserID: c.User.ID,
+		OrganizationID: x.OrgID}, func(d []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, d) })
+	if err != nil {
+		return nil, apierr.Internalf(err, "signing the session")
+	}
+	return wire.CreateReadOnlySessionResult{OrganizationId: x.OrgID, OrganizationName: c.Target.Name, UserId: c.User.ID, Username: c.User.Name,
+		Session: tok, SessionExpiry: strconv.FormatInt(exp.Unix(), 10)}, nil
 }
