@@ -59,6 +59,22 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 	if c.ParentAccess && !op.ParentMayWrite {
 		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}
 	}
+	cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
+	if op.PolicyEnv != nil {
+		for k, v := range op.PolicyEnv(x, intent) {
+			cond[k] = v
+		}
+	}
+	// A session bound to a profile may only do what the profile's scope allows.
+	if c.SessionProfileID != "" && e.svc.SessionScope != nil {
+		scope, err := e.svc.SessionScope(x.Ctx, x.R, c.Org.ID, c.SessionProfileID)
+		if err != nil {
+			return Decision{Outcome: policy.OutcomeError, Err: apierr.Denied("request not authorized: the session's profile cannot be read")}
+		}
+		if ok, err := scope.Eval(cond); err != nil || !ok {
+			return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "request not authorized: outside the session profile's scope (%s)", op.Path)}
+		}
+	}
 	org := c.Target
 	roots := 0
 	seen := map[string]bool{}
@@ -84,12 +100,6 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 			return Decision{Outcome: policy.OutcomeError, Err: err}
 		}
 		if len(ps) > 0 {
-			cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
-			if op.PolicyEnv != nil {
-				for k, v := range op.PolicyEnv(x, intent) {
-					cond[k] = v
-				}
-			}
 			d.Outcome, d.Per = policy.Decide(ps, cond, consensusEnv(x, voters), policy.TimeEnv(x.Now))
 			d.Evaluated = true
 		}

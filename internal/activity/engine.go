@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -44,6 +45,8 @@ type Services struct {
 	Custodian  *custody.Custodian
 	// Policies, when set, are consulted for every activity not allowed by the root quorum.
 	Policies PolicySource
+	// SessionScope, when set, returns the compiled scope of a session profile.
+	SessionScope func(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error)
 	Now      func() time.Time
 	Log      *slog.Logger
 }

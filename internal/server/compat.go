@@ -46,7 +46,6 @@ func init() {
 		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details",
 		"create_webhook_endpoint", "update_webhook_endpoint", "delete_webhook_endpoint", "list_webhook_endpoints",
 		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status",
-		"create_invitations", "delete_invitation", "create_session_profile", "get_session_profile", "get_session_profiles",
 
 		"init_import_secrets", "import_secrets", "export_secrets", "list_secrets", "create_api_only_users")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",

@@ -23,6 +23,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/policies"
+	"github.com/latchkey/latchkey/internal/ops/profiles"
 	"github.com/latchkey/latchkey/internal/ops/users"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/stamp"
@@ -101,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
-	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), Log: cfg.Log}
+	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	if err != nil {
@@ -132,6 +133,7 @@ func (s *Server) registry() *activity.Registry {
 	activities.Register(reg)
 	policies.Register(reg, policies.Deps{Env: env})
 	allowlists.Register(reg)
+	profiles.Register(reg)
 	return reg
 }
 
@@ -139,7 +141,7 @@ func (s *Server) registry() *activity.Registry {
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
 	return append(append([]string{}, wallets.OwnedKinds...), policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
-		policies.KindSmartContractInterface, activity.PendingKind)
+		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation)
 }
 
 // Close releases the store.
