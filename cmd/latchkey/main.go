@@ -4,6 +4,9 @@
 //	latchkey init     create a top-level organization with a root user and API key
 //	latchkey keys     print the server's public keys
 //	latchkey bench    load-test a running server with freshly stamped requests
+//	latchkey keygen   create an API key pair in the key directory (the client's keys)
+//	latchkey request  send a stamped request to the activity API (or a request to an auth proxy)
+//	latchkey export   decrypt an export bundle (export decrypt)
 //	latchkey version  print the version
 //
 // Every flag may also be given as an environment variable LATCHKEY_<FLAG IN UPPER SNAKE CASE>
@@ -49,6 +52,11 @@ commands:
   bench     load-test a running Latchkey
   version   print the version
 
+client commands:
+  keygen    create an API key pair in the key directory and print its public key
+  request   stamp a request with a key and send it (--proxy: to an auth proxy)
+  export    decrypt an export bundle to the mnemonic or key (export decrypt)
+
 Run "latchkey <command> -h" for a command's flags. Every flag can also be set with an
 environment variable LATCHKEY_<FLAG_NAME> (e.g. LATCHKEY_DATA_DIR).`
 
@@ -73,6 +81,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "keyring":
 		return cmdKeyring(ctx, rest, stdout, stderr)
+	case "keygen":
+		return cmdKeygen(ctx, rest, stdout, stderr)
+	case "request":
+		return cmdRequest(ctx, rest, stdout, stderr)
+	case "export":
+		return cmdExport(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(stdout)
 	case "help", "-h", "--help":

@@ -47,8 +47,8 @@ type Services struct {
 	Policies PolicySource
 	// SessionScope, when set, returns the compiled scope of a session profile.
 	SessionScope func(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error)
-	Now      func() time.Time
-	Log      *slog.Logger
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // Engine runs activities and queries.
