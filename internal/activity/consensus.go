@@ -159,6 +159,9 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 	if err != nil {
 		return nil, err
 	}
+	if e.svc.Committed != nil {
+		e.svc.Committed()
+	}
 	return RenderFor(out, caller), nil
 }
 
@@ -174,6 +177,15 @@ func (e *Engine) finishVote(ctx context.Context, tx store.Tx, w *Wire, act store
 		}
 	}
 	now := e.svc.Now()
+	if e.svc.OnActivity != nil {
+		org, err := directory.LoadOrganization(ctx, tx, act.OrgID)
+		if err != nil {
+			return err
+		}
+		if err := e.svc.OnActivity(ctx, tx, org, now, b); err != nil {
+			return err
+		}
+	}
 	return tx.PutActivity(ctx, store.Activity{ID: act.ID, OrgID: act.OrgID, Fingerprint: act.Fingerprint, Status: w.Status, Type: act.Type,
 		CreatedAt: act.CreatedAt, UpdatedAt: now, Data: b})
 }

@@ -45,6 +45,10 @@ type Services struct {
 	Custodian  *custody.Custodian
 	// Policies, when set, are consulted for every activity not allowed by the root quorum.
 	Policies PolicySource
+	// OnActivity, when set, runs in the transaction that writes an activity's new status (the
+	// webhook outbox); Committed after that transaction commits.
+	OnActivity func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error
+	Committed  func()
 	// SessionScope, when set, returns the compiled scope of a session profile.
 	SessionScope func(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error)
 	Now          func() time.Time
@@ -98,6 +102,9 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 		if err := savePending(x.Ctx, tx, x.OrgID, a.ID, pend, x.Now); err != nil {
 			return err
 		}
+		if err := e.notify(&x, b); err != nil {
+			return err
+		}
 		return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusConsensusNeeded, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
 	default:
 		*execErr = dec.Err
@@ -120,7 +127,18 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 	if *data, err = joinResult(head, member, result, tail); err != nil {
 		return err
 	}
+	if err := e.notify(&x, *data); err != nil {
+		return err
+	}
 	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
+}
+
+// notify hands an activity's new state to OnActivity inside its transaction.
+func (e *Engine) notify(x *Exec, data []byte) error {
+	if e.svc.OnActivity == nil {
+		return nil
+	}
+	return e.svc.OnActivity(x.Ctx, x.Tx, x.Caller.Target, x.Now, data)
 }
 
 func (e *Engine) recordEvaluation(x *Exec, d *Decision, voteID string) error {
@@ -291,6 +309,11 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 			return nil, apierr.Internalf(err, "encoding activity")
 		}
 		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+			x := *x0
+			x.Tx = tx
+			if err := e.notify(&x, data); err != nil {
+				return err
+			}
 			return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
 				Status: a.Status, Type: a.Type, CreatedAt: x0.Now, UpdatedAt: x0.Now, Data: data})
 		})
@@ -303,6 +326,9 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	}
 	if err != nil {
 		return nil, storeFailure(err)
+	}
+	if e.svc.Committed != nil {
+		e.svc.Committed()
 	}
 	if execErr != nil {
 		if ae := apierr.From(execErr); ae.Code == apierr.Internal {

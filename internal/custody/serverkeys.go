@@ -31,10 +31,12 @@ const (
 	OTP ServerKey = "otp"
 	// AppProof signs app proofs.
 	AppProof ServerKey = "app_proof"
+	// Webhook signs webhook deliveries.
+	Webhook ServerKey = "webhook"
 )
 
 // AllServerKeys lists the server keys in a fixed order.
-var AllServerKeys = []ServerKey{Signer, Notarizer, OTP, AppProof}
+var AllServerKeys = []ServerKey{Signer, Notarizer, OTP, AppProof, Webhook}
 
 const serverKeyKind = "server_key"
 

@@ -63,8 +63,11 @@ type Organization struct {
 	DisableOTPEmailAuth  bool      `json:"disableOtpEmailAuth,omitempty"`
 	// IPAllowlist applies to every request stamped by this organization's credentials.
 	IPAllowlist *IPAllowlist `json:"ipAllowlist,omitempty"`
-	CreatedAt   time.Time    `json:"createdAt"`
-	UpdatedAt   time.Time    `json:"updatedAt"`
+	// WebhookEndpoints counts the organization's webhook endpoints, so activities of
+	// organizations without any skip the webhook outbox without a read.
+	WebhookEndpoints int       `json:"webhookEndpoints,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 }
 
 // IsRoot reports whether userID is in the root quorum.

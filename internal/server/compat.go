@@ -44,7 +44,7 @@ func init() {
 		"get_tvc_deployment", "list_tvc_app_deployments", "get_tvc_qos_versions", "get_app_status", "get_tvc_deployment_debug_logs",
 		"validate_tvc_image", "create_tvc_operator", "create_tvc_quorum_key", "post_tvc_quorum_key_share",
 		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details",
-		"create_webhook_endpoint", "update_webhook_endpoint", "delete_webhook_endpoint", "list_webhook_endpoints",
+
 		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status",
 
 		"init_import_secrets", "import_secrets", "export_secrets", "list_secrets", "create_api_only_users")

@@ -30,6 +30,7 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
+	"github.com/latchkey/latchkey/internal/webhooks"
 )
 
 // Version is the build's version, set with -ldflags "-X .../server.Version=...".
@@ -50,6 +51,8 @@ type Config struct {
 	MaxBodyBytes    int64
 	// TrustedProxies are the peers whose X-Forwarded-For is believed (IP allowlists).
 	TrustedProxies []netip.Prefix
+	// LoopbackWebhooks allows http:// webhook URLs on loopback (always with --dev).
+	LoopbackWebhooks bool
 	// Limits are the resource limits; zero values take directory.DefaultLimits.
 	Limits directory.Limits
 	Log    *slog.Logger
@@ -62,6 +65,7 @@ type Server struct {
 	Keyring   *custody.Keyring
 	Keys      *custody.ServerKeys
 	Custodian *custody.Custodian
+	Webhooks  *webhooks.Deliverer
 	Engine    *activity.Engine
 	API       *api.Server
 	Log       *slog.Logger
@@ -102,7 +106,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
-	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, Log: cfg.Log}
+	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log}
+	s.Webhooks.Prepare()
+	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope,
+		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	if err != nil {
@@ -134,6 +141,7 @@ func (s *Server) registry() *activity.Registry {
 	policies.Register(reg, policies.Deps{Env: env})
 	allowlists.Register(reg)
 	profiles.Register(reg)
+	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
 	return reg
 }
 
@@ -141,7 +149,7 @@ func (s *Server) registry() *activity.Registry {
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
 	return append(append([]string{}, wallets.OwnedKinds...), policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
-		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation)
+		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }
 
 // Close releases the store.
@@ -201,7 +209,9 @@ type PublicKeys struct {
 	OTPPublicKey string `json:"otpPublicKey"`
 	// AppProofPublicKey signs app proofs.
 	AppProofPublicKey string `json:"appProofPublicKey"`
-	Version           string `json:"version"`
+	// WebhookPublicKey signs webhook deliveries (X-Latchkey-Signature; docs/webhooks.md).
+	WebhookPublicKey string `json:"webhookPublicKey"`
+	Version          string `json:"version"`
 }
 
 // PublicKeys returns the server's public keys.
@@ -211,6 +221,7 @@ func (s *Server) PublicKeys() PublicKeys {
 		NotarizerPublicKey: s.Keys.PublicKey(custody.Notarizer),
 		OTPPublicKey:       s.Keys.PublicKey(custody.OTP),
 		AppProofPublicKey:  s.Keys.PublicKey(custody.AppProof),
+		WebhookPublicKey:   s.Keys.PublicKey(custody.Webhook),
 		Version:            Version,
 	}
 }
@@ -227,6 +238,10 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	dctx, stopDeliveries := context.WithCancel(context.Background())
+	delivered := make(chan struct{})
+	go func() { s.Webhooks.Run(dctx); close(delivered) }()
+	defer func() { stopDeliveries(); <-delivered }()
 	s.Log.Info("latchkey api listening", "addr", ln.Addr().String(), "store", s.Store.Dialect(), "version", Version)
 	if ready != nil {
 		ready(ln.Addr().String())

@@ -1,0 +1,380 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// Record kinds.
+const (
+	KindEndpoint = "webhook_endpoint"
+	KindDelivery = "webhook_delivery"
+	// outboxOwner is the store owner of every delivery, so one listing finds them in order.
+	outboxOwner = "webhook-outbox"
+	// EventActivityUpdates is the one event type Latchkey emits.
+	EventActivityUpdates = "ACTIVITY_UPDATES"
+	// MaxEndpoints bounds an organization's endpoints.
+	MaxEndpoints = 20
+)
+
+// Endpoint is a subscribed URL.
+type Endpoint struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"orgId"`
+	Name      string    `json:"name"`
+	URL       string    `json:"url"`
+	Active    bool      `json:"active"`
+	Events    []string  `json:"events"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func (e *Endpoint) toWire() wire.WebhookEndpointData {
+	subs := make([]wire.WebhookSubscriptionParams, 0, len(e.Events))
+	for _, ev := range e.Events {
+		t := true
+		subs = append(subs, wire.WebhookSubscriptionParams{EventType: ev, IsActive: &t})
+	}
+	return wire.WebhookEndpointData{EndpointId: e.ID, OrganizationId: e.OrgID, Url: e.URL, Name: e.Name, IsActive: e.Active, Subscriptions: subs}
+}
+
+// Delivery is one pending event for one endpoint.
+type Delivery struct {
+	ID          string          `json:"id"`
+	OrgID       string          `json:"orgId"`
+	EndpointID  string          `json:"endpointId"`
+	URL         string          `json:"url"`
+	Body        json.RawMessage `json:"body"`
+	Attempts    int             `json:"attempts"`
+	NextAttempt time.Time       `json:"nextAttempt"`
+	LeaseUntil  time.Time       `json:"leaseUntil"`
+	LastError   string          `json:"lastError,omitempty"`
+	CreatedAt   time.Time       `json:"createdAt"`
+}
+
+// Register adds the endpoint operations to reg.
+func Register(reg *activity.Registry, allowLoopback bool) {
+	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: createEndpoint(allowLoopback)})
+	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: updateEndpoint(allowLoopback)})
+	reg.Submit(activity.Operation{Path: "delete_webhook_endpoint", Access: activity.AccessRoot, Execute: deleteEndpoint})
+	reg.Query(activity.QueryOp{Path: "list_webhook_endpoints", Execute: listEndpoints})
+}
+
+func checkURL(field, raw string, allowLoopback bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return apierr.Invalid(field, "not an absolute URL: %q", raw)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && allowLoopback && (u.Hostname() == "127.0.0.1" || u.Hostname() == "localhost" || u.Hostname() == "::1"):
+	default:
+		return apierr.Invalid(field, "webhook URLs must be https (plain http only for loopback with --dev)")
+	}
+	return nil
+}
+
+func createEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any, error) {
+	return func(x *activity.Exec, intent any) (any, error) {
+		in := intent.(*wire.CreateWebhookEndpointIntent)
+		if err := checkURL("parameters.url", in.Url, allowLoopback); err != nil {
+			return nil, err
+		}
+		events := []string{}
+		for i, s := range in.Subscriptions {
+			if s.EventType != EventActivityUpdates {
+				return nil, apierr.New(apierr.Unimplemented, "NOT_SUPPORTED", "parameters.subscriptions[%d].eventType: %s is not supported by Latchkey (only %s)", i, s.EventType, EventActivityUpdates)
+			}
+			if s.IsActive == nil || *s.IsActive {
+				events = append(events, s.EventType)
+			}
+		}
+		if len(in.Subscriptions) == 0 {
+			events = []string{EventActivityUpdates}
+		}
+		o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+		if err != nil {
+			return nil, err
+		}
+		if o.WebhookEndpoints >= MaxEndpoints {
+			return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d webhook endpoints", MaxEndpoints)
+		}
+		e := &Endpoint{ID: id.New(), OrgID: x.OrgID, Name: strings.TrimSpace(in.Name), URL: in.Url, Active: true, Events: events, CreatedAt: x.Now, UpdatedAt: x.Now}
+		if e.Name == "" {
+			return nil, apierr.Required("parameters.name")
+		}
+		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e); err != nil {
+			return nil, err
+		}
+		o.WebhookEndpoints++
+		if err := directory.SaveOrganization(x.Ctx, x.Tx, o); err != nil {
+			return nil, err
+		}
+		return wire.CreateWebhookEndpointResult{EndpointId: e.ID, WebhookEndpoint: e.toWire()}, nil
+	}
+}
+
+func updateEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any, error) {
+	return func(x *activity.Exec, intent any) (any, error) {
+		in := intent.(*wire.UpdateWebhookEndpointIntent)
+		e, err := records.Load[Endpoint](x.Ctx, x.Tx, KindEndpoint, x.OrgID, in.EndpointId, "webhook endpoint")
+		if err != nil {
+			return nil, err
+		}
+		if in.Url != "" {
+			if err := checkURL("parameters.url", in.Url, allowLoopback); err != nil {
+				return nil, err
+			}
+			e.URL = in.Url
+		}
+		if in.Name != "" {
+			e.Name = in.Name
+		}
+		if in.IsActive != nil {
+			e.Active = *in.IsActive
+		}
+		e.UpdatedAt = x.Now
+		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e); err != nil {
+			return nil, err
+		}
+		return wire.UpdateWebhookEndpointResult{EndpointId: e.ID, WebhookEndpoint: e.toWire()}, nil
+	}
+}
+
+func deleteEndpoint(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteWebhookEndpointIntent)
+	if _, err := records.Load[Endpoint](x.Ctx, x.Tx, KindEndpoint, x.OrgID, in.EndpointId, "webhook endpoint"); err != nil {
+		return nil, err
+	}
+	if err := records.Delete(x.Ctx, x.Tx, KindEndpoint, in.EndpointId); err != nil {
+		return nil, err
+	}
+	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if o.WebhookEndpoints > 0 {
+		o.WebhookEndpoints--
+	}
+	if err := directory.SaveOrganization(x.Ctx, x.Tx, o); err != nil {
+		return nil, err
+	}
+	return wire.DeleteWebhookEndpointResult{EndpointId: in.EndpointId}, nil
+}
+
+func listEndpoints(q *activity.Read, _ any) (any, error) {
+	es, err := records.List[Endpoint](q.Ctx, q.R, KindEndpoint, q.OrgID, store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := wire.ListWebhookEndpointsResponse{WebhookEndpoints: make([]wire.WebhookEndpointData, 0, len(es))}
+	for _, e := range es {
+		out.WebhookEndpoints = append(out.WebhookEndpoints, e.toWire())
+	}
+	return out, nil
+}
+
+// Enqueue writes one delivery of the activity (its JSON) per active endpoint of org, in the
+// activity's transaction. Organizations without endpoints cost nothing.
+func Enqueue(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
+	if org == nil || org.WebhookEndpoints == 0 {
+		return nil
+	}
+	es, err := records.List[Endpoint](ctx, tx, KindEndpoint, org.ID, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if !e.Active || len(e.Events) == 0 {
+			continue
+		}
+		d := &Delivery{ID: id.New(), OrgID: org.ID, EndpointID: e.ID, URL: e.URL, NextAttempt: now, CreatedAt: now}
+		body, err := json.Marshal(map[string]any{"type": EventActivityUpdates, "deliveryId": d.ID, "organizationId": org.ID,
+			"timestampMs": strconv.FormatInt(now.UnixMilli(), 10), "data": map[string]json.RawMessage{"activity": activityJSON}})
+		if err != nil {
+			return err
+		}
+		d.Body = body
+		if err := records.Save(ctx, tx, KindDelivery, d.ID, outboxOwner, now, now, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Deliverer drains the outbox.
+type Deliverer struct {
+	Store  store.Store
+	Keys   *custody.ServerKeys
+	Client *http.Client
+	Log    *slog.Logger
+	Now    func() time.Time
+	// Poll is how often the outbox is checked when idle.
+	Poll time.Duration
+	// MaxAttempts bounds retries of one delivery.
+	MaxAttempts int
+	wake        chan struct{}
+}
+
+// Wake asks the deliverer to look at the outbox now (after an activity was enqueued).
+func (d *Deliverer) Wake() {
+	if d.wake == nil {
+		return
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Prepare makes Wake usable; call before Run.
+func (d *Deliverer) Prepare() { d.wake = make(chan struct{}, 1) }
+
+// Run delivers until ctx ends; a delivery in flight when ctx ends is finished first.
+func (d *Deliverer) Run(ctx context.Context) {
+	if d.Poll == 0 {
+		d.Poll = 250 * time.Millisecond
+	}
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = 20
+	}
+	if d.Now == nil {
+		d.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if d.wake == nil {
+		d.Prepare()
+	}
+	t := time.NewTicker(d.Poll)
+	defer t.Stop()
+	for {
+		for n := d.round(); n > 0 && ctx.Err() == nil; n = d.round() {
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.wake:
+		}
+	}
+}
+
+// round leases up to a batch of due deliveries, sends them, and records the outcomes; it
+// returns how many it sent.
+func (d *Deliverer) round() int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := d.Now()
+	var due []*Delivery
+	err := d.Store.Update(ctx, func(tx store.Tx) error {
+		due = due[:0]
+		ds, err := records.List[Delivery](ctx, tx, KindDelivery, outboxOwner, store.ListOptions{Limit: 200})
+		if err != nil {
+			return err
+		}
+		for _, dl := range ds {
+			if len(due) >= 32 || dl.NextAttempt.After(now) || dl.LeaseUntil.After(now) {
+				continue
+			}
+			if _, err := tx.Get(ctx, KindDelivery, dl.ID); err != nil { // lock it
+				continue
+			}
+			dl.LeaseUntil = now.Add(30 * time.Second)
+			dl.Attempts++
+			if err := records.Save(ctx, tx, KindDelivery, dl.ID, outboxOwner, dl.CreatedAt, now, dl); err != nil {
+				return err
+			}
+			due = append(due, dl)
+		}
+		return nil
+	})
+	if err != nil {
+		d.Log.Warn("webhook outbox", "err", err)
+		return 0
+	}
+	for _, dl := range due {
+		err := d.send(ctx, dl)
+		if uerr := d.Store.Update(ctx, func(tx store.Tx) error {
+			if err == nil || dl.Attempts >= d.MaxAttempts {
+				if err != nil {
+					d.Log.Warn("webhook delivery abandoned", "delivery", dl.ID, "endpoint", dl.EndpointID, "attempts", dl.Attempts, "err", err)
+				}
+				if derr := tx.Delete(ctx, KindDelivery, dl.ID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+					return derr
+				}
+				return nil
+			}
+			dl.LastError = err.Error()
+			dl.LeaseUntil = time.Time{}
+			dl.NextAttempt = d.Now().Add(backoff(dl.Attempts))
+			return records.Save(ctx, tx, KindDelivery, dl.ID, outboxOwner, dl.CreatedAt, d.Now(), dl)
+		}); uerr != nil {
+			d.Log.Warn("webhook outbox", "err", uerr)
+		}
+	}
+	return len(due)
+}
+
+func backoff(attempts int) time.Duration {
+	b := time.Second << min(attempts-1, 10)
+	return min(b, 10*time.Minute)
+}
+
+// Sign returns the signature headers of a delivery body.
+func Sign(keys *custody.ServerKeys, now time.Time, body []byte) (timestamp, signature string, err error) {
+	timestamp = strconv.FormatInt(now.Unix(), 10)
+	sig, err := keys.SignSHA256DER(custody.Webhook, append([]byte(timestamp+"."), body...))
+	if err != nil {
+		return "", "", err
+	}
+	return timestamp, hex.EncodeToString(sig), nil
+}
+
+func (d *Deliverer) send(ctx context.Context, dl *Delivery) error {
+	ts, sig, err := Sign(d.Keys, d.Now(), dl.Body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dl.URL, bytes.NewReader(dl.Body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "latchkey-webhooks")
+	req.Header.Set("X-Latchkey-Delivery", dl.ID)
+	req.Header.Set("X-Latchkey-Timestamp", ts)
+	req.Header.Set("X-Latchkey-Signature", sig)
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("endpoint answered HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// Digest is what a receiver verifies the signature against.
+func Digest(timestamp string, body []byte) [32]byte {
+	return sha256.Sum256(append([]byte(timestamp+"."), body...))
+}
