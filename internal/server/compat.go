@@ -47,7 +47,7 @@ func init() {
 
 		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status",
 
-		"init_import_secrets", "import_secrets", "export_secrets", "list_secrets", "create_api_only_users")
+		"init_import_secrets", "import_secrets", "export_secrets", "list_secrets")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }

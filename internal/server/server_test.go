@@ -358,6 +358,21 @@ func TestUsersKeysAndSessions(t *testing.T) {
 	mustOK(t, r)
 	carolID := r.str("activity", "result", "createUsersResult", "userIds", "0")
 	mustOK(t, root.submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{carolID}}))
+
+	// API-only users: the key works at once; a duplicate user name is refused whole.
+	davePriv, davePub := h.newKey()
+	r = root.submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{map[string]any{
+		"userName": "dave", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "dave", "publicKey": davePub}}}}})
+	mustOK(t, r)
+	daveID := r.str("activity", "result", "createApiOnlyUsersResult", "userIds", "0")
+	w = h.client(created.OrganizationID, davePriv).query("whoami", nil)
+	mustOK(t, w)
+	if w.str("userId") != daveID {
+		t.Fatalf("api-only whoami: %s", w.raw)
+	}
+	wantError(t, root.submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{}}), http.StatusBadRequest, 3, "parameters.apiOnlyUsers")
+	wantError(t, root.submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{map[string]any{
+		"userName": "erin", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "erin", "publicKey": "zz"}}}}}), http.StatusBadRequest, 3, "parameters.apiOnlyUsers[0].apiKeys[0]")
 	wantError(t, root.submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{created.UserID}}), http.StatusBadRequest, 9, "root quorum")
 }
 

@@ -19,6 +19,7 @@ type Deps struct {
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "create_users", Access: activity.AccessRoot, Execute: d.createUsers})
+	reg.Submit(activity.Operation{Path: "create_api_only_users", Access: activity.AccessRoot, Execute: d.createAPIOnlyUsers})
 	reg.Submit(activity.Operation{Path: "update_user", Access: activity.AccessRoot, Execute: updateUser})
 	reg.Submit(activity.Operation{Path: "update_user_name", Access: activity.AccessSelf, Execute: updateUserName,
 		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.UpdateUserNameIntent).UserId }})
@@ -88,6 +89,28 @@ func (d Deps) createUsers(x *activity.Exec, intent any) (any, error) {
 		ids = append(ids, u.ID)
 	}
 	return wire.CreateUsersResult{UserIds: ids}, nil
+}
+
+// createAPIOnlyUsers is the older form of create_users for users that authenticate only with
+// API keys: no authenticators, no phone number.
+func (d Deps) createAPIOnlyUsers(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.CreateApiOnlyUsersIntent)
+	const f = "parameters.apiOnlyUsers"
+	if len(in.ApiOnlyUsers) == 0 {
+		return nil, apierr.Invalid(f, "at least one user is required")
+	}
+	env := d.Env(x)
+	ids := make([]string, 0, len(in.ApiOnlyUsers))
+	for i, u := range in.ApiOnlyUsers {
+		s := directory.UserSpec{Name: u.UserName, Email: u.UserEmail, TagIDs: u.UserTags, Field: field(f, i)}
+		s.APIKeys = directory.APIKeysV1(s.Field+".apiKeys", u.ApiKeys)
+		created, err := directory.CreateUser(x.Ctx, x.Tx, env, x.OrgID, s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, created.ID)
+	}
+	return wire.CreateApiOnlyUsersResult{UserIds: ids}, nil
 }
 
 func loadUser(x *activity.Exec, userID string) (*directory.User, error) {
