@@ -4,7 +4,6 @@ import (
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -99,16 +98,7 @@ type targetData struct {
 // import bundle for the client (encryptWalletToBundle / encryptPrivateKeyToBundle read it) and
 // the target's private key sealed for b.
 func (c *Custodian) NewImportTarget(b Binding, orgID, userID string) (bundle string, sealedTarget []byte, err error) {
-	k, err := ecdh.P256().GenerateKey(rand.Reader)
-	if err != nil {
-		return "", nil, err
-	}
-	scalar := k.Bytes()
-	defer wipe(scalar)
-	if sealedTarget, err = c.kr.Seal(scalar, b); err != nil {
-		return "", nil, err
-	}
-	bundle, err = c.signedEnvelope(targetData{TargetPublic: hex.EncodeToString(k.PublicKey().Bytes()), OrganizationID: orgID, UserID: userID})
+	bundle, _, sealedTarget, err = c.NewSecretTarget(orgID, userID, func(string) Binding { return b })
 	return bundle, sealedTarget, err
 }
 

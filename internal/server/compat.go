@@ -45,9 +45,7 @@ func init() {
 		"validate_tvc_image", "create_tvc_operator", "create_tvc_quorum_key", "post_tvc_quorum_key_share",
 		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details",
 
-		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status",
-
-		"init_import_secrets", "import_secrets", "export_secrets", "list_secrets")
+		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/profiles"
+	"github.com/latchkey/latchkey/internal/ops/secrets"
 	"github.com/latchkey/latchkey/internal/ops/users"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/stamp"
@@ -141,6 +142,7 @@ func (s *Server) registry() *activity.Registry {
 	policies.Register(reg, policies.Deps{Env: env})
 	allowlists.Register(reg)
 	profiles.Register(reg)
+	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
 	return reg
 }
@@ -148,7 +150,8 @@ func (s *Server) registry() *activity.Registry {
 // ownedKinds are the record kinds, beyond the organization model's, that an organization owns
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
-	return append(append([]string{}, wallets.OwnedKinds...), policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
+	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
+	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }
 

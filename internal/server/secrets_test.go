@@ -1,0 +1,134 @@
+package server
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/custody"
+)
+
+const suite = "TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1"
+
+// targetPublic reads the target key out of a ServerTargetMsgV1 as a client would.
+func targetPublic(t *testing.T, msg string) string {
+	t.Helper()
+	var env struct{ Data string }
+	if err := json.Unmarshal([]byte(msg), &env); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := hex.DecodeString(env.Data)
+	var d struct{ TargetPublic string }
+	if err := json.Unmarshal(raw, &d); err != nil || d.TargetPublic == "" {
+		t.Fatalf("target message %s: %v", msg, err)
+	}
+	return d.TargetPublic
+}
+
+func TestSecretsImportExportList(t *testing.T) {
+	h := newHarness(t)
+	root, created := h.rootOrg("Acme")
+	signer := h.s.PublicKeys().SignerPublicKey
+	initTargets := func(n int) []string {
+		r := root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": n})
+		mustOK(t, r)
+		var out []string
+		for _, m := range r.body["activity"].(map[string]any)["result"].(map[string]any)["initImportSecretsResult"].(map[string]any)["enclaveTargetMessages"].([]any) {
+			out = append(out, m.(string))
+		}
+		if len(out) != n {
+			t.Fatalf("want %d targets: %s", n, r.raw)
+		}
+		return out
+	}
+	seal := func(msg, plaintext string) map[string]any {
+		payload, err := custody.SealToImportBundle(msg, []byte(plaintext), created.OrganizationID, created.UserID, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"secretPayload": payload, "targetPublicKey": targetPublic(t, msg), "encryptionSuite": suite}
+	}
+	targets := initTargets(3)
+	a := seal(targets[0], "sk_live_abc")
+	a["name"], a["staticProperties"] = "stripe", []any{map[string]any{"key": "env", "value": "prod"}}
+	b := seal(targets[1], "second secret")
+
+	// A batch with one bad payload fails whole: nothing is stored, and its good target stays usable.
+	bad := seal(targets[2], "x")
+	bad["secretPayload"] = `{"encappedPublic":"04","ciphertext":"00"}`
+	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, bad}}), http.StatusBadRequest, 3, "parameters.secrets[1].secretPayload")
+	l := root.query("list_secrets", nil)
+	mustOK(t, l)
+	if n := len(l.body["secrets"].([]any)); n != 0 {
+		t.Fatalf("failed import left secrets: %s", l.raw)
+	}
+
+	r := root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, b}})
+	mustOK(t, r)
+	stripeID := r.str("activity", "result", "importSecretsResult", "secretIds", "0")
+	secondID := r.str("activity", "result", "importSecretsResult", "secretIds", "1")
+	// Each target takes one secret.
+	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(targets[0], "again")}}), http.StatusBadRequest, 3, "parameters.secrets[0].targetPublicKey")
+	// Names are unique within the organization.
+	dup := seal(targets[2], "other")
+	dup["name"] = "stripe"
+	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{dup}}), http.StatusConflict, 6, "stripe")
+
+	// Metadata only, paginated (one import shares one creation time, so the order within it is by id).
+	l = root.query("list_secrets", nil)
+	mustOK(t, l)
+	first, second := "0", "1"
+	if l.str("secrets", "0", "secretId") != stripeID {
+		first, second = "1", "0"
+	}
+	if l.str("secrets", first, "secretId") != stripeID || l.str("secrets", second, "secretId") != secondID || l.str("secrets", first, "name") != "stripe" ||
+		l.str("secrets", first, "staticProperties", "0", "value") != "prod" || l.str("secrets", first, "createdAtUnixMs") == "" {
+		t.Fatalf("list_secrets: %s", l.raw)
+	}
+	top, next := l.str("secrets", "0", "secretId"), l.str("secrets", "1", "secretId")
+	l = root.query("list_secrets", map[string]any{"paginationOptions": map[string]any{"limit": "1", "after": top}})
+	mustOK(t, l)
+	if n := len(l.body["secrets"].([]any)); n != 1 || l.str("secrets", "0", "secretId") != next {
+		t.Fatalf("list_secrets page 2: %s", l.raw)
+	}
+	// A later import lists first.
+	h.advance(time.Second)
+	r = root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(initTargets(1)[0], "third")}})
+	mustOK(t, r)
+	l = root.query("list_secrets", nil)
+	if l.str("secrets", "0", "secretId") != r.str("activity", "result", "importSecretsResult", "secretIds", "0") {
+		t.Fatalf("newest not first: %s", l.raw)
+	}
+
+	// Export to a client key and open it as decryptExportBundle does.
+	recvPriv, recvPub := h.newKey()
+	e := root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite},
+		map[string]any{"secretId": secondID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
+	mustOK(t, e)
+	for i, want := range []string{"sk_live_abc", "second secret"} {
+		plain, err := custody.OpenExportBundle(e.str("activity", "result", "exportSecretsResult", "secretPayloads", string(rune('0'+i))), recvPriv, created.OrganizationID, signer)
+		if err != nil || string(plain) != want {
+			t.Fatalf("secret %d: %q, %v", i, plain, err)
+		}
+	}
+
+	// Bad input names its field.
+	wantError(t, root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": 0}), http.StatusBadRequest, 3, "parameters.numSecrets")
+	wantError(t, root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": "NOPE", "numSecrets": 1}), http.StatusBadRequest, 3, "parameters.encryptionSuite")
+	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+		map[string]any{"secretId": stripeID, "targetPublicKey": "zz", "encryptionSuite": suite}}}), http.StatusBadRequest, 3, "parameters.secrets[0].targetPublicKey")
+	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+		map[string]any{"secretId": "nope", "targetPublicKey": recvPub, "encryptionSuite": suite}}}), http.StatusNotFound, 5, "secret not found")
+	props := seal(targets[2], "p")
+	props["staticProperties"] = []any{map[string]any{"key": "a"}, map[string]any{"key": "a"}}
+	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{props}}), http.StatusBadRequest, 3, "parameters.secrets[0].staticProperties[1].key")
+
+	// Another organization cannot see or export them.
+	other, _ := h.rootOrg("Other")
+	e = other.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
+	wantError(t, e, http.StatusNotFound, 5, "secret not found")
+}
