@@ -79,6 +79,7 @@ var kindTable = map[string]resourceAction{
 	"INIT_IMPORT_SECRETS": {"PRIVATE_KEY", "IMPORT"},
 	"IMPORT_SECRETS":      {"PRIVATE_KEY", "IMPORT"},
 	"EXPORT_SECRETS":      {"PRIVATE_KEY", "EXPORT"},
+	"DELETE_SECRETS":      {"PRIVATE_KEY", "DELETE"},
 
 	// USER (user tags and every user update are USER)
 	"CREATE_USERS":             {"USER", "CREATE"},

@@ -110,8 +110,9 @@ func TestClassifyCoversSwaggerEnum(t *testing.T) {
 			t.Errorf("%s: invalid resource/action %q/%q", typ, resource, action)
 		}
 	}
+	newer := map[string]bool{"DELETE_SECRETS": true} // @turnkey/http 6.6.0, newer than the swagger
 	for kind := range kindTable {
-		if !usedKinds[kind] {
+		if !usedKinds[kind] && !newer[kind] {
 			t.Errorf("kindTable has %s, which no swagger type uses", kind)
 		}
 	}

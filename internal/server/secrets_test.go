@@ -126,9 +126,19 @@ func TestSecretsImportExportList(t *testing.T) {
 	props["staticProperties"] = []any{map[string]any{"key": "a"}, map[string]any{"key": "a"}}
 	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{props}}), http.StatusBadRequest, 3, "parameters.secrets[0].staticProperties[1].key")
 
+	// Deleting is all or nothing; a deleted secret's name is free again.
+	wantError(t, root.submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID, "nope"}}), http.StatusNotFound, 5, "parameters.secretIds[1]")
+	mustOK(t, root.submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID}}))
+	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite}}}), http.StatusNotFound, 5, "secret not found")
+	h.advance(time.Second) // a byte-identical init would be the same activity, with the used target
+	again := seal(initTargets(1)[0], "new value")
+	again["name"] = "stripe"
+	mustOK(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{again}}))
+
 	// Another organization cannot see or export them.
 	other, _ := h.rootOrg("Other")
 	e = other.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
-		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
+		map[string]any{"secretId": secondID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
 	wantError(t, e, http.StatusNotFound, 5, "secret not found")
 }

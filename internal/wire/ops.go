@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/json"
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+)
 
 // OpKind says how an operation is reached.
 type OpKind int
@@ -82,6 +86,13 @@ type opKey struct {
 }
 
 var opIndex = func() map[opKey]int {
+	Ops = append(Ops, newerOps...)
+	slices.SortStableFunc(Ops, func(a, b Op) int {
+		if a.Kind != b.Kind {
+			return cmp.Compare(a.Kind, b.Kind)
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
 	m := make(map[opKey]int, len(Ops))
 	for i, op := range Ops {
 		m[opKey{op.Kind, op.Path}] = i

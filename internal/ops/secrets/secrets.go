@@ -73,6 +73,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "init_import_secrets", Access: activity.AccessRoot, Execute: d.initImport})
 	reg.Submit(activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: d.importSecrets})
 	reg.Submit(activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: d.exportSecrets})
+	reg.Submit(activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: deleteSecrets})
 	reg.Query(activity.QueryOp{Path: "list_secrets", Execute: listSecrets})
 }
 
@@ -217,6 +218,23 @@ func (d Deps) exportSecrets(x *activity.Exec, intent any) (any, error) {
 		out.SecretPayloads = append(out.SecretPayloads, payload)
 	}
 	return out, nil
+}
+
+func deleteSecrets(x *activity.Exec, intent any) (any, error) {
+	in := intent.(*wire.DeleteSecretsIntent)
+	const f = "parameters.secretIds"
+	if len(in.SecretIds) == 0 {
+		return nil, apierr.Invalid(f, "at least one secret id is required")
+	}
+	for i, sid := range in.SecretIds {
+		if _, err := records.Load[Secret](x.Ctx, x.Tx, KindSecret, x.OrgID, sid, "secret"); err != nil {
+			return nil, apierr.NotFoundf("%s: secret not found: %s", idx(f, i), sid)
+		}
+		if err := records.Delete(x.Ctx, x.Tx, KindSecret, sid); err != nil {
+			return nil, err
+		}
+	}
+	return wire.DeleteSecretsResult{SecretIds: in.SecretIds}, nil
 }
 
 func listSecrets(q *activity.Read, req any) (any, error) {

@@ -1,0 +1,66 @@
+package wire
+
+import "slices"
+
+// newerOps are operations newer than the stored swagger files, written by hand from the
+// generated types of @turnkey/http 6.6.0 (reference/turnkey-api.md §2.4). They are appended to
+// Ops, marked Superset.
+var newerOps = []Op{
+	{
+		Path:     "delete_secrets",
+		Route:    "/public/v1/submit/delete_secrets",
+		Kind:     Submit,
+		Summary:  "Delete secrets",
+		Superset: true,
+		Versions: []ActivityVersion{
+			{Type: "ACTIVITY_TYPE_DELETE_SECRETS", IntentMember: "deleteSecretsIntent", NewIntent: func() Validator { return new(DeleteSecretsIntent) }},
+		},
+		ResultMember: "deleteSecretsResult",
+		NewRequest:   func() Validator { return new(DeleteSecretsRequest) },
+		NewResponse:  func() any { return new(ActivityResponse) },
+	},
+}
+
+// DeleteSecretsRequest is the body of submit/delete_secrets (@turnkey/http 6.6.0).
+type DeleteSecretsRequest struct {
+	Type              string              `json:"type"`
+	TimestampMs       string              `json:"timestampMs"`
+	OrganizationId    string              `json:"organizationId"`
+	Parameters        DeleteSecretsIntent `json:"parameters"`
+	GenerateAppProofs *bool               `json:"generateAppProofs,omitempty"`
+}
+
+// Validate checks the required fields.
+func (x *DeleteSecretsRequest) Validate(path string) error {
+	if x.Type == "" {
+		return Required(FieldPath(path, "type"))
+	}
+	if !slices.Contains([]string{"ACTIVITY_TYPE_DELETE_SECRETS"}, x.Type) {
+		return InvalidValue(FieldPath(path, "type"), x.Type)
+	}
+	if x.TimestampMs == "" {
+		return Required(FieldPath(path, "timestampMs"))
+	}
+	if x.OrganizationId == "" {
+		return Required(FieldPath(path, "organizationId"))
+	}
+	return x.Parameters.Validate(FieldPath(path, "parameters"))
+}
+
+// DeleteSecretsIntent lists the secrets to delete.
+type DeleteSecretsIntent struct {
+	SecretIds []string `json:"secretIds"`
+}
+
+// Validate checks the required fields.
+func (x *DeleteSecretsIntent) Validate(path string) error {
+	if x.SecretIds == nil {
+		return Required(FieldPath(path, "secretIds"))
+	}
+	return nil
+}
+
+// DeleteSecretsResult lists the deleted secrets.
+type DeleteSecretsResult struct {
+	SecretIds []string `json:"secretIds"`
+}
