@@ -359,7 +359,7 @@ func TestUsersKeysAndSessions(t *testing.T) {
 	carolID := r.str("activity", "result", "createUsersResult", "userIds", "0")
 	mustOK(t, root.submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{carolID}}))
 
-	// API-only users: the key works at once; a duplicate user name is refused whole.
+	// API-only users: the key works at once; a bad key is refused naming its field.
 	davePriv, davePub := h.newKey()
 	r = root.submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{map[string]any{
 		"userName": "dave", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "dave", "publicKey": davePub}}}}})
