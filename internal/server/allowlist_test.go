@@ -64,7 +64,13 @@ func TestReadOnlySession(t *testing.T) {
 	sub := root.submitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
 	wantError(t, h.raw("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}), http.StatusForbidden, 7, "read-only session")
 	// Tampered and expired tokens are refused.
-	wantError(t, h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:len(tok)-2] + "AA"}), http.StatusUnauthorized, 16, "invalid X-Session")
+	// (Change a character well inside the signature: the last one carries unused bits.)
+	i := len(tok) - 10
+	flipped := byte('A')
+	if tok[i] == 'A' {
+		flipped = 'B'
+	}
+	wantError(t, h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}), http.StatusUnauthorized, 16, "invalid X-Session")
 	h.advance(2 * time.Hour)
 	wantError(t, h.raw("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
 }
