@@ -87,6 +87,22 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 	if !c.ParentAccess && org.RootQuorum.Threshold > 0 && roots >= org.RootQuorum.Threshold {
 		return Decision{Outcome: policy.OutcomeAllow}
 	}
+	// On the operations a parent may write in a sub-organization (checked above), the parent's
+	// root quorum acts for it: enough of the parent's root users allow. Parent users cannot
+	// vote in the sub-organization, so short of that the request is refused below.
+	if c.ParentAccess && c.Org != nil && c.Org.RootQuorum.Threshold > 0 {
+		proots := 0
+		pseen := map[string]bool{}
+		for _, v := range voters {
+			if !pseen[v.User.ID] && c.Org.IsRoot(v.User.ID) {
+				proots++
+			}
+			pseen[v.User.ID] = true
+		}
+		if proots >= c.Org.RootQuorum.Threshold {
+			return Decision{Outcome: policy.OutcomeAllow}
+		}
+	}
 	if policy.RootQuorumOnly(x.Type) {
 		if roots > 0 {
 			return Decision{Outcome: policy.OutcomeRequiresConsensus}

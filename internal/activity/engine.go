@@ -116,6 +116,23 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 	result, err := op.Execute(&x, intent)
 	if err != nil {
 		*execErr = err
+		var kept *keptFailure
+		if errors.As(err, &kept) {
+			// The handler's writes stay: record the failure in this transaction.
+			*execErr = kept.err
+			st := apierr.ToStatus(kept.err)
+			c := *a
+			c.Status, c.Result, c.Failure = StatusFailed, json.RawMessage("{}"), &st
+			b, err := json.Marshal(&c)
+			if err != nil {
+				return apierr.Internalf(err, "encoding activity")
+			}
+			*data = b
+			if err := e.notify(&x, b); err != nil {
+				return err
+			}
+			return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusFailed, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
+		}
 		return errExecFailed
 	}
 	if len(x.appProofs) > 0 {
@@ -259,7 +276,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
 		Type: actType, Now: e.svc.Now(), Services: e.svc}
 	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
-		Votes: []wire.Vote{initiatorVote(x0, req.Raw)}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
+		Votes: []wire.Vote{initiatorVote(x0, voteMessage(req.Raw, op, shown))}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
 	head, tail, err := a.split()
 	if err != nil {
 		return nil, err
@@ -588,6 +605,29 @@ type Wire struct {
 	CreatedAt      wire.Externaldatav1Timestamp `json:"createdAt"`
 	UpdatedAt      wire.Externaldatav1Timestamp `json:"updatedAt"`
 	Failure        *apierr.Status               `json:"failure,omitempty"`
+}
+
+// voteMessage is the request body as the initiator's vote keeps it: as stamped, except for an
+// operation that redacts its intent, whose vote keeps the body with the redacted parameters
+// (the secret must not be echoed or stored; that vote's signature no longer covers its message).
+func voteMessage(raw []byte, op *Operation, shown any) []byte {
+	if op.Redact == nil {
+		return raw
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(raw, &body) != nil {
+		return []byte("{}")
+	}
+	p, err := json.Marshal(shown)
+	if err != nil {
+		return []byte("{}")
+	}
+	body["parameters"] = p
+	out, err := json.Marshal(body)
+	if err != nil {
+		return []byte("{}")
+	}
+	return out
 }
 
 func initiatorVote(x *Exec, raw []byte) wire.Vote {

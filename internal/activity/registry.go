@@ -34,6 +34,18 @@ type Exec struct {
 	appProofs         []json.RawMessage
 }
 
+// FailKeepingWrites wraps a handler's error when what the handler wrote before failing must
+// last: the activity is then recorded FAILED in the handler's own transaction, which commits,
+// instead of that transaction being undone. verify_otp counts a wrong code's attempt this way,
+// in the same serialised transaction that checked the code, so concurrent guesses cannot all
+// see the count before any of them is recorded.
+func FailKeepingWrites(err error) error { return &keptFailure{err} }
+
+type keptFailure struct{ err error }
+
+func (k *keptFailure) Error() string { return k.err.Error() }
+func (k *keptFailure) Unwrap() error { return k.err }
+
 // AddressProof records an address-derivation app proof on the activity when the request asked
 // for proofs (generateAppProofs): a payload naming the organization, wallet, path and address,
 // signed with the server's app-proof key as @turnkey/crypto's verifyAppProofSignature checks.

@@ -1,0 +1,23 @@
+// Package otp serves the one-time-code activities of the auth issue: init_otp (every version),
+// verify_otp (V2 with the HPKE encryptedOtpBundle, and the legacy plain code) and otp_login (V2
+// with clientSignature, and the legacy version).
+//
+// Codes are handled like passwords: only an HMAC (custody Keyring.MAC, purpose "otp", bound to
+// the code's id) is stored, compared in constant time; a code allows 3 attempts and is then
+// burned; it lives 5 minutes by default (at most 10); a contact has at most 3 live codes and
+// is sent at most 3 codes every 3 minutes by default. A wrong attempt is counted in the
+// transaction that checked it, which commits with the failed activity
+// (activity.FailKeepingWrites), so concurrent guesses cannot outrun the count. Delivery happens inside the activity's transaction: a
+// failed delivery fails the activity and the code is never stored.
+//
+// verify_otp answers with an OTP verification token (turnkey-wire.md §4.2): an ES256 JWT
+// (single SHA-256, r‖s) signed by the server's OTP key, exp in milliseconds as a string,
+// claims in Turnkey's order. Its id is a "verification_token" record so that otp_login uses it
+// once. otp_login checks the token and the client signature over the TokenUsage message
+// (§4.3), registers the session key as an expiring API key of the user with that contact, and
+// answers with a session JWT signed by the notarizer (§4.1).
+//
+// Token payloads are kept ASCII and free of '>', '?' and '~' (core decodes them with an atob
+// that drops '-' and '_') by escaping: those characters and every non-ASCII character of a
+// claim are written as JSON \u escapes, which every JSON parser reads back as the same string.
+package otp
