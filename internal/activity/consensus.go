@@ -39,6 +39,10 @@ type pending struct {
 	PublicKey         string `json:"publicKey"`
 	Scheme            string `json:"scheme"`
 	Signature         string `json:"signature"`
+	// MFA is the MFA policy that matched the initiator; MFADone the methods proven so far (the
+	// initiator's stamp, then each of their approvals).
+	MFA     *MFARequirement `json:"mfa,omitempty"`
+	MFADone []AuthMethod    `json:"mfaDone,omitempty"`
 }
 
 func (p *pending) initiatorVoter(u *directory.User, voteID string, at time.Time) Voter {
@@ -59,7 +63,8 @@ func savePending(ctx context.Context, tx store.Tx, orgID, activityID string, p *
 // RenderFor is an activity as the caller sees it: canApprove and canReject are true only for an
 // activity that waits for approvals, to a user of its organization who has not voted yet.
 func RenderFor(data []byte, c *directory.Caller) []byte {
-	if !bytes.Contains(data, []byte(`"status":"`+StatusConsensusNeeded+`"`)) || c == nil {
+	mfa := bytes.Contains(data, []byte(`"status":"`+StatusAuthenticatorsNeeded+`"`))
+	if (!mfa && !bytes.Contains(data, []byte(`"status":"`+StatusConsensusNeeded+`"`))) || c == nil {
 		return data
 	}
 	var w Wire
@@ -71,6 +76,9 @@ func RenderFor(data []byte, c *directory.Caller) []byte {
 		if v.UserId == c.User.ID {
 			can = false
 		}
+	}
+	if mfa { // only the initiator, proving their next factor
+		can = !c.ParentAccess && w.OrganizationID == c.Target.ID && len(w.Votes) > 0 && w.Votes[0].UserId == c.User.ID
 	}
 	if can == w.CanApprove && can == w.CanReject {
 		return data
@@ -105,7 +113,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 		if act.OrgID != orgID {
 			return apierr.New(apierr.InvalidArgument, "ORGANIZATION_MISMATCH", "organization mismatch: the activity belongs to another organization")
 		}
-		if act.Status != StatusConsensusNeeded {
+		if act.Status != StatusConsensusNeeded && act.Status != StatusAuthenticatorsNeeded {
 			out = act.Data
 			return nil
 		}
@@ -115,7 +123,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 			// finished it meanwhile.
 			act, err = tx.GetActivity(ctx, act.ID)
 		}
-		if errors.Is(err, store.ErrNotFound) || (err == nil && act.Status != StatusConsensusNeeded) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && act.Status != StatusConsensusNeeded && act.Status != StatusAuthenticatorsNeeded) {
 			if a, gerr := tx.GetActivity(ctx, act.ID); gerr == nil {
 				out = a.Data
 				return nil
@@ -132,14 +140,18 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 		if err := json.Unmarshal(act.Data, &w); err != nil {
 			return apierr.Internalf(err, "decoding activity")
 		}
+		if caller.ParentAccess {
+			return apierr.Denied("request not authorized: a parent organization cannot vote in a sub-organization")
+		}
+		mfa := act.Status == StatusAuthenticatorsNeeded
+		if mfa && caller.User.ID != p.UserID {
+			return apierr.New(apierr.FailedPrecondition, "AUTHENTICATORS_NEEDED", "the activity waits for its initiator to prove more authentication methods; only the initiator can approve or reject it now")
+		}
 		for _, v := range w.Votes {
-			if v.UserId == caller.User.ID {
+			if v.UserId == caller.User.ID && !mfa {
 				out = act.Data // already voted: nothing changes
 				return nil
 			}
-		}
-		if caller.ParentAccess {
-			return apierr.Denied("request not authorized: a parent organization cannot vote in a sub-organization")
 		}
 		now := e.svc.Now()
 		selection := "VOTE_SELECTION_APPROVED"
@@ -153,6 +165,12 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 		if !approve {
 			w.Status = StatusRejected
 			return e.finishVote(ctx, tx, &w, act, true, &out)
+		}
+		if mfa {
+			p.MFADone = append(p.MFADone, MethodOf(caller))
+			if err := savePending(ctx, tx, act.OrgID, act.ID, &p, now); err != nil {
+				return err
+			}
 		}
 		return e.decideAgain(ctx, tx, caller, &p, &w, act, v.Id, now, &out)
 	})
@@ -233,7 +251,8 @@ func (e *Engine) decideAgain(ctx context.Context, tx store.Tx, caller *directory
 	ic := *caller
 	ic.User, ic.Org = initiator, caller.Target
 	ic.CredentialID, ic.CredentialType, ic.PublicKey, ic.Scheme, ic.Signature = p.CredentialID, p.CredentialType, p.PublicKey, p.Scheme, p.Signature
-	x := &Exec{Ctx: ctx, Tx: tx, R: tx, Caller: &ic, OrgID: act.OrgID, ActivityID: act.ID, Type: act.Type, Now: now, Services: e.svc, GenerateAppProofs: p.GenerateAppProofs}
+	x := &Exec{Ctx: ctx, Tx: tx, R: tx, Caller: &ic, OrgID: act.OrgID, ActivityID: act.ID, Type: act.Type, Now: now, Services: e.svc, GenerateAppProofs: p.GenerateAppProofs,
+		mfaDone: p.MFADone}
 	if op.Prepare != nil {
 		prepared, err := op.Prepare(x, intent)
 		if err != nil {
@@ -247,6 +266,16 @@ func (e *Engine) decideAgain(ctx context.Context, tx store.Tx, caller *directory
 	}
 	switch d.Outcome {
 	case policyConsensus:
+		w.Status = StatusConsensusNeeded
+		if d.Authenticators {
+			w.Status = StatusAuthenticatorsNeeded
+		}
+		if x.mfa != nil && p.MFA == nil { // the MFA state must outlive this status change
+			p.MFA = x.mfa
+			if err := savePending(ctx, tx, act.OrgID, act.ID, p, now); err != nil {
+				return err
+			}
+		}
 		return e.finishVote(ctx, tx, w, act, false, out)
 	case policyAllow:
 	default:

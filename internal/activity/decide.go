@@ -37,8 +37,11 @@ type Voter struct {
 type Decision struct {
 	Outcome   policy.Outcome
 	Per       []policy.Evaluation
-	Evaluated bool  // policies were consulted (record Per)
-	Err       error // the refusal, for DENY outcomes
+	Evaluated bool // policies were consulted (record Per)
+	// Authenticators: the initiator must prove more authentication methods (an MFA policy
+	// matched); Outcome is then OutcomeRequiresConsensus.
+	Authenticators bool
+	Err            error // the refusal, for DENY outcomes
 }
 
 // Denial messages client libraries read (tkhq/sdk's viem test expects the explicit one).
@@ -74,6 +77,12 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 		if ok, err := scope.Eval(cond); err != nil || !ok {
 			return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "request not authorized: outside the session profile's scope (%s)", op.Path)}
 		}
+	}
+	// MFA policies come first: an activity that needs more of its initiator's factors waits.
+	if d, err := e.mfaCheck(x, cond); err != nil {
+		return Decision{Outcome: policy.OutcomeError, Err: err}
+	} else if d != nil {
+		return *d
 	}
 	org := c.Target
 	roots := 0

@@ -51,8 +51,10 @@ type Services struct {
 	Committed  func()
 	// SessionScope, when set, returns the compiled scope of a session profile.
 	SessionScope func(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error)
-	Now          func() time.Time
-	Log          *slog.Logger
+	// MFA, when set, returns the MFA policy that applies to an initiator's activity.
+	MFA MFASource
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // Engine runs activities and queries.
@@ -92,8 +94,13 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 		if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
 			return err
 		}
+		status := StatusConsensusNeeded
+		if dec.Authenticators {
+			status = StatusAuthenticatorsNeeded
+		}
+		pend.MFA, pend.MFADone = x.mfa, x.mfaDone
 		c := *a
-		c.Status, c.Result = StatusConsensusNeeded, json.RawMessage("{}")
+		c.Status, c.Result = status, json.RawMessage("{}")
 		b, err := json.Marshal(&c)
 		if err != nil {
 			return apierr.Internalf(err, "encoding activity")
@@ -105,7 +112,7 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 		if err := e.notify(&x, b); err != nil {
 			return err
 		}
-		return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusConsensusNeeded, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
+		return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: status, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
 	default:
 		*execErr = dec.Err
 		return errExecFailed
@@ -274,7 +281,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	// Everything of the activity but its result is known before the transaction: encode it here,
 	// in parallel with other requests, so the serial section only encodes the result.
 	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
-		Type: actType, Now: e.svc.Now(), Services: e.svc}
+		Type: actType, Now: e.svc.Now(), Services: e.svc, mfaDone: []AuthMethod{MethodOf(req.Caller)}}
 	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
 		Votes: []wire.Vote{initiatorVote(x0, voteMessage(req.Raw, op, shown))}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
 	head, tail, err := a.split()

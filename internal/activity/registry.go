@@ -32,6 +32,10 @@ type Exec struct {
 	// GenerateAppProofs is set when the request asked for app proofs.
 	GenerateAppProofs bool
 	appProofs         []json.RawMessage
+	// mfa is the MFA policy that matched the initiator (set by decide); mfaDone the
+	// authentication methods proven so far.
+	mfa     *MFARequirement
+	mfaDone []AuthMethod
 }
 
 // FailKeepingWrites wraps a handler's error when what the handler wrote before failing must

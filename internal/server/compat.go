@@ -43,9 +43,7 @@ func init() {
 		"delete_tvc_deployment", "delete_tvc_app_and_deployments", "restore_tvc_deployment", "get_tvc_app", "list_tvc_apps",
 		"get_tvc_deployment", "list_tvc_app_deployments", "get_tvc_qos_versions", "get_app_status", "get_tvc_deployment_debug_logs",
 		"validate_tvc_image", "create_tvc_operator", "create_tvc_quorum_key", "post_tvc_quorum_key_share",
-		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details",
-
-		"create_mfa_policy", "update_mfa_policy", "delete_mfa_policy", "get_mfa_policy", "get_mfa_policies", "get_mfa_status")
+		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/activities"
 	"github.com/latchkey/latchkey/internal/ops/allowlists"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
+	"github.com/latchkey/latchkey/internal/ops/mfa"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/profiles"
@@ -109,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
 	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log}
 	s.Webhooks.Prepare()
-	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope,
+	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
 		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
@@ -143,6 +144,7 @@ func (s *Server) registry() *activity.Registry {
 	allowlists.Register(reg)
 	profiles.Register(reg)
 	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
+	mfa.Register(reg)
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
 	return reg
 }
@@ -151,6 +153,7 @@ func (s *Server) registry() *activity.Registry {
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
+	kinds = append(kinds, mfa.KindMFAPolicy)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }
