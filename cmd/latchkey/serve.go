@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/directory"
 
+	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/server"
 )
 
@@ -58,6 +59,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "if set (e.g. 127.0.0.1:6060), serve Go's pprof profiles there; keep it on loopback")
+	var smtp notify.SMTP
+	fs.StringVar(&smtp.Addr, "smtp-addr", "", "SMTP submission server host:port for one-time-code e-mails (empty: no e-mail; --dev writes an outbox file instead)")
+	fs.StringVar(&smtp.From, "smtp-from", "", "sender address of those e-mails")
+	fs.StringVar(&smtp.FromName, "smtp-from-name", "", "sender display name")
+	fs.StringVar(&smtp.Username, "smtp-username", "", "SMTP AUTH user (sent only over TLS)")
+	fs.StringVar(&smtp.Password, "smtp-password", "", "SMTP AUTH password; prefer LATCHKEY_SMTP_PASSWORD")
+	fs.StringVar(&smtp.Mode, "smtp-mode", notify.ModeSTARTTLS, "starttls, tls, or plain (plain only towards loopback)")
+	var twilio notify.Twilio
+	fs.StringVar(&twilio.AccountSID, "sms-twilio-account-sid", "", "Twilio account SID for one-time-code SMS (empty: no SMS)")
+	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token; prefer LATCHKEY_SMS_TWILIO_AUTH_TOKEN")
+	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
+	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -71,6 +84,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr = *apiAddr, *proxyAddr, *dashAddr
+	if smtp.Addr != "" {
+		if smtp.From == "" {
+			return usageError{"--smtp-from is required with --smtp-addr"}
+		}
+		cfg.Emailer = &smtp
+	}
+	if twilio.AccountSID != "" {
+		if twilio.AuthToken == "" || twilio.From == "" {
+			return usageError{"--sms-twilio-auth-token and --sms-twilio-from are required with --sms-twilio-account-sid"}
+		}
+		cfg.Texter = &twilio
+	}
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
 	for _, c := range proxies {
 		p, err := netip.ParsePrefix(c)

@@ -19,33 +19,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/custody"
-	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
-	"github.com/latchkey/latchkey/internal/ops/otp"
 	"github.com/latchkey/latchkey/internal/session"
-	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// otpHarness is the server harness with the OTP operations delivering to an outbox. Until the
-// server's registry wires them (--dev outbox, SMTP, Twilio), the test registers them itself.
+// otpHarness is the server harness delivering e-mail and SMS to an outbox, as the server's
+// configuration does with --dev.
 func otpHarness(t *testing.T) (*harness, *notify.Outbox) {
-	h := newHarness(t)
 	out, err := notify.NewOutbox(filepath.Join(t.TempDir(), "outbox.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := h.s.Engine.Registry()
-	if reg.Implemented(wire.Submit, "init_otp") {
-		t.Skip("the server registers the OTP operations itself: deliver through its outbox here")
-	}
-	otp.Register(reg, otp.Deps{
-		Env: func(x *activity.Exec) directory.Env {
-			return directory.Env{Now: x.Now, Limits: directory.DefaultLimits}
-		},
-		Emailer: out, Texter: out,
-	})
+	h := newHarnessWith(t, func(c *Config) { c.Emailer, c.Texter = out, out })
 	return h, out
 }
 
@@ -177,4 +163,14 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Without a transport, init_otp says so instead of pretending to send.
+func TestOTPWithoutDelivery(t *testing.T) {
+	h := newHarness(t)
+	root, _ := h.rootOrg("Acme")
+	wantError(t, root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "a@example.com", "appName": "Acme"}),
+		http.StatusBadRequest, 9, "e-mail delivery is not configured")
+	wantError(t, root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100", "appName": "Acme"}),
+		http.StatusBadRequest, 9, "SMS delivery is not configured")
 }

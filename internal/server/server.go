@@ -18,11 +18,13 @@ import (
 	"github.com/latchkey/latchkey/internal/api"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/activities"
 	"github.com/latchkey/latchkey/internal/ops/allowlists"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/mfa"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/ops/otp"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/profiles"
 	"github.com/latchkey/latchkey/internal/ops/secrets"
@@ -57,7 +59,11 @@ type Config struct {
 	LoopbackWebhooks bool
 	// Limits are the resource limits; zero values take directory.DefaultLimits.
 	Limits directory.Limits
-	Log    *slog.Logger
+	// Emailer and Texter deliver one-time codes. Without them, --dev writes every message to
+	// DataDir/outbox.jsonl; otherwise the OTP type without a transport is refused clearly.
+	Emailer notify.Emailer
+	Texter  notify.Texter
+	Log     *slog.Logger
 }
 
 // Server is one assembled Latchkey.
@@ -68,13 +74,18 @@ type Server struct {
 	Keys      *custody.ServerKeys
 	Custodian *custody.Custodian
 	Webhooks  *webhooks.Deliverer
-	Engine    *activity.Engine
-	API       *api.Server
-	Log       *slog.Logger
+	// Outbox is the --dev delivery file (nil when real transports are configured).
+	Outbox *notify.Outbox
+	Engine *activity.Engine
+	API    *api.Server
+	Log    *slog.Logger
 }
 
 // DatabaseFile is the SQLite file inside the data directory.
 const DatabaseFile = "latchkey.db"
+
+// OutboxFile is where --dev writes the e-mails and text messages it would send.
+const OutboxFile = "outbox.jsonl"
 
 // MasterKeyFile is where --dev keeps its generated master key.
 const MasterKeyFile = "master.key"
@@ -108,6 +119,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
+	if cfg.Dev && cfg.Emailer == nil && cfg.Texter == nil {
+		if s.Outbox, err = notify.NewOutbox(filepath.Join(cfg.DataDir, OutboxFile)); err != nil {
+			st.Close()
+			return nil, err
+		}
+		s.cfg.Emailer, s.cfg.Texter = s.Outbox, s.Outbox
+		cfg.Log.Warn("DEVELOPMENT MODE: one-time codes are not sent; they are written to the outbox file", "path", s.Outbox.Path())
+	}
 	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log}
 	s.Webhooks.Prepare()
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
@@ -145,6 +164,7 @@ func (s *Server) registry() *activity.Registry {
 	profiles.Register(reg)
 	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
 	mfa.Register(reg)
+	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
 	return reg
 }
@@ -153,7 +173,7 @@ func (s *Server) registry() *activity.Registry {
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
-	kinds = append(kinds, mfa.KindMFAPolicy)
+	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }

@@ -31,7 +31,10 @@ type harness struct {
 	mu  sync.Mutex
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with the configuration adjusted by configure.
+func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	mk := filepath.Join(dir, "master.key")
@@ -39,7 +42,11 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := Open(context.Background(), Config{DataDir: dir, MasterKeyFile: mk, Log: log})
+	cfg := Config{DataDir: dir, MasterKeyFile: mk, Log: log}
+	if configure != nil {
+		configure(&cfg)
+	}
+	s, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
