@@ -1,6 +1,7 @@
 package mfa
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -136,21 +137,11 @@ func userPolicies(ctx context.Context, r store.Reader, orgID, userID string) ([]
 	}
 	slices.SortStableFunc(ps, func(a, b *Policy) int {
 		if a.Order != b.Order {
-			return compare(a.Order, b.Order)
+			return cmp.Compare(a.Order, b.Order)
 		}
 		return a.CreatedAt.Compare(b.CreatedAt)
 	})
 	return ps, nil
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func save(x *activity.Exec, p *Policy) error {
@@ -270,13 +261,9 @@ func stepsToWire(steps [][]activity.AuthMethod) []wire.RequiredAuthenticationMet
 	return out
 }
 
-func ts(t time.Time) wire.Externaldatav1Timestamp {
-	return wire.Externaldatav1Timestamp{Seconds: strconv.FormatInt(t.Unix(), 10), Nanos: strconv.Itoa(t.Nanosecond())}
-}
-
 func (p *Policy) toWire() wire.MfaPolicy {
 	return wire.MfaPolicy{MfaPolicyId: p.ID, MfaPolicyName: p.Name, Condition: p.Condition, RequiredAuthenticationMethods: stepsToWire(p.Steps),
-		Order: p.Order, Notes: p.Notes, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
+		Order: p.Order, Notes: p.Notes, CreatedAt: directory.Timestamp(p.CreatedAt), UpdatedAt: directory.Timestamp(p.UpdatedAt)}
 }
 
 func get(q *activity.Read, req any) (any, error) {
