@@ -324,14 +324,22 @@ func without(xs []string, x string) []string {
 	return out
 }
 
-func checkName(field, name string) error {
-	if strings.TrimSpace(name) == "" {
-		return apierr.Required(field)
+// CheckName checks a name given in field (required, at most MaxNameLength bytes once
+// trimmed) and returns it trimmed. Every named resource is checked with it.
+func CheckName(field, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", apierr.Required(field)
 	}
 	if len(name) > MaxNameLength {
-		return apierr.Invalid(field, "must be at most %d bytes", MaxNameLength)
+		return "", apierr.Invalid(field, "must be at most %d bytes", MaxNameLength)
 	}
-	return nil
+	return name, nil
+}
+
+func checkName(field, name string) error {
+	_, err := CheckName(field, name)
+	return err
 }
 
 // ValidE164 reports whether s looks like an E.164 phone number.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -112,17 +111,6 @@ func checkSteps(x *activity.Exec, u *directory.User, field string, in []wire.Req
 	return out, nil
 }
 
-func checkName(field, name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", apierr.Required(field)
-	}
-	if len(name) > directory.MaxNameLength {
-		return "", apierr.Invalid(field, "must be at most %d bytes", directory.MaxNameLength)
-	}
-	return name, nil
-}
-
 func checkCondition(field, src string) error {
 	if _, err := policy.Compile(src); err != nil {
 		return apierr.Invalid(field, "%v", err)
@@ -155,7 +143,7 @@ func create(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.NotFoundf("parameters.userId: user not found: %s", in.UserId)
 	}
 	p := &Policy{ID: id.New(), OrgID: x.OrgID, UserID: u.ID, Order: in.Order, Notes: in.Notes, Condition: in.Condition, CreatedAt: x.Now, UpdatedAt: x.Now}
-	if p.Name, err = checkName("parameters.mfaPolicyName", in.MfaPolicyName); err != nil {
+	if p.Name, err = directory.CheckName("parameters.mfaPolicyName", in.MfaPolicyName); err != nil {
 		return nil, err
 	}
 	if err := checkCondition("parameters.condition", in.Condition); err != nil {
@@ -198,7 +186,7 @@ func update(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if in.MfaPolicyName != "" {
-		if p.Name, err = checkName("parameters.mfaPolicyName", in.MfaPolicyName); err != nil {
+		if p.Name, err = directory.CheckName("parameters.mfaPolicyName", in.MfaPolicyName); err != nil {
 			return nil, err
 		}
 	}

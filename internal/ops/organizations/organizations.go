@@ -48,12 +48,9 @@ func loadTarget(x *activity.Exec) (*directory.Organization, error) {
 
 func updateOrganizationName(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.UpdateOrganizationNameIntent)
-	name := strings.TrimSpace(in.OrganizationName)
-	if name == "" {
-		return nil, apierr.Required("parameters.organizationName")
-	}
-	if len(name) > directory.MaxNameLength {
-		return nil, apierr.Invalid("parameters.organizationName", "must be at most %d bytes", directory.MaxNameLength)
+	name, err := directory.CheckName("parameters.organizationName", in.OrganizationName)
+	if err != nil {
+		return nil, err
 	}
 	o, err := loadTarget(x)
 	if err != nil {

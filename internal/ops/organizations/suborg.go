@@ -2,7 +2,6 @@ package organizations
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
@@ -125,12 +124,9 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 	if parent.ParentID != "" {
 		return nil, apierr.New(apierr.PermissionDenied, "INVALID_ACTIVITY_CALLER", "This activity cannot be called by sub-organizations")
 	}
-	name := strings.TrimSpace(s.Name)
-	if name == "" {
-		return nil, apierr.Required("parameters.subOrganizationName")
-	}
-	if len(name) > directory.MaxNameLength {
-		return nil, apierr.Invalid("parameters.subOrganizationName", "must be at most %d bytes", directory.MaxNameLength)
+	name, err := directory.CheckName("parameters.subOrganizationName", s.Name)
+	if err != nil {
+		return nil, err
 	}
 	if len(s.RootUsers) == 0 {
 		return nil, apierr.Invalid(rootField, "at least one root user is required")

@@ -35,12 +35,9 @@ func createInterface(x *activity.Exec, intent any) (any, error) {
 		fInterface = "parameters.smartContractInterface"
 		fLabel     = "parameters.label"
 	)
-	label := strings.TrimSpace(in.Label)
-	if label == "" {
-		return nil, apierr.Required(fLabel)
-	}
-	if len(label) > directory.MaxNameLength {
-		return nil, apierr.Invalid(fLabel, "must be at most %d bytes", directory.MaxNameLength)
+	label, err := directory.CheckName(fLabel, in.Label)
+	if err != nil {
+		return nil, err
 	}
 	if len(in.SmartContractInterface) > MaxInterfaceBytes {
 		return nil, apierr.Invalid(fInterface, "must be at most %d bytes, got %d", MaxInterfaceBytes, len(in.SmartContractInterface))

@@ -3,7 +3,6 @@ package policies
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -65,13 +64,11 @@ var updateFields = fields{name: "parameters.policyName", effect: "parameters.pol
 // check validates a policy about to be written: its name, its effect, and that condition,
 // consensus and time compile.
 func check(p *Policy, f fields) error {
-	p.Name = strings.TrimSpace(p.Name)
-	if p.Name == "" {
-		return apierr.Required(f.name)
+	name, err := directory.CheckName(f.name, p.Name)
+	if err != nil {
+		return err
 	}
-	if len(p.Name) > directory.MaxNameLength {
-		return apierr.Invalid(f.name, "must be at most %d bytes", directory.MaxNameLength)
-	}
+	p.Name = name
 	if _, err := p.Compile(); err != nil {
 		var fe *policy.FieldError
 		if !errors.As(err, &fe) {

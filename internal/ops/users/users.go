@@ -127,12 +127,9 @@ func saveUser(x *activity.Exec, u *directory.User) error {
 }
 
 func setName(u *directory.User, name string) error {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return apierr.Required("parameters.userName")
-	}
-	if len(name) > directory.MaxNameLength {
-		return apierr.Invalid("parameters.userName", "must be at most %d bytes", directory.MaxNameLength)
+	name, err := directory.CheckName("parameters.userName", name)
+	if err != nil {
+		return err
 	}
 	u.Name = name
 	return nil
@@ -344,20 +341,9 @@ func checkUsers(x *activity.Exec, f string, ids []string) error {
 	return nil
 }
 
-func tagName(f, name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", apierr.Required(f)
-	}
-	if len(name) > directory.MaxNameLength {
-		return "", apierr.Invalid(f, "must be at most %d bytes", directory.MaxNameLength)
-	}
-	return name, nil
-}
-
 func (d Deps) createUserTag(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.CreateUserTagIntent)
-	name, err := tagName("parameters.userTagName", in.UserTagName)
+	name, err := directory.CheckName("parameters.userTagName", in.UserTagName)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +368,7 @@ func updateUserTag(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.userTagId", "no user tag %s in this organization", in.UserTagId)
 	}
 	if in.NewUserTagName != "" {
-		if t.Name, err = tagName("parameters.newUserTagName", in.NewUserTagName); err != nil {
+		if t.Name, err = directory.CheckName("parameters.newUserTagName", in.NewUserTagName); err != nil {
 			return nil, err
 		}
 		t.UpdatedAt = x.Now

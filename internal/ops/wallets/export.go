@@ -5,6 +5,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -158,7 +159,7 @@ func (d Deps) importWallet(x *activity.Exec, intent any) (any, error) {
 	if err := checkOwnUser(x, in.UserId); err != nil {
 		return nil, err
 	}
-	name, err := checkName("parameters.walletName", in.WalletName)
+	name, err := directory.CheckName("parameters.walletName", in.WalletName)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func (d Deps) importPrivateKey(x *activity.Exec, intent any) (any, error) {
 	if err := checkOwnUser(x, in.UserId); err != nil {
 		return nil, err
 	}
-	name, err := checkName("parameters.privateKeyName", in.PrivateKeyName)
+	name, err := directory.CheckName("parameters.privateKeyName", in.PrivateKeyName)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/address"
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -59,7 +60,7 @@ func (d Deps) createPrivateKeys(x *activity.Exec, intent any) (any, error) {
 	res := wire.CreatePrivateKeysResultV2{PrivateKeys: make([]wire.PrivateKeyResult, 0, len(params))}
 	for i, p := range params {
 		f := fieldIdx("parameters.privateKeys", i)
-		name, err := checkName(f+".privateKeyName", p.PrivateKeyName)
+		name, err := directory.CheckName(f+".privateKeyName", p.PrivateKeyName)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func checkKeys(x *activity.Exec, field string, ids []string) error {
 
 func createPKTag(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.CreatePrivateKeyTagIntent)
-	name, err := checkName("parameters.privateKeyTagName", in.PrivateKeyTagName)
+	name, err := directory.CheckName("parameters.privateKeyTagName", in.PrivateKeyTagName)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func updatePKTag(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.privateKeyTagId", "no private key tag %s in this organization", in.PrivateKeyTagId)
 	}
 	if in.NewPrivateKeyTagName != "" {
-		if t.Name, err = checkName("parameters.newPrivateKeyTagName", in.NewPrivateKeyTagName); err != nil {
+		if t.Name, err = directory.CheckName("parameters.newPrivateKeyTagName", in.NewPrivateKeyTagName); err != nil {
 			return nil, err
 		}
 		t.UpdatedAt = x.Now

@@ -140,20 +140,9 @@ func addresses(accts []*Account) []string {
 	return out
 }
 
-func checkName(field, name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", apierr.Required(field)
-	}
-	if len(name) > directory.MaxNameLength {
-		return "", apierr.Invalid(field, "must be at most %d bytes", directory.MaxNameLength)
-	}
-	return name, nil
-}
-
 // newWallet creates a wallet with its accounts in orgID.
 func (d Deps) newWallet(x *activity.Exec, orgID, name string, mnemonicLength *int32, accounts []wire.WalletAccountParams, field string) (*Wallet, []*Account, error) {
-	name, err := checkName(field+".walletName", name)
+	name, err := directory.CheckName(field+".walletName", name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -227,7 +216,7 @@ func updateWallet(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if in.WalletName != "" {
-		if w.Name, err = checkName("parameters.walletName", in.WalletName); err != nil {
+		if w.Name, err = directory.CheckName("parameters.walletName", in.WalletName); err != nil {
 			return nil, err
 		}
 	}
