@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
@@ -43,6 +44,28 @@ type pending struct {
 	// initiator's stamp, then each of their approvals).
 	MFA     *MFARequirement `json:"mfa,omitempty"`
 	MFADone []AuthMethod    `json:"mfaDone,omitempty"`
+	// SealedIntent is the intent as submitted, sealed, for an operation that redacts what it
+	// stores and echoes: the stored activity lacks the secret, and running it on approval needs it.
+	SealedIntent []byte `json:"sealedIntent,omitempty"`
+}
+
+func pendingBinding(orgID, activityID string) custody.Binding {
+	return custody.Binding{OrgID: orgID, Kind: PendingKind, ID: activityID}
+}
+
+// sealIntent keeps a redacting operation's full intent with the pending activity.
+func (e *Engine) sealIntent(p *pending, op *Operation, intent any, orgID, activityID string) error {
+	if op.Redact == nil {
+		return nil
+	}
+	b, err := json.Marshal(intent)
+	if err != nil {
+		return apierr.Internalf(err, "encoding intent")
+	}
+	if p.SealedIntent, err = e.svc.Keyring.Seal(b, pendingBinding(orgID, activityID)); err != nil {
+		return apierr.Internalf(err, "sealing intent")
+	}
+	return nil
 }
 
 func (p *pending) initiatorVoter(u *directory.User, voteID string, at time.Time) Voter {
@@ -223,8 +246,15 @@ func (e *Engine) decideAgain(ctx context.Context, tx store.Tx, caller *directory
 	if err := json.Unmarshal(w.Intent, &members); err != nil {
 		return apierr.Internalf(err, "decoding intent")
 	}
+	raw := []byte(members[p.IntentMember])
+	if p.SealedIntent != nil {
+		var err error
+		if raw, err = e.svc.Keyring.Open(p.SealedIntent, pendingBinding(act.OrgID, act.ID)); err != nil {
+			return apierr.Internalf(err, "opening sealed intent")
+		}
+	}
 	intent := version.NewIntent()
-	if err := json.Unmarshal(members[p.IntentMember], intent); err != nil {
+	if err := json.Unmarshal(raw, intent); err != nil {
 		return apierr.Internalf(err, "decoding intent")
 	}
 	initiator, err := directory.LoadUser(ctx, tx, act.OrgID, p.UserID)

@@ -99,6 +99,9 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 			status = StatusAuthenticatorsNeeded
 		}
 		pend.MFA, pend.MFADone = x.mfa, x.mfaDone
+		if err := e.sealIntent(pend, op, intent, x.OrgID, a.ID); err != nil {
+			return err
+		}
 		c := *a
 		c.Status, c.Result = status, json.RawMessage("{}")
 		b, err := json.Marshal(&c)
@@ -278,12 +281,16 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		return nil, apierr.Internalf(err, "encoding intent")
 	}
 
+	// The body as votes keep it (redacted for operations that redact their intent): the
+	// initiator's vote, and the vote an identical resubmission by another user counts as.
+	voteBody := voteMessage(req.Raw, op, shown)
+
 	// Everything of the activity but its result is known before the transaction: encode it here,
 	// in parallel with other requests, so the serial section only encodes the result.
 	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
 		Type: actType, Now: e.svc.Now(), Services: e.svc, mfaDone: []AuthMethod{MethodOf(req.Caller)}}
 	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
-		Votes: []wire.Vote{initiatorVote(x0, voteMessage(req.Raw, op, shown))}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
+		Votes: []wire.Vote{initiatorVote(x0, voteBody)}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
 	head, tail, err := a.split()
 	if err != nil {
 		return nil, err
@@ -325,7 +332,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		// The same bytes may have been submitted before (a retry, or another user approving by
 		// resubmission): that activity, not a failure of the repeat, is the answer.
 		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return e.resubmitted(ctx, req, fp, data, err)
+			return e.resubmitted(ctx, req, voteBody, fp, data, err)
 		}
 		st := apierr.ToStatus(execErr)
 		a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
@@ -345,7 +352,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The same bytes were submitted before or concurrently: the activity that holds them.
 		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return e.resubmitted(ctx, req, fp, data, err)
+			return e.resubmitted(ctx, req, voteBody, fp, data, err)
 		}
 	}
 	if err != nil {
@@ -365,12 +372,12 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 
 // resubmitted answers a submission whose bytes an earlier activity holds: for an activity
 // waiting for approvals, another user's identical submission is an approval.
-func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, fp string, data []byte, err error) ([]byte, error) {
+func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []byte, fp string, data []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
 	if bytes.Contains(data, []byte(`"status":"`+StatusConsensusNeeded+`"`)) {
-		return e.vote(ctx, req.Caller, req.Env.OrganizationId, fp, true, req.Raw)
+		return e.vote(ctx, req.Caller, req.Env.OrganizationId, fp, true, voteBody)
 	}
 	return RenderFor(data, req.Caller), nil
 }

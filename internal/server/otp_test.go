@@ -174,3 +174,45 @@ func TestOTPWithoutDelivery(t *testing.T) {
 	wantError(t, root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100", "appName": "Acme"}),
 		http.StatusBadRequest, 9, "SMS delivery is not configured")
 }
+
+// A redacted intent stays redacted when another user approves by resubmitting the same bytes:
+// the approving vote keeps the body without the code, like the initiator's.
+func TestRedactedIntentApprovedByResubmission(t *testing.T) {
+	h, out := otpHarness(t)
+	root, created := h.rootOrg("Acme")
+	alicePriv, alicePub := h.newKey()
+	u := root.submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
+		map[string]any{"apiKeyName": "a", "publicKey": alicePub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	mustOK(t, u)
+	alice := h.client(created.OrganizationID, alicePriv)
+	mustOK(t, root.submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2,
+		"userIds": []string{created.UserID, u.str("activity", "result", "createUsersResult", "userIds", "0")}}))
+
+	h.advance(time.Millisecond)
+	body := root.submitBody("ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	if r := root.post("/public/v1/submit/init_otp", body); r.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("init_otp: %s", r.raw)
+	}
+	r := alice.post("/public/v1/submit/init_otp", body)
+	mustOK(t, r)
+	otpID := r.str("activity", "result", "initOtpResultV2", "otpId")
+	es, _ := notify.ReadOutbox(out.Path())
+	code := otpCodeLine.FindStringSubmatch(es[len(es)-1].Email.Text)[1]
+
+	h.advance(time.Millisecond)
+	body = root.submitBody("ACTIVITY_TYPE_VERIFY_OTP", map[string]any{"otpId": otpID, "otpCode": code})
+	if r := root.post("/public/v1/submit/verify_otp", body); r.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("verify_otp: %s", r.raw)
+	}
+	r = alice.post("/public/v1/submit/verify_otp", body)
+	mustOK(t, r)
+	if r.str("activity", "result", "verifyOtpResult", "verificationToken") == "" || len(r.body["activity"].(map[string]any)["votes"].([]any)) != 2 {
+		t.Fatalf("approval by resubmission: %s", r.raw)
+	}
+	if bytes.Contains(r.raw, []byte(code)) {
+		t.Errorf("the code is in the approved activity: %s", r.raw)
+	}
+	if bytes.Contains(readAll(t, h.s.cfg.DataDir), []byte(code)) {
+		t.Error("the code is in the database files")
+	}
+}
