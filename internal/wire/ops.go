@@ -85,14 +85,20 @@ type opKey struct {
 	path string
 }
 
-var opIndex = func() map[opKey]int {
-	Ops = append(Ops, newerOps...)
-	slices.SortStableFunc(Ops, func(a, b Op) int {
+// Ops is every operation of the public API: the swagger's (ops_gen.go) and the newer ones
+// written by hand (newer.go), sorted by Kind then Path.
+var Ops = func() []Op {
+	ops := append(slices.Clip(swaggerOps), newerOps...)
+	slices.SortStableFunc(ops, func(a, b Op) int {
 		if a.Kind != b.Kind {
 			return cmp.Compare(a.Kind, b.Kind)
 		}
 		return cmp.Compare(a.Path, b.Path)
 	})
+	return ops
+}()
+
+var opIndex = func() map[opKey]int {
 	m := make(map[opKey]int, len(Ops))
 	for i, op := range Ops {
 		m[opKey{op.Kind, op.Path}] = i

@@ -11,9 +11,9 @@
 
 package wire
 
-// Ops is every path of public_api.swagger.json and of the http superset
-// (Superset: true), sorted by Kind then Path.
-var Ops = []Op{
+// swaggerOps is every path of public_api.swagger.json and of the http superset
+// (Superset: true), sorted by Kind then Path. Ops adds newerOps (newer.go).
+var swaggerOps = []Op{
 	{
 		Path:    "approve_activity",
 		Route:   "/public/v1/submit/approve_activity",

@@ -57,8 +57,8 @@ func (g *gen) opsFile(canon, super *spec) []byte {
 		}
 	}
 	b.WriteString("\npackage wire\n\n")
-	b.WriteString("// Ops is every path of public_api.swagger.json and of the http superset\n// (Superset: true), sorted by Kind then Path.\n")
-	b.WriteString("var Ops = []Op{\n")
+	b.WriteString("// swaggerOps is every path of public_api.swagger.json and of the http superset\n// (Superset: true), sorted by Kind then Path. Ops adds newerOps (newer.go).\n")
+	b.WriteString("var swaggerOps = []Op{\n")
 	for _, op := range ops {
 		fmt.Fprintf(&b, "{\nPath: %q,\nRoute: %q,\nKind: %s,\nSummary: %q,\n", op.path, op.route, op.kind, op.summary)
 		if op.superset {
