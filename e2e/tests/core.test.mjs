@@ -1,7 +1,6 @@
 // Issue 2 end to end: the real @turnkey/sdk-server and @turnkey/crypto against a real latchkey serve.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import { generateP256KeyPair, decryptCredentialBundle, getPublicKey, verifySessionJwtSignature } from "@turnkey/crypto";
 import { readFileSync } from "node:fs";
@@ -12,14 +11,7 @@ let lk;
 let root; // the dev organization's root client
 const secrets = [];
 
-function client(organizationId, apiPrivateKey, apiPublicKey) {
-  return new Turnkey({
-    apiBaseUrl: lk.url,
-    apiPrivateKey,
-    apiPublicKey,
-    defaultOrganizationId: organizationId,
-  }).apiClient();
-}
+const client = (organizationId, privateKey, publicKey) => lk.client({ privateKey, publicKey }, organizationId);
 
 before(async () => {
   lk = await startLatchkey();

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import net from "node:net";
+import { Turnkey } from "@turnkey/sdk-server";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -56,6 +57,12 @@ export async function startLatchkey(extraArgs = []) {
     creds,
     keys,
     logs: () => logs,
+    // An @turnkey/sdk-server API client for a key pair ({privateKey, publicKey}; default: the dev
+    // root key) and organization (default: the dev organization), polling briefly.
+    client(kp = { privateKey: creds.apiPrivateKey, publicKey: creds.apiPublicKey }, organizationId = creds.organizationId) {
+      return new Turnkey({ apiBaseUrl: url, apiPrivateKey: kp.privateKey, apiPublicKey: kp.publicKey, defaultOrganizationId: organizationId,
+        activityPoller: { intervalMs: 50, numRetries: 1 } }).apiClient();
+    },
     async stop() {
       proc.kill("SIGTERM");
       await new Promise((r) => (proc.exitCode !== null ? r() : proc.on("exit", r)));

@@ -2,24 +2,20 @@
 // of two needs a second approval by fingerprint.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { createAccount } from "@turnkey/viem";
 import { generateP256KeyPair } from "@turnkey/crypto";
 import { parseGwei } from "viem";
 import { startLatchkey } from "./lib.mjs";
 
 let lk, root, org;
-const poller = { intervalMs: 50, numRetries: 1 };
 const ETH = { curve: "CURVE_SECP256K1", pathFormat: "PATH_FORMAT_BIP32", path: "m/44'/60'/0'/0/0", addressFormat: "ADDRESS_FORMAT_ETHEREUM" };
 
-function client(kp) {
-  return new Turnkey({ apiBaseUrl: lk.url, apiPrivateKey: kp.privateKey, apiPublicKey: kp.publicKey, defaultOrganizationId: org, activityPoller: poller }).apiClient();
-}
+const client = (kp) => lk.client(kp);
 
 before(async () => {
   lk = await startLatchkey();
   org = lk.creds.organizationId;
-  root = client({ privateKey: lk.creds.apiPrivateKey, publicKey: lk.creds.apiPublicKey });
+  root = lk.client();
 });
 
 after(async () => {

@@ -2,22 +2,18 @@
 // approves it with a second credential; secrets go in and out in @turnkey/crypto's envelopes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { generateP256KeyPair, encryptWalletToBundle, decryptExportBundle } from "@turnkey/crypto";
 import { startLatchkey } from "./lib.mjs";
 
 let lk, root, org;
-const poller = { intervalMs: 50, numRetries: 1 };
 const SUITE = "TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1";
 
-function client(kp) {
-  return new Turnkey({ apiBaseUrl: lk.url, apiPrivateKey: kp.privateKey, apiPublicKey: kp.publicKey, defaultOrganizationId: org, activityPoller: poller }).apiClient();
-}
+const client = (kp) => lk.client(kp);
 
 before(async () => {
   lk = await startLatchkey();
   org = lk.creds.organizationId;
-  root = client({ privateKey: lk.creds.apiPrivateKey, publicKey: lk.creds.apiPublicKey });
+  root = lk.client();
 });
 
 after(async () => {

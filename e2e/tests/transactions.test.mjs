@@ -2,7 +2,6 @@
 // built, finalized and verified by bitcoinjs-lib).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { TurnkeySigner } from "@turnkey/solana";
 import { PublicKey, SystemProgram, Transaction, TransactionMessage, VersionedTransaction } from "@solana/web3.js";
 import * as bitcoin from "bitcoinjs-lib";
@@ -14,7 +13,7 @@ let lk, client;
 
 before(async () => {
   lk = await startLatchkey();
-  client = new Turnkey({ apiBaseUrl: lk.url, apiPrivateKey: lk.creds.apiPrivateKey, apiPublicKey: lk.creds.apiPublicKey, defaultOrganizationId: lk.creds.organizationId }).apiClient();
+  client = lk.client();
 });
 
 after(async () => {

@@ -2,7 +2,6 @@
 // signed through @turnkey/viem, recovered by viem's own verifiers.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { createAccount } from "@turnkey/viem";
 import { createWalletClient, http, verifyTypedData, recoverTransactionAddress, parseEther, parseGwei } from "viem";
 import { recoverAuthorizationAddress } from "viem/utils";
@@ -13,7 +12,7 @@ let lk, client, account;
 
 before(async () => {
   lk = await startLatchkey();
-  client = new Turnkey({ apiBaseUrl: lk.url, apiPrivateKey: lk.creds.apiPrivateKey, apiPublicKey: lk.creds.apiPublicKey, defaultOrganizationId: lk.creds.organizationId }).apiClient();
+  client = lk.client();
   const w = await client.createWallet({ walletName: "viem", accounts: [{ curve: "CURVE_SECP256K1", pathFormat: "PATH_FORMAT_BIP32", path: "m/44'/60'/0'/0/0", addressFormat: "ADDRESS_FORMAT_ETHEREUM" }] });
   account = await createAccount({ client, organizationId: lk.creds.organizationId, signWith: w.addresses[0] });
 });

@@ -2,7 +2,6 @@
 // export decrypted by @turnkey/crypto, import encrypted by @turnkey/crypto.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Turnkey } from "@turnkey/sdk-server";
 import { createAccount } from "@turnkey/viem";
 import { TurnkeySigner } from "@turnkey/solana";
 import { generateP256KeyPair, decryptExportBundle, encryptWalletToBundle, verifyAppProofSignature } from "@turnkey/crypto";
@@ -18,7 +17,7 @@ const SOL = { curve: "CURVE_ED25519", pathFormat: "PATH_FORMAT_BIP32", path: "m/
 
 before(async () => {
   lk = await startLatchkey();
-  client = new Turnkey({ apiBaseUrl: lk.url, apiPrivateKey: lk.creds.apiPrivateKey, apiPublicKey: lk.creds.apiPublicKey, defaultOrganizationId: lk.creds.organizationId }).apiClient();
+  client = lk.client();
 });
 
 after(async () => {
