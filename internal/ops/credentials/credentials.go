@@ -9,6 +9,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/ops/login"
 	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -19,10 +20,10 @@ type Deps struct {
 }
 
 // DefaultSessionSeconds is the default lifetime of a read-write session key (15 minutes).
-const DefaultSessionSeconds = 900
+const DefaultSessionSeconds = login.DefaultSessionSeconds
 
 // MaxSessionSeconds bounds a session's lifetime (one year).
-const MaxSessionSeconds = 365 * 24 * 3600
+const MaxSessionSeconds = login.MaxSessionSeconds
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {

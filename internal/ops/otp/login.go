@@ -9,29 +9,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/ops/login"
 	"github.com/latchkey/latchkey/internal/records"
-	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // ClientSignatureScheme is the only clientSignature scheme.
 const ClientSignatureScheme = "CLIENT_SIGNATURE_SCHEME_API_P256"
-
-// loginKeyTypes are the credential types of login session keys, which invalidateExisting
-// removes.
-var loginKeyTypes = map[string]bool{
-	directory.CredentialOTPAuth: true,
-	directory.CredentialOAuth:   true,
-	directory.CredentialLogin:   true,
-}
 
 func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 	var tokenStr, publicKey, expiration, profile string
@@ -50,7 +40,7 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 	if profile != "" {
 		return nil, activity.ErrNotSupported("sessionProfileId on otp_login")
 	}
-	secs, err := parseSeconds("parameters.expirationSeconds", expiration, DefaultSessionSeconds, MaxSessionSeconds)
+	secs, err := parseSeconds("parameters.expirationSeconds", expiration, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -90,34 +80,14 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if invalidate {
-		keys, err := directory.UserAPIKeys(x.Ctx, x.Tx, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			if loginKeyTypes[k.CredentialType] {
-				if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, directory.APIKeySpec{
-		Name: "OTP Login - " + x.Now.Format(time.RFC3339), PublicKey: publicKey, Curve: "API_KEY_CURVE_P256",
-		ExpirationSeconds: strconv.FormatInt(secs, 10), CredentialType: directory.CredentialOTPAuth, Field: "parameters",
-	})
-	if err != nil {
-		return nil, err
-	}
 	t.Used = true
 	if err := records.Save(x.Ctx, x.Tx, KindVerificationToken, t.ID, t.OrgID, x.Now, x.Now, t); err != nil {
 		return nil, err
 	}
-	tok, err := session.Encode(session.Claims{Exp: k.ExpiresAt.Unix(), PublicKey: k.PublicKey, SessionType: session.ReadWrite, UserID: u.ID,
-		OrganizationID: x.OrgID}, func(dg []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, dg) })
+	tok, err := login.Issue(x, d.Env(x), u, login.Spec{PublicKey: publicKey, Seconds: secs, CredentialType: directory.CredentialOTPAuth,
+		Name: "OTP Login", InvalidateExisting: invalidate})
 	if err != nil {
-		return nil, apierr.Internalf(err, "signing the session")
+		return nil, err
 	}
 	return wire.OtpLoginResult{Session: tok}, nil
 }

@@ -46,19 +46,17 @@ const (
 
 // Defaults and bounds (turnkey-wire.md §4.2; swagger v1InitOtpIntentV3, v1VerifyOtpIntent).
 const (
-	DefaultLength         = 9
-	MinLength             = 6
-	MaxLength             = 9
-	DefaultCodeSeconds    = 300
-	MaxCodeSeconds        = 600
-	MaxAttempts           = 3
-	MaxLiveCodes          = 3
-	DefaultSendLimit      = 3
-	DefaultSendWindow     = 3 * time.Minute
-	DefaultTokenSeconds   = 3600
-	MaxTokenSeconds       = 86400
-	DefaultSessionSeconds = 900
-	MaxSessionSeconds     = 365 * 24 * 3600
+	DefaultLength       = 9
+	MinLength           = 6
+	MaxLength           = 9
+	DefaultCodeSeconds  = 300
+	MaxCodeSeconds      = 600
+	MaxAttempts         = 3
+	MaxLiveCodes        = 3
+	DefaultSendLimit    = 3
+	DefaultSendWindow   = 3 * time.Minute
+	DefaultTokenSeconds = 3600
+	MaxTokenSeconds     = 86400
 )
 
 // Messages the SDKs match on.

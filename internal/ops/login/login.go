@@ -1,0 +1,75 @@
+package login
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/session"
+)
+
+// Session lifetimes in seconds.
+const (
+	DefaultSessionSeconds = 900
+	MaxSessionSeconds     = 365 * 24 * 3600
+)
+
+// keyTypes are the credential types of login session keys, which invalidateExisting removes.
+var keyTypes = map[string]bool{
+	directory.CredentialOTPAuth: true,
+	directory.CredentialOAuth:   true,
+	directory.CredentialLogin:   true,
+}
+
+// Spec is one session to issue.
+type Spec struct {
+	// PublicKey is the client's P-256 session public key (compressed or uncompressed hex).
+	PublicKey string
+	// Seconds is the session lifetime (already validated by the caller).
+	Seconds int64
+	// CredentialType is the API key's credential type (directory.CredentialOTPAuth, …).
+	CredentialType string
+	// Name prefixes the API key's name, e.g. "OTP Login".
+	Name string
+	// InvalidateExisting removes the user's earlier login session keys.
+	InvalidateExisting bool
+	// Field names the intent's parameters for error messages ("parameters").
+	Field string
+}
+
+// Issue registers the session key of u and returns the signed session JWT.
+func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (string, error) {
+	if s.InvalidateExisting {
+		keys, err := directory.UserAPIKeys(x.Ctx, x.Tx, u.ID)
+		if err != nil {
+			return "", err
+		}
+		for _, k := range keys {
+			if keyTypes[k.CredentialType] {
+				if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	field := s.Field
+	if field == "" {
+		field = "parameters"
+	}
+	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, env, u, directory.APIKeySpec{
+		Name: s.Name + " - " + x.Now.Format(time.RFC3339), PublicKey: s.PublicKey, Curve: "API_KEY_CURVE_P256",
+		ExpirationSeconds: strconv.FormatInt(s.Seconds, 10), CredentialType: s.CredentialType, Field: field,
+	})
+	if err != nil {
+		return "", err
+	}
+	tok, err := session.Encode(session.Claims{Exp: k.ExpiresAt.Unix(), PublicKey: k.PublicKey, SessionType: session.ReadWrite, UserID: u.ID,
+		OrganizationID: x.OrgID}, func(dg []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, dg) })
+	if err != nil {
+		return "", apierr.Internalf(err, "signing the session")
+	}
+	return tok, nil
+}
