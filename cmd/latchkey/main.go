@@ -3,6 +3,7 @@
 //	latchkey serve    run the activity API (and, as they arrive, the auth proxy and dashboard)
 //	latchkey init     create a top-level organization with a root user and API key
 //	latchkey keys     print the server's public keys
+//	latchkey proxy    configure an organization's auth proxy (enable, update, disable, show)
 //	latchkey bench    load-test a running server with freshly stamped requests
 //	latchkey keygen   create an API key pair in the key directory (the client's keys)
 //	latchkey request  send a stamped request to the activity API (or a request to an auth proxy)
@@ -48,6 +49,7 @@ commands:
   serve     run Latchkey
   init      create a top-level organization
   keys      print the server's public keys as JSON
+  proxy     configure an organization's auth proxy (proxy enable|update|disable|show --org ID)
   keyring   rotate the data key that seals secrets (keyring rotate)
   bench     load-test a running Latchkey
   version   print the version
@@ -75,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdInit(ctx, rest, stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, rest, stdout, stderr)
+	case "proxy":
+		return cmdProxy(ctx, rest, stdout, stderr)
 	case "bench":
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 		defer stop()

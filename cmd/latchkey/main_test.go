@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,67 @@ func TestMissingMasterKeyIsAClearError(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"init", "--data-dir", t.TempDir(), "--dev"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "required") {
 		t.Fatalf("init without names: %v", err)
+	}
+}
+
+// proxy enable, update, show and disable work on the store a server uses.
+func TestProxyCommand(t *testing.T) {
+	dir := t.TempDir()
+	mk := filepath.Join(dir, "mk")
+	if _, err := custody.GenerateMasterKeyFile(mk); err != nil {
+		t.Fatal(err)
+	}
+	store := []string{"--data-dir", dir, "--master-key-file", mk}
+	_, pub, _ := stamp.GenerateKey(stamp.CurveP256)
+	ctx := context.Background()
+	runJSON := func(args ...string) map[string]any {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if err := run(ctx, append(args, store...), &out, &errb); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errb.String())
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			t.Fatalf("%v printed %q", args, out.String())
+		}
+		return v
+	}
+	org := runJSON("init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub)["organizationId"].(string)
+
+	en := runJSON("proxy", "enable", "--org", org, "--allowed-origins", "https://app.example,http://localhost:3000", "--otp-length", "8", "--enabled-providers", "email,google")
+	cfgID, _ := en["configId"].(string)
+	if cfgID == "" || len(en) != 1 {
+		t.Fatalf("enable printed %v", en)
+	}
+	t.Setenv("LATCHKEY_SESSION_EXPIRATION_SECONDS", "3600")
+	up := runJSON("proxy", "update", "--org", org, "--email-app-name", "Acme Wallet")
+	s := up["settings"].(map[string]any)
+	if up["configId"] != cfgID || s["otpLength"] != float64(8) || s["sessionExpirationSeconds"] != float64(3600) ||
+		s["email"].(map[string]any)["appName"] != "Acme Wallet" || len(s["allowedOrigins"].([]any)) != 2 {
+		t.Fatalf("update kept or set the wrong settings: %v", up)
+	}
+	os.Unsetenv("LATCHKEY_SESSION_EXPIRATION_SECONDS")
+	sh := runJSON("proxy", "show", "--org", org)
+	if sh["configId"] != cfgID || sh["proxyUserId"] == nil || strings.Contains(fmt.Sprint(sh), "sealed") {
+		t.Fatalf("show: %v", sh)
+	}
+	dis := runJSON("proxy", "disable", "--org", org)
+	if dis["settings"].(map[string]any)["enabled"] != false || dis["proxyUserId"] != nil {
+		t.Fatalf("disable: %v", dis)
+	}
+	if again := runJSON("proxy", "enable", "--org", org); again["configId"] != cfgID {
+		t.Fatalf("re-enable gave another config id: %v", again)
+	}
+
+	var out, errb bytes.Buffer
+	for _, bad := range [][]string{
+		{"proxy"}, {"proxy", "frobnicate", "--org", org}, {"proxy", "show"},
+		{"proxy", "update", "--org", org, "--otp-length", "2"},
+		{"proxy", "enable", "--org", org},
+		{"proxy", "show", "--org", "00000000-0000-4000-8000-000000000000"},
+	} {
+		if err := run(ctx, append(bad, store...), &out, &errb); err == nil {
+			t.Errorf("%v succeeded", bad)
+		}
 	}
 }

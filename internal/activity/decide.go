@@ -62,6 +62,14 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 	if c.ParentAccess && !op.ParentMayWrite {
 		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}
 	}
+	if isProxy(c) {
+		// Submit let only the proxy's own operations through (proxyRefusal); the operator
+		// granted those by enabling the proxy.
+		if proxyRefusal(c, true, op.Path) != nil {
+			return Decision{Outcome: policy.OutcomeDenyImplicit, Err: proxyRefusal(c, true, op.Path)}
+		}
+		return Decision{Outcome: policy.OutcomeAllow}
+	}
 	cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
 	if op.PolicyEnv != nil {
 		for k, v := range op.PolicyEnv(x, intent) {

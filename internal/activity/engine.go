@@ -245,6 +245,9 @@ type SubmitRequest struct {
 
 // Submit runs a submit request and returns the activity JSON (the value of "activity").
 func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) {
+	if err := proxyRefusal(req.Caller, true, req.Path); err != nil {
+		return nil, err
+	}
 	if req.Path == "approve_activity" || req.Path == "reject_activity" {
 		return e.submitVote(ctx, req)
 	}
@@ -443,6 +446,9 @@ type QueryRequest struct {
 
 // Query runs a query and returns the response value to encode.
 func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
+	if err := proxyRefusal(req.Caller, false, req.Path); err != nil {
+		return nil, err
+	}
 	w, ok := wire.Lookup(wire.Query, req.Path)
 	if !ok {
 		return nil, apierr.NotFoundf("unknown operation: /public/v1/query/%s", req.Path)

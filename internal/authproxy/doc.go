@@ -9,5 +9,14 @@
 // proxy user's permissions stop at sign-up, login and lookup.
 //
 // settings.go defines the settings and their validation, shared by the command line, the
-// dashboard and the proxy itself.
+// dashboard and the proxy itself. config.go keeps one Config per top-level organization (record
+// kind auth_proxy_config, unique by organization) and its Manager: Enable creates the proxy
+// user and a P-256 key of the proxy credential type (custody.NewAPIKey makes and seals the
+// private half; Manager.Stamp signs with it through custody, so the key never leaves custody),
+// Update changes settings, Disable deletes the proxy user and key. The activity engine, not
+// this package, enforces what the proxy key may do (activity.ProxySubmitPaths and
+// ProxyQueryPaths), so a bug here cannot widen it.
+//
+// The proxy reads the configuration from the store on every request: a change made by the
+// command line or the dashboard applies to every running process at once.
 package authproxy

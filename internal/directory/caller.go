@@ -20,6 +20,11 @@ const (
 	CredentialOAuth            = "CREDENTIAL_TYPE_OAUTH_KEY_P256"
 	CredentialRecoverUser      = "CREDENTIAL_TYPE_RECOVER_USER_KEY_P256"
 	CredentialLogin            = "CREDENTIAL_TYPE_LOGIN"
+	// CredentialAuthProxy is an organization's auth proxy key (internal/authproxy): a P-256
+	// API key whose private half Latchkey holds sealed, allowed only the activities and
+	// queries activity.ProxyAllowed lists. It is Latchkey's own type; the wire shows it as
+	// CREDENTIAL_TYPE_API_KEY_P256, the type Turnkey's clients know.
+	CredentialAuthProxy = "CREDENTIAL_TYPE_AUTH_PROXY_KEY_P256"
 )
 
 // CredentialTypeForCurve is the credential type of a long-lived API key on curve.

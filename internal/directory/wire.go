@@ -16,8 +16,12 @@ func Timestamp(t time.Time) wire.Externaldatav1Timestamp {
 
 // ToWire renders an API key.
 func (k *APIKey) ToWire() wire.ApiKey {
+	ct := k.CredentialType
+	if ct == CredentialAuthProxy {
+		ct = CredentialAPIKeyP256
+	}
 	return wire.ApiKey{
-		Credential:        wire.Externaldatav1Credential{PublicKey: k.PublicKey, Type: wire.CredentialType(k.CredentialType), SessionProfileId: k.SessionProfileID},
+		Credential:        wire.Externaldatav1Credential{PublicKey: k.PublicKey, Type: wire.CredentialType(ct), SessionProfileId: k.SessionProfileID},
 		ApiKeyId:          k.ID,
 		ApiKeyName:        k.Name,
 		CreatedAt:         Timestamp(k.CreatedAt),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/api"
+	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
@@ -78,7 +79,9 @@ type Server struct {
 	Outbox *notify.Outbox
 	Engine *activity.Engine
 	API    *api.Server
-	Log    *slog.Logger
+	// Proxy manages the organizations' auth proxy configurations.
+	Proxy *authproxy.Manager
+	Log   *slog.Logger
 }
 
 // DatabaseFile is the SQLite file inside the data directory.
@@ -132,6 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
 		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
 	s.Engine = activity.NewEngine(svc, s.registry())
+	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	if err != nil {
 		st.Close()
@@ -173,7 +177,7 @@ func (s *Server) registry() *activity.Registry {
 // and that go when a sub-organization is deleted (its activities stay, as the audit trail).
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
-	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy)
+	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }
