@@ -38,12 +38,11 @@ func init() {
 		"get_wallet_address_balances", "list_supported_assets", "eth_send_transaction", "sol_send_transaction",
 		"eth_send_raw_transaction", "get_send_transaction_status", "get_nonces", "eth_undelegate_7702",
 		"list_eth_transaction_history", "list_sol_transaction_history")
-	group("arrives with the rest-of-the-API issue (#8)",
-		"create_tvc_app", "create_tvc_deployment", "create_tvc_manifest_approvals", "set_tvc_app_live_deployment",
-		"delete_tvc_deployment", "delete_tvc_app_and_deployments", "restore_tvc_deployment", "get_tvc_app", "list_tvc_apps",
-		"get_tvc_deployment", "list_tvc_app_deployments", "get_tvc_qos_versions", "get_app_status", "get_tvc_deployment_debug_logs",
-		"validate_tvc_image", "create_tvc_operator", "create_tvc_quorum_key", "post_tvc_quorum_key_share",
-		"re_encrypt_tvc_quorum_key_share", "get_tvc_deployment_provisioning_details")
+	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
+		"get_tvc_deployment_debug_logs", "validate_tvc_image", "get_tvc_deployment_provisioning_details",
+		"create_tvc_quorum_key", "post_tvc_quorum_key_share", "re_encrypt_tvc_quorum_key_share")
+	group("arrives with the rest-of-the-API issue (#8); operators are made by create_tvc_app's newOperators meanwhile",
+		"create_tvc_operator")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/profiles"
 	"github.com/latchkey/latchkey/internal/ops/secrets"
+	"github.com/latchkey/latchkey/internal/ops/tvc"
 	"github.com/latchkey/latchkey/internal/ops/users"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/stamp"
@@ -60,6 +61,9 @@ type Config struct {
 	LoopbackWebhooks bool
 	// Limits are the resource limits; zero values take directory.DefaultLimits.
 	Limits directory.Limits
+	// TVCQOSVersions are the QuorumOS versions TVC deployments may name, oldest first (the
+	// last is the latest); empty records any well-formed version label (see docs/tvc.md).
+	TVCQOSVersions []string
 	// Emailer and Texter deliver one-time codes. Without them, --dev writes every message to
 	// DataDir/outbox.jsonl; otherwise the OTP type without a transport is refused clearly.
 	Emailer notify.Emailer
@@ -103,6 +107,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Limits == (directory.Limits{}) {
 		cfg.Limits = directory.DefaultLimits
+	}
+	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
+		return nil, err
 	}
 	master, err := loadMasterKey(cfg)
 	if err != nil {
@@ -170,6 +177,7 @@ func (s *Server) registry() *activity.Registry {
 	mfa.Register(reg)
 	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
+	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions})
 	return reg
 }
 
@@ -178,6 +186,7 @@ func (s *Server) registry() *activity.Registry {
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
 	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
+	kinds = append(kinds, tvc.OwnedKinds...)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }
