@@ -71,6 +71,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token; prefer LATCHKEY_SMS_TWILIO_AUTH_TOKEN")
 	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
 	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
+	var qos listFlag
+	fs.Var(&qos, "tvc-qos-versions", "comma-separated QuorumOS versions TVC deployments may name, oldest first, the last the latest (empty: any version label is recorded as given; see docs/tvc.md)")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -97,6 +99,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Texter = &twilio
 	}
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
+	cfg.TVCQOSVersions = qos
 	for _, c := range proxies {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
