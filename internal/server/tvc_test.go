@@ -272,6 +272,28 @@ func TestTVCLifecycle(t *testing.T) {
 	if g := root.query("get_tvc_app", map[string]any{"tvcAppId": app2}); g.str("tvcApp", "manifestSet", "operators", "0", "name") != "alice" {
 		t.Fatalf("second app after delete: %s", g.raw)
 	}
+	// The first app's own share set went with it; its operator carol stays, named by the
+	// second app's share set. Deleting the second app leaves no sets or operators behind.
+	count := func(kind string) int {
+		var n int
+		if err := h.s.Store.View(context.Background(), func(rd store.Reader) (err error) {
+			n, err = rd.Count(context.Background(), kind, created.OrganizationID, 0)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if s, o := count(tvc.KindOperatorSet), count(tvc.KindOperator); s != 2 || o != 3 {
+		t.Fatalf("after deleting the first app: %d sets, %d operators", s, o)
+	}
+	h.advance(time.Millisecond)
+	mustOK(t, root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": app2}))
+	for _, kind := range tvc.OwnedKinds {
+		if n := count(kind); n != 0 {
+			t.Fatalf("%d %s records left after deleting every app", n, kind)
+		}
+	}
 
 	// Without configured versions, any version label is recorded and none is advertised.
 	q := root.query("get_tvc_qos_versions", nil)

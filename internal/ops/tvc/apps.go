@@ -3,6 +3,7 @@ package tvc
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -171,7 +172,61 @@ func deleteApp(x *activity.Exec, intent any) (any, error) {
 	if err := records.Delete(x.Ctx, x.Tx, KindApp, a.ID); err != nil {
 		return nil, err
 	}
+	if err := collectSets(x, a); err != nil {
+		return nil, err
+	}
 	return wire.DeleteTvcAppAndDeploymentsResult{AppId: a.ID}, nil
+}
+
+// collectSets removes the deleted app's operator sets that no remaining app uses, and their
+// operators that no remaining set names, so creating and deleting apps cannot grow the
+// organization's records without bound (there is no operation that deletes a set).
+func collectSets(x *activity.Exec, deleted *App) error {
+	apps, err := records.List[App](x.Ctx, x.Tx, KindApp, x.OrgID, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	usedSets := map[string]bool{}
+	for _, a := range apps {
+		usedSets[a.ManifestSetID], usedSets[a.ShareSetID] = true, true
+	}
+	var orphans []string // operators of removed sets
+	for _, sid := range slices.Compact([]string{deleted.ManifestSetID, deleted.ShareSetID}) {
+		if usedSets[sid] {
+			continue
+		}
+		s, err := loadSet(x.Ctx, x.Tx, x.OrgID, sid)
+		if err != nil {
+			return err
+		}
+		if err := records.Delete(x.Ctx, x.Tx, KindOperatorSet, sid); err != nil {
+			return err
+		}
+		orphans = append(orphans, s.OperatorIDs...)
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	sets, err := records.List[OperatorSet](x.Ctx, x.Tx, KindOperatorSet, x.OrgID, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	usedOps := map[string]bool{}
+	for _, s := range sets {
+		for _, oid := range s.OperatorIDs {
+			usedOps[oid] = true
+		}
+	}
+	for _, oid := range orphans {
+		if usedOps[oid] {
+			continue
+		}
+		usedOps[oid] = true // an operator named by both removed sets goes once
+		if err := records.Delete(x.Ctx, x.Tx, KindOperator, oid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func getApp(q *activity.Read, req any) (any, error) {

@@ -22,7 +22,8 @@
 //	create_tvc_deployment ──> pending approval ──(approvals >= manifest set threshold)──> approved
 //	approved ──set_tvc_app_live_deployment──> live (the app's liveDeploymentId)
 //	pending/approved (not live) ──delete_tvc_deployment──> deleted (delete: true) ──restore_tvc_deployment──> as before
-//	any ──delete_tvc_app_and_deployments──> gone, with its app
+//	any ──delete_tvc_app_and_deployments──> gone, with its app (and the app's operator sets and
+//	                                          operators that nothing else uses)
 //
 // Rules: a deployment belongs to exactly one app of the same organization; only a deployment
 // whose manifest has at least the manifest set's threshold of valid approvals, and that is not
