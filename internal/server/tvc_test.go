@@ -469,6 +469,12 @@ func TestTVCValidation(t *testing.T) {
 			wantError(t, root.submit(tc.op, tc.typ, tc.params), tc.status, tc.code, tc.substr)
 		})
 	}
+	// An app with nothing live reports no targeted deployment.
+	st := root.query("get_app_status", map[string]any{"appId": appID})
+	mustOK(t, st)
+	if st.str("appStatus", "appId") != appID || st.str("appStatus", "targetedDeploymentId") != "" || len(st.body["appStatus"].(map[string]any)["deployments"].([]any)) != 1 {
+		t.Fatalf("get_app_status without a live deployment: %s", st.raw)
+	}
 	// An empty approval list for an existing manifest.
 	dep := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
 	mustOK(t, dep)
