@@ -41,8 +41,6 @@ func init() {
 	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs", "validate_tvc_image", "get_tvc_deployment_provisioning_details",
 		"create_tvc_quorum_key", "post_tvc_quorum_key_share", "re_encrypt_tvc_quorum_key_share")
-	group("arrives with the rest-of-the-API issue (#8); operators are made by create_tvc_app's newOperators meanwhile",
-		"create_tvc_operator")
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }

@@ -177,7 +177,13 @@ func (s *Server) registry() *activity.Registry {
 	mfa.Register(reg)
 	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
-	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions})
+	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
+		id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
+		if err != nil {
+			return "", "", "", err
+		}
+		return id, accts[0].Address, accts[1].Address, nil
+	}})
 	return reg
 }
 

@@ -567,3 +567,74 @@ func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An operator made by create_tvc_operator holds its keys in a Latchkey wallet: its manifest
+// approval is a sign_raw_payload of the manifest by its signing account, and that approval is
+// accepted and counts toward going live.
+func TestTVCOperatorFromWallet(t *testing.T) {
+	h := newHarness(t)
+	root, _ := h.rootOrg("Acme")
+	mk := func(p map[string]any) response {
+		h.advance(time.Millisecond)
+		return root.submit("create_tvc_operator", "ACTIVITY_TYPE_CREATE_TVC_OPERATOR", p)
+	}
+	r := mk(map[string]any{"operatorName": "hsm-1", "walletName": "operators", "path": "m/44'/1'/0'"})
+	mustOK(t, r)
+	res := func(f string) string { return r.str("activity", "result", "createTvcOperatorResult", f) }
+	opID, walletID, enc, sign := res("operatorId"), res("walletId"), res("encryptPublicKey"), res("signPublicKey")
+	if opID == "" || walletID == "" || len(enc) != 130 || len(sign) != 130 || enc == sign {
+		t.Fatalf("create_tvc_operator: %s", r.raw)
+	}
+	accts := root.query("list_wallet_accounts", map[string]any{"walletId": walletID})
+	mustOK(t, accts)
+	if accts.str("accounts", "0", "path") != "m/44'/1'/0'/0" || accts.str("accounts", "1", "address") != sign || accts.str("accounts", "1", "curve") != "CURVE_P256" {
+		t.Fatalf("operator accounts: %s", accts.raw)
+	}
+	// A second operator reuses the wallet under another path.
+	r2 := mk(map[string]any{"operatorName": "hsm-2", "walletId": walletID, "path": "m/44'/1'/1'"})
+	mustOK(t, r2)
+	if r2.str("activity", "result", "createTvcOperatorResult", "walletId") != walletID {
+		t.Fatalf("reused wallet: %s", r2.raw)
+	}
+
+	for _, c := range []struct {
+		params map[string]any
+		status int
+		field  string
+	}{
+		{map[string]any{"operatorName": "x", "path": "m/0'"}, 400, "parameters.walletName"},
+		{map[string]any{"operatorName": "x", "walletName": "w", "walletId": walletID, "path": "m/0'"}, 400, "parameters.walletId"},
+		{map[string]any{"operatorName": "x", "walletName": "w", "path": "not/a/path"}, 400, "parameters.path"},
+		{map[string]any{"operatorName": " ", "walletName": "w", "path": "m/0'"}, 400, "parameters.operatorName"},
+		{map[string]any{"operatorName": "x", "walletId": "5b1c6a0e-0000-4000-8000-000000000000", "path": "m/0'"}, 404, "wallet"},
+	} {
+		wantError(t, mk(c.params), c.status, map[int]int{400: 3, 404: 5}[c.status], c.field)
+	}
+
+	// The wallet-backed operator approves a manifest through sign_raw_payload.
+	app := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": enc,
+		"manifestSetParams": map[string]any{"name": "approvers", "threshold": 1, "existingOperatorIds": []string{opID}},
+		"shareSetParams":    map[string]any{"name": "holders", "threshold": 1, "existingOperatorIds": []string{opID}}})
+	mustOK(t, app)
+	appID := app.str("activity", "result", "createTvcAppResult", "appId")
+	d := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
+	mustOK(t, d)
+	depID, manifestID := d.str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	manifest, _ := manifestOf(t, root, depID)
+	s := root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": sign,
+		"payload": hex.EncodeToString(manifest), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_SHA256"})
+	mustOK(t, s)
+	sig := s.str("activity", "result", "signRawPayloadResult", "r") + s.str("activity", "result", "signRawPayloadResult", "s")
+	mustOK(t, root.submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID,
+		"approvals": []any{map[string]any{"operatorId": opID, "signature": sig}}}))
+	mustOK(t, root.submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": depID}))
+
+	// Deleting the app keeps the operator: it was made on its own, for any app.
+	mustOK(t, root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}))
+	if err := h.s.Store.View(context.Background(), func(r store.Reader) error {
+		_, err := r.Get(context.Background(), tvc.KindOperator, opID)
+		return err
+	}); err != nil {
+		t.Fatalf("operator removed with the app: %v", err)
+	}
+}

@@ -19,10 +19,15 @@ type Deps struct {
 	// QOSVersions are the QuorumOS versions deployments may name, oldest first; the last is
 	// the latest. Empty: any well-formed version label is recorded as given.
 	QOSVersions []string
+	// OperatorAccounts makes the two P-256 accounts (encryption, signing) of a wallet-backed
+	// operator (wallets.Deps.TVCOperatorAccounts) and returns the wallet id and their
+	// uncompressed public keys in hex.
+	OperatorAccounts func(x *activity.Exec, walletName, walletID, basePath string) (madeWalletID, encrypt, sign string, err error)
 }
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
+	reg.Submit(activity.Operation{Path: "create_tvc_operator", Access: activity.AccessRoot, Execute: d.createOperator})
 	reg.Submit(activity.Operation{Path: "create_tvc_app", Access: activity.AccessRoot, Execute: createApp})
 	reg.Submit(activity.Operation{Path: "create_tvc_deployment", Access: activity.AccessRoot, Execute: d.createDeployment, Redact: redactPullSecret})
 	reg.Submit(activity.Operation{Path: "create_tvc_manifest_approvals", Access: activity.AccessRoot, Execute: createApprovals})
@@ -222,6 +227,9 @@ func collectSets(x *activity.Exec, deleted *App) error {
 			continue
 		}
 		usedOps[oid] = true // an operator named by both removed sets goes once
+		if o, err := loadOperator(x.Ctx, x.Tx, x.OrgID, oid); err == nil && o.WalletID != "" {
+			continue // made by create_tvc_operator: kept for the next app
+		}
 		if err := records.Delete(x.Ctx, x.Tx, KindOperator, oid); err != nil {
 			return err
 		}

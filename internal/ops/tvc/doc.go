@@ -7,7 +7,9 @@
 // Records (all owned by one organization; delete_sub_organization removes them):
 //
 //   - tvc_operator: a named public key that may approve manifests or hold a quorum-key share.
-//     Made by create_tvc_app's newOperators; never changed afterwards.
+//     Made by create_tvc_app's newOperators, or by create_tvc_operator with its keys held by
+//     Latchkey as two P-256 accounts of a wallet (path/0 encrypts, path/1 signs; approvals are
+//     sign_raw_payload of the manifest with HASH_FUNCTION_SHA256). Never changed afterwards.
 //   - tvc_operator_set: a named set of operators and a threshold (1..len(operators)). An app
 //     names two: the manifest set (who approves deployments) and the share set (who hold shares
 //     of the app's quorum key). Sets may be shared by apps (manifestSetId / shareSetId).

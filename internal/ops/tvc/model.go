@@ -43,10 +43,13 @@ const ManifestFormat = "latchkey.tvc.manifest.v1"
 
 // Operator is one TVC operator.
 type Operator struct {
-	ID        string    `json:"id"`
-	OrgID     string    `json:"orgId"`
-	Name      string    `json:"name"`
-	PublicKey string    `json:"publicKey"` // lowercase hex, as given
+	ID        string `json:"id"`
+	OrgID     string `json:"orgId"`
+	Name      string `json:"name"`
+	PublicKey string `json:"publicKey"` // lowercase hex, as given
+	// WalletID is set for an operator made by create_tvc_operator, whose keys are accounts of
+	// that wallet; such an operator stays until its wallet does not.
+	WalletID  string    `json:"walletId,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 

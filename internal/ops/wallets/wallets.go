@@ -401,3 +401,42 @@ func page(accts []*Account, opts store.ListOptions) []*Account {
 	}
 	return accts
 }
+
+// TVCOperatorAccounts gives a TVC operator its two P-256 keys as accounts of a wallet: a new
+// wallet named walletName, or the existing walletID. The encryption key is the account at
+// basePath/0 and the signing key the account at basePath/1 (ADDRESS_FORMAT_UNCOMPRESSED, so each
+// address is the uncompressed public key in hex); the operator signs manifest approvals with
+// sign_raw_payload on the signing account. basePath must be a valid BIP-32 path.
+func (d Deps) TVCOperatorAccounts(x *activity.Exec, walletName, walletID, basePath string) (string, [2]*Account, error) {
+	params := make([]wire.WalletAccountParams, 2)
+	for i := range params {
+		params[i] = wire.WalletAccountParams{Curve: "CURVE_P256", PathFormat: "PATH_FORMAT_BIP32",
+			Path: basePath + "/" + strconv.Itoa(i), AddressFormat: "ADDRESS_FORMAT_UNCOMPRESSED"}
+	}
+	var accts []*Account
+	switch {
+	case walletID != "" && walletName != "":
+		return "", [2]*Account{}, apierr.Invalid("parameters.walletId", "give either walletId (reuse a wallet) or walletName (make one), not both")
+	case walletID != "":
+		w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, walletID, "wallet")
+		if err != nil {
+			return "", [2]*Account{}, err
+		}
+		specs, err := checkAccounts("parameters", params)
+		if err != nil {
+			return "", [2]*Account{}, err
+		}
+		if accts, err = d.deriveAccounts(x, w, specs, true); err != nil {
+			return "", [2]*Account{}, err
+		}
+	case walletName != "":
+		w, made, err := d.newWallet(x, x.OrgID, walletName, nil, params, "parameters")
+		if err != nil {
+			return "", [2]*Account{}, err
+		}
+		walletID, accts = w.ID, made
+	default:
+		return "", [2]*Account{}, apierr.Invalid("parameters.walletName", "give walletName (make a wallet) or walletId (reuse one)")
+	}
+	return walletID, [2]*Account{accts[0], accts[1]}, nil
+}
