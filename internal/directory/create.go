@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/id"
@@ -328,14 +329,18 @@ func without(xs []string, x string) []string {
 // trimmed) and returns it trimmed. Every named resource is checked with it.
 func CheckName(field, name string) (string, error) {
 	name = strings.TrimSpace(name)
-	if name == "" {
+	switch {
+	case name == "":
 		return "", apierr.Required(field)
-	}
-	if len(name) > MaxNameLength {
+	case len(name) > MaxNameLength:
 		return "", apierr.Invalid(field, "must be at most %d bytes", MaxNameLength)
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl):
+		return "", apierr.Invalid(field, "must be printable UTF-8 (no control characters)")
 	}
 	return name, nil
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func checkName(field, name string) error {
 	_, err := CheckName(field, name)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/tvc"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -344,7 +345,7 @@ func TestTVCValidation(t *testing.T) {
 	}{
 		{"name missing", func(p map[string]any) { delete(p, "name") }, 400, 3, "parameters.name"},
 		{"name blank", func(p map[string]any) { p["name"] = "   " }, 400, 3, "parameters.name"},
-		{"name too long", func(p map[string]any) { p["name"] = strings.Repeat("n", tvc.MaxNameLen+1) }, 400, 3, "parameters.name"},
+		{"name too long", func(p map[string]any) { p["name"] = strings.Repeat("n", directory.MaxNameLength+1) }, 400, 3, "parameters.name"},
 		{"name with control character", func(p map[string]any) { p["name"] = "a\nb" }, 400, 3, "parameters.name"},
 		{"quorum key missing", func(p map[string]any) { delete(p, "quorumPublicKey") }, 400, 3, "parameters.quorumPublicKey"},
 		{"quorum key not hex", func(p map[string]any) { p["quorumPublicKey"] = "xyz" }, 400, 3, "parameters.quorumPublicKey"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -59,7 +60,7 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 		}
 		return s, nil, false, nil
 	}
-	name, err := checkName(paramsField+".name", params.Name)
+	name, err := directory.CheckName(paramsField+".name", params.Name)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -88,7 +89,7 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 	}
 	for i, p := range params.NewOperators {
 		f := idx(paramsField+".newOperators", i)
-		oname, err := checkName(f+".name", p.Name)
+		oname, err := directory.CheckName(f+".name", p.Name)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -109,7 +110,7 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 
 func createApp(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.CreateTvcAppIntent)
-	name, err := checkName("parameters.name", in.Name)
+	name, err := directory.CheckName("parameters.name", in.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody/hd"
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -17,7 +18,7 @@ import (
 // sign_raw_payload on the signing account (HASH_FUNCTION_SHA256) and checked like any other.
 func (d Deps) createOperator(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.CreateTvcOperatorIntent)
-	name, err := checkName("parameters.operatorName", in.OperatorName)
+	name, err := directory.CheckName("parameters.operatorName", in.OperatorName)
 	if err != nil {
 		return nil, err
 	}

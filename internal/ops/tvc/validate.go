@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/apierr"
@@ -17,7 +18,6 @@ import (
 
 // Limits on what a record may hold.
 const (
-	MaxNameLen           = 256
 	MaxOperatorsPerSet   = 32
 	MaxAppsPerOrg        = 100
 	MaxDeploymentsPerApp = 1000
@@ -32,22 +32,6 @@ const (
 )
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }
-
-// checkName trims and bounds a display name.
-func checkName(field, s string) (string, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return "", apierr.Required(field)
-	case len(s) > MaxNameLen:
-		return "", apierr.Invalid(field, "at most %d bytes", MaxNameLen)
-	case !utf8.ValidString(s) || strings.ContainsFunc(s, isControl):
-		return "", apierr.Invalid(field, "must be printable UTF-8")
-	}
-	return s, nil
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // PublicKey is a parsed operator or quorum public key. Three forms are accepted, as hex (an
 // optional 0x prefix, any case): a P-256 point compressed (33 bytes) or uncompressed (65 bytes),
@@ -267,7 +251,7 @@ func checkPivotPath(field, s string) error {
 		return apierr.Invalid(field, "at most %d bytes", MaxPivotPathLen)
 	case strings.HasSuffix(s, "/"):
 		return apierr.Invalid(field, "must name a file, not a directory")
-	case !utf8.ValidString(s) || strings.ContainsFunc(s, isControl):
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
 		return apierr.Invalid(field, "must be printable UTF-8")
 	}
 	for _, seg := range strings.Split(s[1:], "/") {
