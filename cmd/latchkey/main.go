@@ -1,6 +1,6 @@
 // Command latchkey is the Latchkey server and its operator tools in one binary:
 //
-//	latchkey serve    run the activity API (and, as they arrive, the auth proxy and dashboard)
+//	latchkey serve    run the activity API and the auth proxy (and, as it arrives, the dashboard)
 //	latchkey init     create a top-level organization with a root user and API key
 //	latchkey keys     print the server's public keys
 //	latchkey proxy    configure an organization's auth proxy (enable, update, disable, show)

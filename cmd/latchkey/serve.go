@@ -48,7 +48,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var sf storeFlags
 	sf.register(fs)
 	apiAddr := fs.String("api-addr", "127.0.0.1:8080", "activity API listen address")
-	proxyAddr := fs.String("proxy-addr", "127.0.0.1:8090", "auth proxy listen address (the auth proxy is not served yet)")
+	proxyAddr := fs.String("proxy-addr", "127.0.0.1:8090", `auth proxy listen address (browser-facing /v1/*; "" serves no proxy)`)
+	coordinatorURL := fs.String("coordinator-url", "", "activity API the auth proxy forwards to (another Latchkey's base URL); empty: this process's engine")
 	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (the dashboard is not served yet)")
 	var rpIDs, origins listFlag
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
@@ -85,7 +86,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Limits, err = parseLimits(*limits); err != nil {
 		return err
 	}
-	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr = *apiAddr, *proxyAddr, *dashAddr
+	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr, cfg.CoordinatorURL = *apiAddr, *proxyAddr, *dashAddr, *coordinatorURL
 	if smtp.Addr != "" {
 		if smtp.From == "" {
 			return usageError{"--smtp-from is required with --smtp-addr"}
@@ -131,7 +132,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Warn("DEVELOPMENT MODE: created a demo organization; its API private key is in the data directory", "file", sf.dataDir+"/"+server.DevCredentialsFile)
 		}
 		b, _ := json.Marshal(map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
-			"apiBaseUrl": "http://" + addr, "credentials": sf.dataDir + "/" + server.DevCredentialsFile})
+			"apiBaseUrl": "http://" + addr, "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile})
 		fmt.Fprintln(stdout, string(b))
 	})
 }

@@ -8,14 +8,15 @@ import (
 )
 
 // The auth proxy's key (directory.CredentialAuthProxy) may submit exactly these activities and
-// run exactly these queries: sign-up, the one-time-code and OAuth logins, and the look-up of a
-// user's sub-organization. Everything else it stamps is refused here, before any policy, quorum
+// run exactly these queries: sign-up, the one-time-code and OAuth logins, the look-up of a
+// user's sub-organization, and the list of OAuth 2.0 credentials (client ids, secrets only
+// encrypted) that oauth2_authenticate names. Everything else it stamps is refused here, before any policy, quorum
 // or handler is consulted, so no policy an operator writes can widen it: the proxy can never
 // sign, export, or change anything but by creating a sub-organization and logging its users
 // in (issue 5, item 6).
 var (
 	ProxySubmitPaths = []string{"create_sub_organization", "init_otp", "verify_otp", "otp_login", "oauth2_authenticate", "oauth_login"}
-	ProxyQueryPaths  = []string{"list_suborgs", "list_verified_suborgs"}
+	ProxyQueryPaths  = []string{"list_suborgs", "list_verified_suborgs", "list_oauth2_credentials"}
 )
 
 // proxyRefusal refuses a request stamped by an auth proxy key for a path not on its list.

@@ -136,7 +136,7 @@ func (m *Manager) Stamp(c *Config, body []byte) (header, value string, err error
 }
 
 // ErrDisabled is the answer for a configuration whose proxy is turned off.
-var ErrDisabled = apierr.New(apierr.FailedPrecondition, "AUTH_PROXY_DISABLED", "the auth proxy is disabled for this organization")
+var ErrDisabled = apierr.New(apierr.PermissionDenied, "AUTH_PROXY_DISABLED", "the auth proxy is disabled for this organization (latchkey proxy enable turns it on)")
 
 func (m *Manager) apply(ctx context.Context, orgID string, s Settings, enabling bool) (*Config, error) {
 	if orgID = strings.TrimSpace(orgID); orgID == "" {

@@ -17,6 +17,15 @@
 // this package, enforces what the proxy key may do (activity.ProxySubmitPaths and
 // ProxyQueryPaths), so a bug here cannot widen it.
 //
+// server.go is the listener's HTTP service (Server): every operation of auth_proxy.swagger.json
+// under /v1/, the X-Auth-Proxy-Config-ID header (any case), the allowed-origins check and
+// CORS, and the proxy's own refusals (docs/auth-proxy.md lists their codes). flows.go turns
+// each request into the activity or query a client would send, in the spellings of both the
+// swagger and the spec (public_key, client_signature as hex, wallet as {path, curve}), stamps it
+// with the proxy key and sends it to a Coordinator (coordinator.go: this process's API handler,
+// or another Latchkey's over HTTP with --coordinator-url). A coordinator's error is passed to
+// the client unchanged.
+//
 // The proxy reads the configuration from the store on every request: a change made by the
 // command line or the dashboard applies to every running process at once.
 package authproxy

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +50,12 @@ type Config struct {
 	MasterKeyFile string
 	Dev           bool
 	APIAddr       string
-	ProxyAddr     string
-	DashboardAddr string
+	// ProxyAddr is the auth proxy's listen address; empty serves no proxy.
+	ProxyAddr string
+	// CoordinatorURL, when set, is the activity API the auth proxy forwards to (another
+	// Latchkey); empty: this process's engine, in process.
+	CoordinatorURL string
+	DashboardAddr  string
 	// WebAuthn: relying party ids and origins accepted for passkeys; empty accepts any.
 	WebAuthnRPIDs   []string
 	WebAuthnOrigins []string
@@ -79,13 +84,15 @@ type Server struct {
 	Keys      *custody.ServerKeys
 	Custodian *custody.Custodian
 	Webhooks  *webhooks.Deliverer
+	proxyURL  string
 	// Outbox is the --dev delivery file (nil when real transports are configured).
 	Outbox *notify.Outbox
 	Engine *activity.Engine
 	API    *api.Server
-	// Proxy manages the organizations' auth proxy configurations.
-	Proxy *authproxy.Manager
-	Log   *slog.Logger
+	// Proxy manages the organizations' auth proxy configurations; ProxyServer serves /v1/*.
+	Proxy       *authproxy.Manager
+	ProxyServer *authproxy.Server
+	Log         *slog.Logger
 }
 
 // DatabaseFile is the SQLite file inside the data directory.
@@ -150,6 +157,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
 		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
+	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
+	if cfg.CoordinatorURL != "" {
+		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
+			st.Close()
+			return nil, err
+		}
+		coord = authproxy.NewRemote(cfg.CoordinatorURL)
+	}
+	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log}
 	return s, nil
 }
 
@@ -271,17 +287,49 @@ func (s *Server) PublicKeys() PublicKeys {
 	}
 }
 
-// Run serves the API listener until ctx ends, then drains in-flight requests (up to drain) and
-// returns. ready, when not nil, is called with the bound address once listening.
+func checkCoordinatorURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--coordinator-url %q must be an http(s) URL of a Latchkey activity API (e.g. https://api.example.com)", raw)
+	}
+	return nil
+}
+
+// ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
+func (s *Server) ProxyURL() string { return s.proxyURL }
+
+// Run serves the API listener and the auth proxy's until ctx ends, then drains in-flight
+// requests (up to drain) and returns. ready, when not nil, is called with the API's bound
+// address once listening.
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
 	ln, err := net.Listen("tcp", s.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("api listener: %w", err)
 	}
-	srv := &http.Server{Handler: s.API.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+			ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	}
+	srv := newServer(s.API.Handler())
+	servers := []*http.Server{srv}
+	errc := make(chan error, 2)
+	if s.cfg.ProxyAddr != "" {
+		pln, err := net.Listen("tcp", s.cfg.ProxyAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("auth proxy listener (--proxy-addr): %w", err)
+		}
+		psrv := newServer(s.ProxyServer.Handler())
+		servers = append(servers, psrv)
+		go func() { errc <- psrv.Serve(pln) }()
+		s.proxyURL = "http://" + pln.Addr().String()
+		coordinator := "in process"
+		if s.cfg.CoordinatorURL != "" {
+			coordinator = s.cfg.CoordinatorURL
+		}
+		s.Log.Info("latchkey auth proxy listening", "addr", pln.Addr().String(), "coordinator", coordinator)
+	}
 	go func() { errc <- srv.Serve(ln) }()
 	dctx, stopDeliveries := context.WithCancel(context.Background())
 	delivered := make(chan struct{})
@@ -299,8 +347,10 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	s.Log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("drain: %w", err)
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		if sig == nil {
 			return nil, apierr.Required("parameters.clientSignature")
 		}
-		if err := checkClientSignature(sig, claims, sessionKey); err != nil {
+		if err := checkClientSignature(sig, tokenStr, claims, sessionKey); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +101,11 @@ type tokenUsage struct {
 	Type    string `json:"type"`
 }
 
-func checkClientSignature(sig *wire.ClientSignature, claims *TokenClaims, sessionKey []byte) error {
+// checkClientSignature checks a login's client signature: over the TokenUsage message, or —
+// the auth proxy's `client_signature` (the spec's hex signature over the verification token) —
+// over the token itself. The second form binds the token but not the session key; the token
+// is used once either way.
+func checkClientSignature(sig *wire.ClientSignature, token string, claims *TokenClaims, sessionKey []byte) error {
 	const f = "parameters.clientSignature"
 	if string(sig.Scheme) != ClientSignatureScheme {
 		return apierr.Invalid(f+".scheme", "must be %s", ClientSignatureScheme)
@@ -113,6 +117,12 @@ func checkClientSignature(sig *wire.ClientSignature, claims *TokenClaims, sessio
 	bound, err := custody.ParseP256PublicKeyHex(claims.PublicKey)
 	if err != nil || !bytes.Equal(signer, bound) {
 		return apierr.Invalid(f+".publicKey", "must be the public key the verification token is bound to")
+	}
+	if sig.Message == token {
+		if !verifyP256(signer, []byte(token), sig.Signature) {
+			return apierr.Invalid(f+".signature", "does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the verification token by its key")
+		}
+		return nil
 	}
 	var m tokenUsage
 	if err := json.Unmarshal([]byte(sig.Message), &m); err != nil {

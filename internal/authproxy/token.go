@@ -1,0 +1,45 @@
+package authproxy
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// verificationClaims are the claims of an OTP verification token the proxy reads to route a
+// request (which sub-organization, which key signs): turnkey-wire.md §4.2. The proxy does not
+// trust them: the activity that receives the token verifies its signature and expiry.
+type verificationClaims struct {
+	ID               string `json:"id"`
+	OrganizationID   string `json:"organization_id"`
+	VerificationType string `json:"verification_type"`
+	Contact          string `json:"contact"`
+	PublicKey        string `json:"public_key"`
+}
+
+// maxTokenLen bounds a verification token.
+const maxTokenLen = 8 << 10
+
+// tokenClaims decodes a verification token's payload without checking its signature.
+func tokenClaims(token string) (*verificationClaims, error) {
+	if len(token) > maxTokenLen {
+		return nil, errors.New("too long to be a verification token")
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errors.New("not a verification token (a JWT of three dot-separated parts)")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return nil, errors.New("the verification token's payload is not base64url")
+	}
+	var c verificationClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, errors.New("the verification token's payload is not a JSON object of claims")
+	}
+	if c.ID == "" || c.Contact == "" || c.VerificationType == "" {
+		return nil, errors.New("the verification token lacks its id, contact or verification_type")
+	}
+	return &c, nil
+}

@@ -1,0 +1,469 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/session"
+)
+
+// lockedBuffer is a log sink tests can read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+// proxyHarness is the server harness with its auth proxy behind httptest, an organization
+// with the proxy enabled, and one-time codes delivered to an outbox.
+type proxyHarness struct {
+	*harness
+	out   *notify.Outbox
+	logs  *lockedBuffer
+	purl  string
+	root  *client
+	org   Created
+	cfgID string
+}
+
+func newProxyHarness(t *testing.T, s authproxy.Settings) *proxyHarness {
+	t.Helper()
+	out, err := notify.NewOutbox(filepath.Join(t.TempDir(), "outbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	h := newHarnessWith(t, func(c *Config) {
+		c.Emailer, c.Texter = out, out
+		c.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	h.s.ProxyServer.Now = h.clock
+	ps := httptest.NewServer(h.s.ProxyServer.Handler())
+	t.Cleanup(ps.Close)
+	root, created := h.rootOrg("Acme")
+	cfg, err := h.s.Proxy.Enable(context.Background(), created.OrganizationID, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &proxyHarness{harness: h, out: out, logs: logs, purl: ps.URL, root: root, org: created, cfgID: cfg.ID}
+}
+
+// call posts body to the proxy's /v1/<op> with the config id and origin.
+func (p *proxyHarness) call(op string, body any, headers map[string]string) response {
+	p.t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	default:
+		raw, _ = json.Marshal(b)
+	}
+	req, _ := http.NewRequest(http.MethodPost, p.purl+"/v1/"+op, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Auth-Proxy-Config-ID", p.cfgID)
+	req.Header.Set("Origin", "https://app.example")
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, raw: b}
+	_ = json.Unmarshal(b, &r.body)
+	p.advance(time.Millisecond)
+	return r
+}
+
+func (p *proxyHarness) ok(op string, body any) response {
+	p.t.Helper()
+	r := p.call(op, body, nil)
+	if r.status != http.StatusOK {
+		p.t.Fatalf("%s: %d %s", op, r.status, r.raw)
+	}
+	return r
+}
+
+// lastCode reads the newest one-time code from the outbox.
+func (p *proxyHarness) lastCode(to string) string {
+	p.t.Helper()
+	es, err := notify.ReadOutbox(p.out.Path())
+	if err != nil || len(es) == 0 {
+		p.t.Fatalf("outbox: %v", err)
+	}
+	e := es[len(es)-1]
+	if e.Email == nil || e.Email.To != to {
+		p.t.Fatalf("last message: %+v", e)
+	}
+	m := otpCodeLine.FindStringSubmatch(e.Email.Text)
+	if m == nil {
+		p.t.Fatalf("no code in %q", e.Email.Text)
+	}
+	return m[1]
+}
+
+func p256Key(t *testing.T) (*ecdsa.PrivateKey, string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := k.PublicKey.Bytes()
+	return k, hex.EncodeToString(custody.P256Compressed(u))
+}
+
+func signRaw(t *testing.T, k *ecdsa.PrivateKey, msg []byte) string {
+	d := sha256.Sum256(msg)
+	r, s, err := ecdsa.Sign(rand.Reader, k, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 64)
+	r.FillBytes(raw[:32])
+	s.FillBytes(raw[32:])
+	return hex.EncodeToString(raw)
+}
+
+func signDER(t *testing.T, k *ecdsa.PrivateKey, msg []byte) string {
+	d := sha256.Sum256(msg)
+	sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(sig)
+}
+
+func proxySettings() authproxy.Settings {
+	s := authproxy.DefaultSettings()
+	s.AllowedOrigins = []string{"https://app.example"}
+	s.EnabledProviders = []string{"email", "passkey", "google"}
+	s.OAuthClientIDs = map[string]string{"google": "google-client-id"}
+	s.SessionExpirationSeconds = 1200
+	s.OTPLength = 8
+	s.Email.AppName = "Acme Wallet"
+	return s
+}
+
+// TestProxyRefusals: each configuration and origin problem has its own status and code, the
+// header is read in any case, preflights are answered, and changes apply without a restart.
+func TestProxyRefusals(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	code := func(r response) string { return r.str("details", "0", "turnkeyErrorCode") }
+	cases := []struct {
+		name    string
+		headers map[string]string
+		status  int
+		code    string
+	}{
+		{"no config id", map[string]string{"X-Auth-Proxy-Config-ID": ""}, 400, "AUTH_PROXY_CONFIG_ID_MISSING"},
+		{"malformed config id", map[string]string{"X-Auth-Proxy-Config-ID": "not-a-uuid"}, 404, "AUTH_PROXY_CONFIG_NOT_FOUND"},
+		{"unknown config id", map[string]string{"X-Auth-Proxy-Config-ID": "00000000-0000-4000-8000-000000000000"}, 404, "AUTH_PROXY_CONFIG_NOT_FOUND"},
+		{"origin not listed", map[string]string{"Origin": "https://evil.example"}, 403, "ORIGIN_NOT_ALLOWED"},
+		{"listed origin's subdomain", map[string]string{"Origin": "https://x.app.example"}, 403, "ORIGIN_NOT_ALLOWED"},
+		{"no origin", map[string]string{"Origin": ""}, 403, "ORIGIN_NOT_ALLOWED"},
+	}
+	for _, c := range cases {
+		r := p.call("wallet_kit_config", nil, c.headers)
+		if r.status != c.status || code(r) != c.code {
+			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		}
+	}
+	// The header name in any case; no body at all (as the SDK's utils send it).
+	r := p.call("wallet_kit_config", nil, map[string]string{"X-Auth-Proxy-Config-ID": "", "x-AUTH-proxy-config-id": p.cfgID})
+	if r.status != 200 || r.str("organizationId") != p.org.OrganizationID || r.str("sessionExpirationSeconds") != "1200" ||
+		r.str("otpLength") != "8" || r.str("enabledProviders") != `["email","google","passkey"]` || r.str("oauthClientIds", "google") != "google-client-id" {
+		t.Fatalf("wallet_kit_config: %d %s", r.status, r.raw)
+	}
+	if r := p.ok("wallet_kit_client_params", nil); string(r.raw) != "{}" {
+		t.Fatalf("wallet_kit_client_params: %s", r.raw)
+	}
+	// Unknown paths and methods.
+	if r := p.call("frobnicate", "{}", nil); r.status != 404 {
+		t.Errorf("unknown op: %d %s", r.status, r.raw)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.purl+"/v1/account", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("GET: %v %v", resp, err)
+	}
+
+	// CORS preflight for the SDK's headers, from any origin (it carries no config id).
+	req, _ = http.NewRequest(http.MethodOptions, p.purl+"/v1/otp_init_v2", nil)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type,x-auth-proxy-config-id,x-captcha-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	allow := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+		!strings.Contains(allow, "x-auth-proxy-config-id") || !strings.Contains(allow, "x-captcha-token") || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	// A change made while running applies to the next request: another origin, then disabled.
+	ctx := context.Background()
+	s := proxySettings()
+	s.AllowedOrigins = []string{"https://evil.example"}
+	if _, err := p.s.Proxy.Update(ctx, p.org.OrganizationID, s); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.status != 200 {
+		t.Fatalf("after update: %d %s", r.status, r.raw)
+	}
+	if r := p.call("wallet_kit_config", nil, nil); r.status != 403 {
+		t.Fatalf("old origin after update: %d %s", r.status, r.raw)
+	}
+	if _, err := p.s.Proxy.Disable(ctx, p.org.OrganizationID); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.status != 403 || code(r) != "AUTH_PROXY_DISABLED" {
+		t.Fatalf("disabled: %d %s", r.status, r.raw)
+	}
+}
+
+// TestProxyOTPSignupLogin drives the proxy's whole one-time-code flow over HTTP: otp_init →
+// the e-mail → otp_verify (spec spellings) → signup with a wallet → otp_login with the hex
+// client_signature → a session JWT → a whoami stamped with the session key; then the v2
+// endpoints with the HPKE bundle and the clientSignature object; account look-ups; wrong codes
+// burned after three tries; no code or key in logs or the database.
+func TestProxyOTPSignupLogin(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	const email = "alice@example.com"
+
+	// Sign-up first (no verification token): a sub-organization with an Ed25519 wallet in the
+	// spec's {path, curve} shape.
+	r := p.ok("signup", map[string]any{"userEmail": email, "userName": "alice", "organizationName": "alice's org",
+		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
+		"wallet": map[string]any{"path": "m/44'/501'/0'/0'", "curve": "CURVE_TYPE_ED25519"}})
+	subID, userID := r.str("organizationId"), r.str("userId")
+	if subID == "" || userID == "" || r.str("wallet", "walletId") == "" || len(r.str("wallet", "addresses", "0")) < 32 {
+		t.Fatalf("signup: %s", r.raw)
+	}
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.str("organizationId") != subID {
+		t.Fatalf("account by e-mail: %s", r.raw)
+	}
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.raw) != "{}" {
+		t.Fatalf("account of nobody: %s", r.raw)
+	}
+	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.status != 400 || !strings.Contains(r.str("message"), "filterType") {
+		t.Fatalf("bad filter: %d %s", r.status, r.raw)
+	}
+
+	// otp_init: the configuration's length and app name; otp_verify binds the device key
+	// (sent as public_key).
+	r = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
+	otpID := r.str("otpId")
+	if otpID == "" || r.body["otpEncryptionTargetBundle"] != nil {
+		t.Fatalf("otp_init: %s", r.raw)
+	}
+	code := p.lastCode(email)
+	if len(code) != 8 {
+		t.Fatalf("code %q is not the configured 8 characters", code)
+	}
+	es, _ := notify.ReadOutbox(p.out.Path())
+	if !strings.Contains(es[len(es)-1].Email.Subject, "Acme Wallet") {
+		t.Errorf("e-mail subject %q lacks the configured app name", es[len(es)-1].Email.Subject)
+	}
+	device, devicePub := p256Key(t)
+	r = p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": code, "public_key": devicePub})
+	tok := r.str("verificationToken")
+	if strings.Count(tok, ".") != 2 {
+		t.Fatalf("otp_verify: %s", r.raw)
+	}
+
+	// otp_login with the spec's client_signature: hex DER over SHA-256 of the token. The
+	// proxy finds the sub-organization by the token's contact.
+	sessPriv, sessPub := p.newKey()
+	r = p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": signDER(t, device, []byte(tok))})
+	jwt := r.str("session")
+	sc, err := session.Parse(jwt, p.s.Keys.Public(custody.Notarizer), p.clock())
+	if err != nil || sc.OrganizationID != subID || sc.UserID != userID || sc.SessionType != session.ReadWrite {
+		t.Fatalf("session %+v, %v", sc, err)
+	}
+	if exp := time.Unix(sc.Exp, 0); exp.Sub(p.clock()) < 1190*time.Second || exp.Sub(p.clock()) > 1210*time.Second {
+		t.Errorf("session lifetime %v, want the configured 1200s", exp.Sub(p.clock()))
+	}
+	w := p.client(subID, sessPriv).query("whoami", nil)
+	mustOK(t, w)
+	if w.str("organizationId") != subID || w.str("userId") != userID {
+		t.Fatalf("whoami with the session key: %s", w.raw)
+	}
+	// The same token twice: the engine's refusal comes through as the engine gave it.
+	r = p.call("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signDER(t, device, []byte(tok))}, nil)
+	if r.status != 400 || !strings.Contains(r.str("message"), "already used") {
+		t.Fatalf("reused token: %d %s", r.status, r.raw)
+	}
+
+	// The v2 endpoints: the code encrypted to the target bundle, the clientSignature object.
+	r = p.ok("otp_init_v2", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
+	otpID, bundle := r.str("otpId"), r.str("otpEncryptionTargetBundle")
+	code2 := p.lastCode(email)
+	device2, device2Pub := p256Key(t)
+	enc, err := custody.SealOTPCode(bundle, code2, device2Pub, p.s.PublicKeys().OTPPublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok2 := p.ok("otp_verify_v2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc}).str("verificationToken")
+	claims, err := tokenClaimsForTest(tok2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess2Priv, sess2Pub := p.newKey()
+	msg := fmt.Sprintf(`{"login":{"publicKey":%q},"tokenId":%q,"type":"USAGE_TYPE_LOGIN"}`, sess2Pub, claims.ID)
+	if r := p.call("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub}, nil); r.status != 400 || !strings.Contains(r.str("message"), "clientSignature") {
+		t.Fatalf("otp_login_v2 without a signature: %d %s", r.status, r.raw)
+	}
+	r = p.ok("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub, "organizationId": subID, "invalidateExisting": true,
+		"clientSignature": map[string]any{"publicKey": device2Pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device2, []byte(msg))}})
+	if sc2, err := session.Parse(r.str("session"), p.s.Keys.Public(custody.Notarizer), p.clock()); err != nil || sc2.OrganizationID != subID {
+		t.Fatalf("v2 session %+v, %v", sc2, err)
+	}
+	mustOK(t, p.client(subID, sess2Priv).query("whoami", nil))
+
+	// Wrong codes: the engine's "Invalid OTP code" comes through; the third burns the code.
+	r = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
+	otpID = r.str("otpId")
+	code3 := p.lastCode(email)
+	for i := 0; i < 3; i++ {
+		r := p.call("otp_verify", map[string]any{"otpId": otpID, "otpCode": fmt.Sprintf("0000000%d", i)}, nil)
+		if r.status != 400 || !strings.Contains(r.str("message"), "Invalid OTP code") {
+			t.Fatalf("wrong code %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if r := p.call("otp_verify", map[string]any{"otpId": otpID, "otpCode": code3}, nil); r.status == 200 {
+		t.Fatalf("the right code after three wrong ones: %s", r.raw)
+	}
+
+	// Bad input is a 400 naming the field; SMS is not an enabled provider here.
+	for _, c := range []struct {
+		op    string
+		body  any
+		field string
+	}{
+		{"otp_init", map[string]any{"contact": email}, "otpType"},
+		{"otp_init", map[string]any{"otpType": "OTP_TYPE_PIGEON", "contact": email}, "otpType"},
+		{"otp_verify", map[string]any{"otpId": otpID}, "otpCode"},
+		{"otp_login", map[string]any{"verificationToken": "x.y.z", "publicKey": sessPub}, "verificationToken"},
+		{"otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": "zz"}, "client_signature"},
+		{"signup", map[string]any{"wallet": map[string]any{"curve": "CURVE_TYPE_RSA"}}, "wallet.curve"},
+		{"signup", `{"apiKeys": 7}`, "apiKeys"},
+		{"otp_verify_v2", `not json`, "body"},
+	} {
+		r := p.call(c.op, c.body, nil)
+		if r.status != 400 || !strings.Contains(r.str("message"), c.field) {
+			t.Errorf("%s %v: %d %s", c.op, c.body, r.status, r.raw)
+		}
+	}
+	if r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100"}, nil); r.status != 403 || r.str("details", "0", "turnkeyErrorCode") != "PROVIDER_NOT_ENABLED" {
+		t.Errorf("SMS not enabled: %d %s", r.status, r.raw)
+	}
+
+	// No code, no token's signature key, no proxy key in the logs or the database.
+	db := append(readAll(t, p.s.cfg.DataDir), p.logs.Bytes()...)
+	for _, secret := range []string{code, code2, code3} {
+		if bytes.Contains(db, []byte(secret)) {
+			t.Errorf("code %q is in the logs or the database", secret)
+		}
+	}
+	if !bytes.Contains(p.logs.Bytes(), []byte("auth proxy request")) {
+		t.Error("the proxy logged nothing (the log check above proves nothing)")
+	}
+}
+
+// The activity engine's refusals pass through the proxy unchanged: a signup naming an API key
+// that is not a P-256 point fails as create_sub_organization does on the API.
+func TestProxyPassesEngineErrorsThrough(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	r := p.call("signup", map[string]any{"userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32)}},
+		"authenticators": []any{}, "oauthProviders": []any{}}, nil)
+	direct := p.root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": "a@example.com", "userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32), "curveType": "API_KEY_CURVE_P256"}},
+			"authenticators": []any{}, "oauthProviders": []any{}}}})
+	if r.status != direct.status || r.str("message") != direct.str("message") || r.status != 400 {
+		t.Fatalf("proxy %d %s, API %d %s", r.status, r.raw, direct.status, direct.raw)
+	}
+}
+
+// tokenClaimsForTest reads a verification token's id.
+func tokenClaimsForTest(tok string) (*struct{ ID string }, error) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("token %q", tok)
+	}
+	b, err := base64URL(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	var c struct{ ID string }
+	return &c, json.Unmarshal(b, &c)
+}
+
+func base64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+
+// With --coordinator-url the proxy forwards over HTTP to another Latchkey's API: the same
+// answers, errors included.
+func TestProxyRemoteCoordinator(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	p.s.ProxyServer.Coordinator = authproxy.NewRemote(p.url + "/")
+	r := p.ok("signup", map[string]any{"userEmail": "carol@example.com", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
+		"wallet": map[string]any{"walletName": "main", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32",
+			"path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
+	if !strings.HasPrefix(r.str("wallet", "addresses", "0"), "0x") {
+		t.Fatalf("signup over HTTP: %s", r.raw)
+	}
+	if a := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "carol@example.com"}); a.str("organizationId") != r.str("organizationId") {
+		t.Fatalf("account over HTTP: %s", a.raw)
+	}
+	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.status != 404 && r.status != 400 {
+		t.Fatalf("engine error over HTTP: %d %s", r.status, r.raw)
+	}
+	// An unreachable coordinator is a 503, not a hang or a 500.
+	p.s.ProxyServer.Coordinator = authproxy.NewRemote("http://127.0.0.1:1")
+	if r := p.call("account", map[string]any{"filterType": "EMAIL", "filterValue": "carol@example.com"}, nil); r.status != 503 {
+		t.Fatalf("unreachable coordinator: %d %s", r.status, r.raw)
+	}
+	for _, bad := range []string{"ftp://x", "not a url", "http://", "https://h/?q=1"} {
+		if checkCoordinatorURL(bad) == nil {
+			t.Errorf("coordinator URL %q accepted", bad)
+		}
+	}
+}
