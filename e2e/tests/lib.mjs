@@ -32,8 +32,11 @@ export async function startLatchkey(extraArgs = []) {
   const bin = latchkeyBinary();
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-e2e-"));
   const port = await freePort();
+  const proxyPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const args = ["serve", "--dev", "--data-dir", dataDir, "--api-addr", `127.0.0.1:${port}`, "--log-level", "debug", ...extraArgs];
+  const proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  const args = ["serve", "--dev", "--data-dir", dataDir, "--api-addr", `127.0.0.1:${port}`, "--proxy-addr", `127.0.0.1:${proxyPort}`,
+    "--log-level", "debug", ...extraArgs];
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   proc.stdout.on("data", (d) => (logs += d));
@@ -53,10 +56,18 @@ export async function startLatchkey(extraArgs = []) {
   const keys = await (await fetch(`${url}/.well-known/latchkey.json`)).json();
   return {
     url,
+    proxyUrl,
     dataDir,
     creds,
     keys,
     logs: () => logs,
+    // Runs `latchkey proxy <sub> --org <dev organization> [flags]` on this server's data
+    // directory while it runs (the CLI an operator uses; the server sees the change at once)
+    // and returns what it printed, parsed: for "enable", {configId}.
+    proxy(sub, flags = [], organizationId = creds.organizationId) {
+      const out = execFileSync(bin, ["proxy", sub, "--dev", "--data-dir", dataDir, "--org", organizationId, ...flags], { stdio: ["ignore", "pipe", "pipe"] });
+      return JSON.parse(out.toString());
+    },
     // An @turnkey/sdk-server API client for a key pair ({privateKey, publicKey}; default: the dev
     // root key) and organization (default: the dev organization), polling briefly.
     client(kp = { privateKey: creds.apiPrivateKey, publicKey: creds.apiPublicKey }, organizationId = creds.organizationId) {

@@ -1,0 +1,228 @@
+// Issue 5, the auth proxy end to end: a real `latchkey serve --dev` with its proxy enabled by
+// the `latchkey proxy` CLI while it runs, one-time codes delivered over real SMTP to a small
+// SMTP server in this file, sessions checked with @turnkey/crypto.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import net from "node:net";
+import { generateP256KeyPair, encryptOtpCodeToBundle, verifySessionJwtSignature } from "@turnkey/crypto";
+import { signWithApiKey } from "@turnkey/api-key-stamper";
+import { startLatchkey } from "./lib.mjs";
+
+const ORIGIN = "http://localhost:3000";
+let lk, smtp, configId;
+const codes = [];
+
+// A minimal SMTP server (RFC 5321 without extensions): it accepts every message and keeps it.
+function startSMTP() {
+  const messages = [];
+  const waiters = [];
+  const server = net.createServer((sock) => {
+    let buf = "";
+    let inData = false;
+    let msg = null;
+    const reply = (line) => sock.write(line + "\r\n");
+    reply("220 e2e.test ESMTP");
+    sock.on("data", (d) => {
+      buf += d.toString("latin1");
+      for (;;) {
+        if (inData) {
+          const end = buf.indexOf("\r\n.\r\n");
+          if (end < 0) return;
+          msg.data = buf.slice(0, end + 2).replace(/^\.\./gm, ".");
+          buf = buf.slice(end + 5);
+          inData = false;
+          messages.push(msg);
+          waiters.splice(0).forEach((w) => w());
+          reply("250 2.0.0 queued");
+          continue;
+        }
+        const nl = buf.indexOf("\r\n");
+        if (nl < 0) return;
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 2);
+        const verb = line.slice(0, 4).toUpperCase();
+        if (verb === "EHLO" || verb === "HELO") reply("250 e2e.test");
+        else if (verb === "MAIL") { msg = { from: line, to: [] }; reply("250 2.1.0 ok"); }
+        else if (verb === "RCPT") { msg.to.push(line.replace(/^RCPT TO:\s*/i, "").replace(/[<>]/g, "")); reply("250 2.1.5 ok"); }
+        else if (verb === "DATA") { inData = true; reply("354 end with <CRLF>.<CRLF>"); }
+        else if (verb === "QUIT") { reply("221 bye"); sock.end(); }
+        else if (verb === "RSET" || verb === "NOOP") reply("250 ok");
+        else reply("502 5.5.2 not implemented");
+      }
+    });
+    sock.on("error", () => {});
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({
+    port: server.address().port,
+    messages,
+    // The next message to `to` after `after` messages.
+    async next(to, after) {
+      for (let i = 0; i < 100; i++) {
+        const m = messages.slice(after).find((m) => m.to.includes(to));
+        if (m) return m;
+        await new Promise((r) => { waiters.push(r); setTimeout(r, 100); });
+      }
+      throw new Error(`no e-mail to ${to}`);
+    },
+    close: () => new Promise((r) => server.close(r)),
+  })));
+}
+
+// The code in an e-mail: the text part puts it alone on an indented line.
+function codeOf(message) {
+  const m = message.data.match(/^ {4}([0-9A-Z]{6,9})\s*$/m);
+  assert.ok(m, `no code in ${message.data}`);
+  codes.push(m[1]);
+  return m[1];
+}
+
+async function proxy(op, body, { origin = ORIGIN, config = configId } = {}) {
+  const headers = { "Content-Type": "application/json" };
+  if (config) headers["X-Auth-Proxy-Config-ID"] = config;
+  if (origin) headers["Origin"] = origin;
+  const resp = await fetch(`${lk.proxyUrl}/v1/${op}`, { method: "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: resp.status, body: await resp.json(), headers: resp.headers };
+}
+
+async function ok(op, body) {
+  const r = await proxy(op, body);
+  assert.equal(r.status, 200, `${op}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+const tokenClaims = (tok) => JSON.parse(Buffer.from(tok.split(".")[1], "base64url").toString());
+
+before(async () => {
+  smtp = await startSMTP();
+  lk = await startLatchkey(["--smtp-addr", `127.0.0.1:${smtp.port}`, "--smtp-from", "auth@latchkey.test", "--smtp-mode", "plain"]);
+  ({ configId } = lk.proxy("enable", ["--allowed-origins", ORIGIN, "--session-expiration-seconds", "1200", "--otp-length", "8",
+    "--email-app-name", "E2E Wallet", "--enabled-providers", "email,passkey,google", "--oauth-client-ids", "google=e2e-google-client"]));
+  assert.match(configId, /^[0-9a-f-]{36}$/);
+});
+
+after(async () => {
+  const code = await lk.stop();
+  await smtp.close();
+  assert.equal(code, 0, "SIGTERM must drain and exit cleanly");
+});
+
+test("wallet_kit_config reports the configuration; refusals are clear", async () => {
+  // The SDK's utils send it with no body at all.
+  const cfg = await ok("wallet_kit_config");
+  assert.deepEqual(cfg.enabledProviders, ["email", "google", "passkey"]);
+  assert.equal(cfg.sessionExpirationSeconds, "1200");
+  assert.equal(cfg.organizationId, lk.creds.organizationId);
+  assert.equal(cfg.oauthClientIds.google, "e2e-google-client");
+  assert.equal(cfg.otpLength, "8");
+
+  let r = await proxy("wallet_kit_config", {}, { origin: "https://evil.example" });
+  assert.equal(r.status, 403);
+  assert.equal(r.body.details[0].turnkeyErrorCode, "ORIGIN_NOT_ALLOWED");
+  r = await proxy("wallet_kit_config", {}, { config: "00000000-0000-4000-8000-000000000000" });
+  assert.equal(r.status, 404);
+  assert.equal(r.body.details[0].turnkeyErrorCode, "AUTH_PROXY_CONFIG_NOT_FOUND");
+  r = await proxy("wallet_kit_config", {}, { config: null });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.details[0].turnkeyErrorCode, "AUTH_PROXY_CONFIG_ID_MISSING");
+
+  // A browser's preflight for the SDK's headers.
+  const pre = await fetch(`${lk.proxyUrl}/v1/otp_init_v2`, { method: "OPTIONS", headers: { Origin: ORIGIN, "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "content-type,x-auth-proxy-config-id" } });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers.get("access-control-allow-origin"), ORIGIN);
+  assert.match(pre.headers.get("access-control-allow-headers").toLowerCase(), /x-auth-proxy-config-id/);
+});
+
+test("otp_init → e-mail over SMTP → otp_verify → signup with a wallet → otp_login → session → whoami", async () => {
+  const email = "alice@example.com";
+  let seen = smtp.messages.length;
+  const init = await ok("otp_init", { otpType: "OTP_TYPE_EMAIL", contact: email });
+  const mail = await smtp.next(email, seen);
+  assert.match(mail.data, /E2E Wallet/);
+  const code = codeOf(mail);
+  assert.equal(code.length, 8);
+
+  // The spec's spellings: public_key on verify, a hex client_signature over the token on login.
+  const device = generateP256KeyPair();
+  const { verificationToken } = await ok("otp_verify", { otpId: init.otpId, otpCode: code, public_key: device.publicKey });
+  assert.equal(tokenClaims(verificationToken).contact, email);
+
+  // Nobody has this e-mail yet: sign up, with a wallet in the spec's {path, curve} shape.
+  assert.deepEqual(await ok("account", { filterType: "EMAIL", filterValue: email, verificationToken }), {});
+  const signup = await ok("signup", { userEmail: email, userName: "alice", apiKeys: [], authenticators: [], oauthProviders: [],
+    wallet: { path: "m/44'/501'/0'/0'", curve: "CURVE_TYPE_ED25519" } });
+  assert.ok(signup.organizationId && signup.userId && signup.wallet.walletId);
+  assert.equal(signup.wallet.addresses.length, 1);
+  const { organizationId } = await ok("account", { filterType: "EMAIL", filterValue: email });
+  assert.equal(organizationId, signup.organizationId);
+
+  const sessionKey = generateP256KeyPair();
+  const clientSignature = await signWithApiKey({ content: verificationToken, publicKey: device.publicKey, privateKey: device.privateKey });
+  const { session } = await ok("otp_login", { verificationToken, public_key: sessionKey.publicKey, client_signature: clientSignature });
+  assert.equal(await verifySessionJwtSignature(session, lk.keys.notarizerPublicKey), true);
+  const claims = JSON.parse(Buffer.from(session.split(".")[1], "base64url").toString());
+  assert.equal(claims.organization_id, signup.organizationId);
+  assert.equal(claims.user_id, signup.userId);
+  assert.ok(Math.abs(claims.exp - Date.now() / 1000 - 1200) < 60, "the configured session lifetime");
+
+  const me = await lk.client({ privateKey: sessionKey.privateKey, publicKey: sessionKey.publicKey }, signup.organizationId).getWhoami({});
+  assert.equal(me.organizationId, signup.organizationId);
+  assert.equal(me.userId, signup.userId);
+});
+
+test("the v2 endpoints: the code encrypted to the target bundle, the clientSignature object", async () => {
+  const email = "bob@example.com";
+  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
+  const seen = smtp.messages.length;
+  const init = await ok("otp_init_v2", { otpType: "OTP_TYPE_EMAIL", contact: email });
+  assert.ok(init.otpEncryptionTargetBundle);
+  const code = codeOf(await smtp.next(email, seen));
+  const device = generateP256KeyPair();
+  const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, device.publicKey, lk.keys.otpPublicKey);
+  const { verificationToken } = await ok("otp_verify_v2", { otpId: init.otpId, encryptedOtpBundle });
+
+  const sessionKey = generateP256KeyPair();
+  const message = JSON.stringify({ login: { publicKey: sessionKey.publicKey }, tokenId: tokenClaims(verificationToken).id, type: "USAGE_TYPE_LOGIN" });
+  const signature = await signWithApiKey({ content: message, publicKey: device.publicKey, privateKey: device.privateKey });
+  const { session } = await ok("otp_login_v2", { verificationToken, publicKey: sessionKey.publicKey, organizationId: signup.organizationId,
+    clientSignature: { publicKey: device.publicKey, scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", message, signature } });
+  assert.equal(await verifySessionJwtSignature(session, lk.keys.notarizerPublicKey), true);
+  const me = await lk.client({ privateKey: sessionKey.privateKey, publicKey: sessionKey.publicKey }, signup.organizationId).getWhoami({});
+  assert.equal(me.userId, signup.userId);
+});
+
+test("wrong codes burn the code after three tries", async () => {
+  const email = "carol@example.com";
+  const seen = smtp.messages.length;
+  const init = await ok("otp_init", { otpType: "OTP_TYPE_EMAIL", contact: email });
+  const code = codeOf(await smtp.next(email, seen));
+  for (const wrong of ["00000000", "00000001", "00000002"]) {
+    const r = await proxy("otp_verify", { otpId: init.otpId, otpCode: wrong });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.message, /Invalid OTP code/);
+  }
+  const r = await proxy("otp_verify", { otpId: init.otpId, otpCode: code });
+  assert.notEqual(r.status, 200, "the right code after three wrong ones must fail");
+});
+
+test("changes made with the CLI apply to the running server", async () => {
+  lk.proxy("update", ["--allowed-origins", "https://other.example"]);
+  assert.equal((await proxy("wallet_kit_config", {})).status, 403);
+  assert.equal((await proxy("wallet_kit_config", {}, { origin: "https://other.example" })).status, 200);
+  lk.proxy("disable");
+  const r = await proxy("wallet_kit_config", {}, { origin: "https://other.example" });
+  assert.equal(r.status, 403);
+  assert.equal(r.body.details[0].turnkeyErrorCode, "AUTH_PROXY_DISABLED");
+  const shown = lk.proxy("show");
+  assert.equal(shown.configId, configId);
+  assert.equal(shown.settings.enabled, false);
+  assert.equal(lk.proxy("enable").configId, configId);
+  lk.proxy("update", ["--allowed-origins", ORIGIN]);
+  assert.equal((await proxy("wallet_kit_config", {})).status, 200);
+});
+
+test("no one-time code appears in the logs or the database", () => {
+  assert.ok(codes.length >= 3);
+  const all = lk.allBytes();
+  for (const c of codes) assert.equal(all.includes(Buffer.from(c)), false, `code ${c} found in the logs or the database`);
+});
