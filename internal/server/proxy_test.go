@@ -467,3 +467,63 @@ func TestProxyRemoteCoordinator(t *testing.T) {
 		}
 	}
 }
+
+// Sign-up with a verification token (core's signUpWithOtp): the token must name the new
+// user's contact and, bound to a key, come with a client signature by it (the token usage
+// object, or the spec's hex signature over the token); sign-up leaves the token for the login.
+func TestProxySignupWithVerificationToken(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	verified := func(email string) (*ecdsa.PrivateKey, string, string) {
+		otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email}).str("otpId")
+		device, devicePub := p256Key(t)
+		tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(email), "publicKey": devicePub}).str("verificationToken")
+		return device, devicePub, tok
+	}
+	device, devicePub, tok := verified("dave@example.com")
+	claims, _ := tokenClaimsForTest(tok)
+	base := func(email string) map[string]any {
+		return map[string]any{"userEmail": email, "verificationToken": tok, "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}
+	}
+	refused := []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"another contact", base("eve@example.com"), "rootUsers"},
+		{"no signature for a bound token", base("dave@example.com"), "clientSignature"},
+	}
+	wrongSig := base("dave@example.com")
+	wrongSig["client_signature"] = signDER(t, device, []byte("something else"))
+	refused = append(refused, struct {
+		name  string
+		body  map[string]any
+		field string
+	}{"a signature over other bytes", wrongSig, "signature"})
+	for _, c := range refused {
+		if r := p.call("signup", c.body, nil); r.status != 400 || !strings.Contains(r.str("message"), c.field) {
+			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		}
+	}
+	// The token usage form of core's signUpWithOtp.
+	body := base("dave@example.com")
+	msg := fmt.Sprintf(`{"signupV2":{"email":"dave@example.com"},"tokenId":%q,"type":"USAGE_TYPE_SIGNUP"}`, claims.ID)
+	body["clientSignature"] = map[string]any{"publicKey": devicePub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device, []byte(msg))}
+	subID := p.ok("signup_v2", body).str("organizationId")
+	// The login after it uses the token.
+	_, sessPub := p.newKey()
+	r := p.ok("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signRaw(t, device, []byte(tok))})
+	if sc, err := session.Parse(r.str("session"), p.s.Keys.Public(custody.Notarizer), p.clock()); err != nil || sc.OrganizationID != subID {
+		t.Fatalf("login after sign-up: %+v %v", sc, err)
+	}
+	// A used token signs nobody up.
+	if r := p.call("signup", base("dave@example.com"), nil); r.status != 400 || !strings.Contains(r.str("message"), "already used") {
+		t.Fatalf("sign-up with a used token: %d %s", r.status, r.raw)
+	}
+	// The spec's hex form over the token, for a second user.
+	device2, _, tok2 := verified("frank@example.com")
+	body = map[string]any{"userEmail": "frank@example.com", "verificationToken": tok2, "client_signature": signDER(t, device2, []byte(tok2)),
+		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}
+	if r := p.ok("signup", body); r.str("organizationId") == "" {
+		t.Fatalf("sign-up with the hex signature: %s", r.raw)
+	}
+}

@@ -24,6 +24,9 @@ type Deps struct {
 	SubOrgWallet func(x *activity.Exec, orgID string, w *wire.WalletParams) (*wire.WalletResult, error)
 	// OwnedKinds are other domains' record kinds an organization owns (deleted with it).
 	OwnedKinds []string
+	// SignupToken, when set, checks create_sub_organization's verificationToken and
+	// clientSignature against the root users (the one-time-code domain provides it).
+	SignupToken func(x *activity.Exec, token string, sig *wire.ClientSignature, users []directory.UserSpec) error
 }
 
 // Register adds the operations to reg.

@@ -138,7 +138,12 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Unsupported("create_sub_organization privateKeys (V3); create private keys with create_private_keys")
 	}
 	if s.VerificationToken != "" || s.ClientSignature != nil {
-		return nil, apierr.Unsupported("create_sub_organization verificationToken/clientSignature (arrives with the auth proxy)")
+		if d.SignupToken == nil {
+			return nil, apierr.Unsupported("create_sub_organization verificationToken/clientSignature")
+		}
+		if err := d.SignupToken(x, s.VerificationToken, s.ClientSignature, s.RootUsers); err != nil {
+			return nil, err
+		}
 	}
 	if s.Wallet != nil && d.SubOrgWallet == nil {
 		return nil, apierr.Unsupported("create_sub_organization wallet (arrives with wallets)")
