@@ -527,3 +527,32 @@ func TestProxySignupWithVerificationToken(t *testing.T) {
 		t.Fatalf("sign-up with the hex signature: %s", r.raw)
 	}
 }
+
+// BenchmarkProxyAccount is one proxied look-up over HTTP: the configuration read, the proxy key
+// unsealed to stamp, the stamp verified and the query run in process.
+func BenchmarkProxyAccount(b *testing.B) {
+	out, _ := notify.NewOutbox(filepath.Join(b.TempDir(), "outbox.jsonl"))
+	h := newHarnessWith(b, func(c *Config) { c.Emailer = out })
+	ps := httptest.NewServer(h.s.ProxyServer.Handler())
+	b.Cleanup(ps.Close)
+	_, created := h.rootOrg("Acme")
+	cfg, err := h.s.Proxy.Enable(context.Background(), created.OrganizationID, authproxy.DefaultSettings())
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"filterType":"EMAIL","filterValue":"nobody@example.com"}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req, _ := http.NewRequest(http.MethodPost, ps.URL+"/v1/account", bytes.NewReader(body))
+		req.Header.Set("X-Auth-Proxy-Config-ID", cfg.ID)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}
