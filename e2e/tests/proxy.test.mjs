@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { generateP256KeyPair, encryptOtpCodeToBundle, verifySessionJwtSignature } from "@turnkey/crypto";
 import { signWithApiKey } from "@turnkey/api-key-stamper";
+import { TurnkeyClient, getAuthProxyConfig, getClientSignatureMessageForLogin, getClientSignatureMessageForSignup } from "@turnkey/core";
 import { startLatchkey } from "./lib.mjs";
 
 const ORIGIN = "http://localhost:3000";
@@ -203,6 +204,51 @@ test("wrong codes burn the code after three tries", async () => {
   }
   const r = await proxy("otp_verify", { otpId: init.otpId, otpCode: code });
   assert.notEqual(r.status, 200, "the right code after three wrong ones must fail");
+});
+
+// @turnkey/core's own proxy client (the TurnkeySDKClientBase its OTP flows call), with the token
+// usage messages core builds: what a frontend on core does, short of core's encryption with
+// Turnkey's pinned key (turnkey-wire.md §9.1) and the stamp_login it ends with.
+test("@turnkey/core's proxy client: otp_init_v2, otp_verify_v2, account, signup_v2 with the token, otp_login_v2", async () => {
+  // Node sends no Origin header; a configuration allowing every origin serves it.
+  lk.proxy("update", ["--allowed-origins", "*"]);
+  try {
+    const http = new TurnkeyClient({ apiBaseUrl: lk.url, authProxyUrl: lk.proxyUrl, authProxyConfigId: configId, organizationId: lk.creds.organizationId }).createHttpClient();
+    const cfg = await getAuthProxyConfig(configId, lk.proxyUrl);
+    assert.equal(cfg.organizationId, lk.creds.organizationId);
+
+    const email = "dana@example.com";
+    const seen = smtp.messages.length;
+    const init = await http.proxyInitOtpV2({ otpType: "OTP_TYPE_EMAIL", contact: email });
+    const code = codeOf(await smtp.next(email, seen));
+    const device = generateP256KeyPair();
+    const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, device.publicKey, lk.keys.otpPublicKey);
+    const { verificationToken } = await http.proxyVerifyOtpV2({ otpId: init.otpId, encryptedOtpBundle });
+    assert.equal((await http.proxyGetAccount({ filterType: "EMAIL", filterValue: email, verificationToken })).organizationId, undefined);
+
+    // core's signUpWithOtp: the sign-up token usage, signed by the token's key.
+    const { message: signupMessage, publicKey: signupKey } = getClientSignatureMessageForSignup({ verificationToken, email });
+    assert.equal(signupKey, device.publicKey);
+    const signup = await http.proxySignupV2({ userEmail: email, verificationToken, apiKeys: [], authenticators: [], oauthProviders: [],
+      clientSignature: { publicKey: signupKey, scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", message: signupMessage,
+        signature: await signWithApiKey({ content: signupMessage, publicKey: device.publicKey, privateKey: device.privateKey }) } });
+    assert.equal((await http.proxyGetAccount({ filterType: "EMAIL", filterValue: email, verificationToken })).organizationId, signup.organizationId);
+
+    const sessionKey = generateP256KeyPair();
+    const { message: loginMessage } = getClientSignatureMessageForLogin({ verificationToken, sessionPublicKey: sessionKey.publicKey });
+    const { session } = await http.proxyOtpLoginV2({ verificationToken, publicKey: sessionKey.publicKey, organizationId: signup.organizationId,
+      clientSignature: { publicKey: device.publicKey, scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", message: loginMessage,
+        signature: await signWithApiKey({ content: loginMessage, publicKey: device.publicKey, privateKey: device.privateKey }) } });
+    assert.equal(await verifySessionJwtSignature(session, lk.keys.notarizerPublicKey), true);
+    const me = await lk.client({ privateKey: sessionKey.privateKey, publicKey: sessionKey.publicKey }, signup.organizationId).getWhoami({});
+    assert.equal(me.userId, signup.userId);
+
+    // The SDK surfaces the proxy's refusals as TurnkeyRequestError with the message.
+    await assert.rejects(http.proxyOtpLoginV2({ verificationToken, publicKey: sessionKey.publicKey, organizationId: signup.organizationId,
+      clientSignature: { publicKey: device.publicKey, scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", message: loginMessage, signature: "00" } }), /signature|already used/);
+  } finally {
+    lk.proxy("update", ["--allowed-origins", ORIGIN]);
+  }
 });
 
 test("changes made with the CLI apply to the running server", async () => {
