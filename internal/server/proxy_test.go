@@ -25,6 +25,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/session"
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // lockedBuffer is a log sink tests can read while the server writes.
@@ -397,11 +398,12 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 		t.Errorf("SMS not enabled: %d %s", r.status, r.raw)
 	}
 
-	// No code, no token's signature key, no proxy key in the logs or the database.
+	// No code and no proxy key in the logs or the database.
 	db := append(readAll(t, p.s.cfg.DataDir), p.logs.Bytes()...)
-	for _, secret := range []string{code, code2, code3} {
+	scalar := proxyScalar(t, p.harness, p.cfgID)
+	for _, secret := range []string{code, code2, code3, string(scalar), hex.EncodeToString(scalar), base64.StdEncoding.EncodeToString(scalar)} {
 		if bytes.Contains(db, []byte(secret)) {
-			t.Errorf("code %q is in the logs or the database", secret)
+			t.Errorf("secret %q is in the logs or the database", secret)
 		}
 	}
 	if !bytes.Contains(p.logs.Bytes(), []byte("auth proxy request")) {
@@ -555,4 +557,31 @@ func BenchmarkProxyAccount(b *testing.B) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 	}
+}
+
+// proxyScalar opens a configuration's sealed proxy key, for tests that look for it where it
+// must not be.
+func proxyScalar(t *testing.T, h *harness, cfgID string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	var rec store.Record
+	if err := h.s.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		rec, err = r.Get(ctx, authproxy.KindConfig, cfgID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		OrgID          string `json:"organizationId"`
+		SealedProxyKey []byte `json:"sealedProxyKey"`
+	}
+	if err := json.Unmarshal(rec.Data, &st); err != nil {
+		t.Fatal(err)
+	}
+	scalar, err := h.s.Keyring.Open(st.SealedProxyKey, custody.Binding{OrgID: st.OrgID, Kind: authproxy.KindConfig, ID: cfgID})
+	if err != nil || len(scalar) != 32 {
+		t.Fatalf("proxy key: %d bytes, %v", len(scalar), err)
+	}
+	return scalar
 }

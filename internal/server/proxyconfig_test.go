@@ -15,8 +15,6 @@ import (
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
-	"github.com/latchkey/latchkey/internal/custody"
-	"github.com/latchkey/latchkey/internal/store"
 )
 
 // proxyClient stamps requests with an organization's proxy key, as the auth proxy does.
@@ -232,24 +230,7 @@ func TestProxyKeyNotInDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec store.Record
-	if err := h.s.Store.View(ctx, func(r store.Reader) error {
-		var err error
-		rec, err = r.Get(ctx, authproxy.KindConfig, c.ID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		SealedProxyKey []byte `json:"sealedProxyKey"`
-	}
-	if err := json.Unmarshal(rec.Data, &st); err != nil || len(st.SealedProxyKey) == 0 {
-		t.Fatalf("stored config: %s, %v", rec.Data, err)
-	}
-	scalar, err := h.s.Keyring.Open(st.SealedProxyKey, custody.Binding{OrgID: c.OrgID, Kind: authproxy.KindConfig, ID: c.ID})
-	if err != nil || len(scalar) != 32 {
-		t.Fatalf("the sealed key does not open as a P-256 scalar: %d bytes, %v", len(scalar), err)
-	}
+	scalar := proxyScalar(t, h, c.ID)
 	h.s.Close()
 	var db []byte
 	for _, f := range []string{DatabaseFile, DatabaseFile + "-wal"} {
