@@ -405,6 +405,24 @@ func (s *Server) otpInit(v2 bool) handlerFunc {
 	}
 }
 
+// checkSubOrg refuses an organizationId that is not a sub-organization of the configuration's
+// organization (the engine would refuse the proxy key there too, less clearly).
+func (c *call) checkSubOrg(ctx context.Context, orgID string) error {
+	var o *directory.Organization
+	err := c.s.Configs.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		o, err = directory.LoadOrganization(ctx, r, orgID)
+		return err
+	})
+	if err != nil || o.ParentID != c.cfg.OrgID {
+		if err != nil && apierr.From(err).Code != apierr.NotFound {
+			return err
+		}
+		return apierr.Invalid("organizationId", "%q is not a sub-organization of this auth proxy's organization", orgID)
+	}
+	return nil
+}
+
 // orgName is the organization's name, the default app name of one-time-code messages.
 func (s *Server) orgName(ctx context.Context, orgID string) string {
 	name := "Latchkey"
@@ -514,7 +532,11 @@ func (s *Server) otpLogin(v2 bool) handlerFunc {
 			return nil, apierr.Invalid("verificationToken", "%v", err)
 		}
 		orgID := in.OrganizationID
-		if orgID == "" {
+		if orgID != "" {
+			if err := c.checkSubOrg(ctx, orgID); err != nil {
+				return nil, err
+			}
+		} else {
 			filter := "EMAIL"
 			if claims.VerificationType == "OTP_TYPE_SMS" {
 				filter = "PHONE_NUMBER"
@@ -631,7 +653,11 @@ func (s *Server) oauthLogin(ctx context.Context, c *call, raw []byte) (any, erro
 		return nil, apierr.Required("publicKey")
 	}
 	orgID := in.OrganizationID
-	if orgID == "" {
+	if orgID != "" {
+		if err := c.checkSubOrg(ctx, orgID); err != nil {
+			return nil, err
+		}
+	} else {
 		var err error
 		if orgID, err = c.lookup(ctx, "OIDC_TOKEN", in.OidcToken); err != nil {
 			return nil, err

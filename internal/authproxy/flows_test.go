@@ -93,6 +93,8 @@ func (fakeCoordinator) Do(ctx context.Context, kind, op string, body []byte, h, 
 	return 200, []byte(`{"activity":{"status":"ACTIVITY_STATUS_COMPLETED","result":{"x":{"otpId":"o","verificationToken":"t","session":"s","subOrganizationId":"so","rootUserIds":["u"]}}}}`), nil
 }
 
+const testSubOrg = "22222222-2222-4222-8222-222222222222"
+
 func testProxy(t testing.TB) (*Server, *Config) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"), sqlite.Options{})
@@ -111,7 +113,13 @@ func testProxy(t testing.TB) (*Server, *Config) {
 	}
 	now := time.Now().UTC()
 	org := &directory.Organization{ID: "11111111-1111-4111-8111-111111111111", Name: "Acme", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
-	if err := st.Update(ctx, func(tx store.Tx) error { return directory.SaveOrganization(ctx, tx, org) }); err != nil {
+	sub := &directory.Organization{ID: testSubOrg, ParentID: org.ID, Name: "sub", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
+	if err := st.Update(ctx, func(tx store.Tx) error {
+		if err := directory.SaveOrganization(ctx, tx, org); err != nil {
+			return err
+		}
+		return directory.SaveOrganization(ctx, tx, sub)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	m := &Manager{Store: st, Custodian: custody.NewCustodian(kr, keys)}
@@ -166,7 +174,7 @@ func TestBuiltIntentsValidate(t *testing.T) {
 		"otp_init_v2":   `{"otpType":"OTP_TYPE_SMS","contact":"+14155550100"}`,
 		"otp_verify":    `{"otpId":"o","otpCode":"123456","public_key":"02ab"}`,
 		"otp_verify_v2": `{"otpId":"o","encryptedOtpBundle":"b"}`,
-		"oauth_login":   `{"oidcToken":"t","publicKey":"02ab","organizationId":"s"}`,
+		"oauth_login":   `{"oidcToken":"t","publicKey":"02ab","organizationId":"` + testSubOrg + `"}`,
 	} {
 		if _, err := srv.routes()[op](context.Background(), c, []byte(body)); err != nil {
 			t.Fatalf("%s: %v", op, err)

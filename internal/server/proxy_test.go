@@ -585,3 +585,17 @@ func proxyScalar(t *testing.T, h *harness, cfgID string) []byte {
 	}
 	return scalar
 }
+
+// A login naming an organization that is not one of the proxy organization's sub-organizations
+// is refused by the proxy, naming the field.
+func TestProxyLoginOutsideItsOrganization(t *testing.T) {
+	p := newProxyHarness(t, proxySettings())
+	_, other := p.rootOrg("Other")
+	_, pub := p.newKey()
+	for _, org := range []string{other.OrganizationID, p.org.OrganizationID, "00000000-0000-4000-8000-000000000000"} {
+		r := p.call("oauth_login", map[string]any{"oidcToken": "x.y.z", "publicKey": pub, "organizationId": org}, nil)
+		if r.status != 400 || !strings.Contains(r.str("message"), "organizationId") {
+			t.Errorf("oauth_login in %s: %d %s", org, r.status, r.raw)
+		}
+	}
+}
