@@ -44,6 +44,10 @@ type Server struct {
 	TrustedProxies []netip.Prefix
 	// Notarizer verifies the X-Session tokens of read-only sessions.
 	Notarizer *ecdsa.PublicKey
+	// Attested resolves the caller of an X-Stamp-Attested request (its signature over the body
+	// already verified) whose attestation names a user of orgID or of one of its
+	// sub-organizations; nil refuses attested stamps as not supported.
+	Attested func(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error)
 	started   time.Time
 	served    atomic.Int64
 }
@@ -135,9 +139,20 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if err != nil {
 			return 0, err
 		}
+		login := op == "stamp_login"
+		if auth.attested != nil && !login {
+			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
+		}
 		caller, err := s.resolve(ctx, auth, env.OrganizationId, raw)
+		if login && err != nil {
+			caller, err = s.resolveInSubOrg(ctx, auth, env.OrganizationId, raw, err)
+		}
 		if err != nil {
 			return 0, err
+		}
+		if login && caller.Target.ID != env.OrganizationId {
+			// A login naming the parent runs in the sub-organization holding the credential.
+			env.OrganizationId = caller.Target.ID
 		}
 		data, err := s.Engine.Submit(ctx, activity.SubmitRequest{Path: op, Raw: raw, Env: env, Caller: caller})
 		if err != nil {
@@ -151,6 +166,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
+		}
+		if auth.attested != nil {
+			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
 		}
 		caller, err := s.resolve(ctx, auth, head.OrganizationID, raw)
 		if err != nil {
@@ -184,6 +202,7 @@ type authProof struct {
 	session     *session.Claims // a read-only session: queries only
 	apiKey      *stamp.APIKeyProof
 	assertion   *stamp.Assertion
+	attested    *stamp.AttestedProof
 	client      netip.Addr
 	clientKnown bool
 }
@@ -257,10 +276,48 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 		}
 		return authProof{session: c}, nil
 	}
-	if h.Get("X-Stamp-Attested") != "" {
-		return authProof{}, apierr.Unsupported("X-Stamp-Attested (OTP and OIDC attested stamps arrive with the auth proxy)")
+	if v := h.Get("X-Stamp-Attested"); v != "" {
+		a, err := stamp.VerifyAttested(v, raw)
+		if err != nil {
+			return authProof{}, stampError(err)
+		}
+		return authProof{attested: &a}, nil
 	}
-	return authProof{}, apierr.Unauth("MISSING_STAMP", "request is not stamped: send an X-Stamp or X-Stamp-WebAuthn header")
+	return authProof{}, apierr.Unauth("MISSING_STAMP", "request is not stamped: send an X-Stamp, X-Stamp-WebAuthn or X-Stamp-Attested header")
+}
+
+// resolveInSubOrg retries a login whose credential is not in the organization it names (nor
+// that organization's parent) in the one sub-organization that holds it: core stamps passkey
+// and wallet logins with the parent's id (turnkey-wire.md §2). notFound is returned otherwise.
+func (s *Server) resolveInSubOrg(ctx context.Context, p authProof, orgID string, raw []byte, notFound error) (*directory.Caller, error) {
+	var key, value, kind string
+	switch {
+	case p.apiKey != nil:
+		key, value, kind = directory.KeyAPIKeyPublicKey, p.apiKey.PublicKey, directory.KindAPIKey
+	case p.assertion != nil:
+		id, err := p.assertion.CanonicalCredentialID()
+		if err != nil {
+			return nil, notFound
+		}
+		key, value, kind = directory.KeyAuthCredentialID, id, directory.KindAuthenticator
+	default:
+		return nil, notFound
+	}
+	if c := apierr.From(notFound).TurnkeyCode; c != "PUBLIC_KEY_NOT_FOUND" && c != "CREDENTIAL_NOT_FOUND" {
+		return nil, notFound
+	}
+	var sub string
+	if err := s.Store.View(ctx, func(r store.Reader) error {
+		var err error
+		sub, err = directory.SubOrgHolding(ctx, r, orgID, key, value, kind)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if sub == "" {
+		return nil, notFound
+	}
+	return s.resolve(ctx, p, sub, raw)
 }
 
 func stampError(err error) error {
@@ -277,6 +334,13 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 		var err error
 		if p.session != nil {
 			caller, err = res.ResolveSession(ctx, r, orgID, p.session.OrganizationID, p.session.UserID)
+			return err
+		}
+		if p.attested != nil {
+			if s.Attested == nil {
+				return apierr.Unsupported("X-Stamp-Attested")
+			}
+			caller, err = s.Attested(ctx, r, orgID, *p.attested)
 			return err
 		}
 		if p.apiKey != nil {

@@ -55,6 +55,9 @@ type Caller struct {
 	SessionProfileID string
 	// KeyAllowlist is the IP allowlist of the API key that stamped the request, if any.
 	KeyAllowlist *IPAllowlist
+	// AttestedTokenID is the OTP verification token an X-Stamp-Attested carried; the login it
+	// authorizes uses the token up.
+	AttestedTokenID string
 }
 
 // IsRoot reports whether the caller is in the target organization's root quorum.
@@ -144,6 +147,31 @@ func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, ta
 	}
 	c := &Caller{Target: t, CredentialID: a.ID, CredentialType: CredentialWebAuthn, PublicKey: a.PublicKey}
 	return c, a, res.finish(ctx, r, c, a.OrgID, a.UserID, parent)
+}
+
+// SubOrgHolding returns the one sub-organization of parentOrgID holding a record of kind that
+// carries key=value ("" when none does). Logins (stamp_login) name the parent organization and
+// are served in the sub-organization that holds the credential (turnkey-wire.md §2).
+func SubOrgHolding(ctx context.Context, r store.Reader, parentOrgID, key, value, kind string) (string, error) {
+	refs, err := r.Lookup(ctx, key, value)
+	if err != nil {
+		return "", apierr.Internalf(err, "looking up %s", kind)
+	}
+	found := ""
+	for _, ref := range refs {
+		if ref.Kind != kind || ref.OrgID == found || ref.OrgID == parentOrgID {
+			continue
+		}
+		o, err := LoadOrganization(ctx, r, ref.OrgID)
+		if err != nil || o.ParentID != parentOrgID {
+			continue
+		}
+		if found != "" {
+			return "", apierr.Unauth("AMBIGUOUS_CREDENTIAL", "more than one suborg associated with a credential ID")
+		}
+		found = o.ID
+	}
+	return found, nil
 }
 
 // pickRef finds the record of kind carrying key=value in the target organization, or failing

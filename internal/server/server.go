@@ -157,6 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
 		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
+	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }}.Resolve
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {

@@ -17,6 +17,13 @@
 // (§4.3), registers the session key as an expiring API key of the user with that contact, and
 // answers with a session JWT signed by the notarizer (§4.1).
 //
+// stamp_login (attested.go) logs in whoever stamped it. Attested.Resolve finds the caller of an
+// X-Stamp-Attested request: the verification token must carry the stamp's key as public_key, be
+// unused, and name by its contact the one user of the organization (or of one of its
+// sub-organizations); an OIDC attestation names the user by its OAuth provider (iss, sub, aud)
+// once the configured verifier accepts it with nonce = hex SHA-256 of the key's hex. The login
+// uses the token up.
+//
 // Token payloads are kept ASCII and free of '>', '?' and '~' (core decodes them with an atob
 // that drops '-' and '_') by escaping: those characters and every non-ASCII character of a
 // claim are written as JSON \u escapes, which every JSON parser reads back as the same string.

@@ -87,6 +87,8 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "init_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initOTP})
 	reg.Submit(activity.Operation{Path: "verify_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.verifyOTP, Redact: redactVerify})
 	reg.Submit(activity.Operation{Path: "otp_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.otpLogin})
+	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: d.stampLogin,
+		SelfUser: func(x *activity.Exec, _ any) string { return x.Caller.User.ID }})
 }
 
 // Code is the stored one-time code: never the code itself, only its MAC.

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/session"
+)
+
+// attestedStamp is the X-Stamp-Attested header @turnkey/core sends: base64url JSON of the
+// attestation, the scheme, the key and its DER signature over SHA-256(body).
+func attestedStamp(t *testing.T, key *ecdsa.PrivateKey, scheme, attestation string, body []byte) string {
+	t.Helper()
+	d := sha256.Sum256(body)
+	sig, err := ecdsa.SignASN1(rand.Reader, key, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := key.PublicKey.Bytes()
+	v, _ := json.Marshal(map[string]string{"publicKeyAttestation": attestation, "scheme": scheme,
+		"publicKey": hex.EncodeToString(custody.P256Compressed(u)), "signature": hex.EncodeToString(sig)})
+	return base64.RawURLEncoding.EncodeToString(v)
+}
+
+// TestStampLogin: core's logins. After an e-mail OTP, stamp_login stamped with X-Stamp-Attested
+// (the verification token attesting the session key), naming the parent organization, logs the
+// sub-organization's user in once; a passkey-or-API-key stamp_login naming the parent finds the
+// sub-organization that holds the credential.
+func TestStampLogin(t *testing.T) {
+	out, err := notify.NewOutbox(t.TempDir() + "/outbox.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, func(c *Config) { c.Emailer, c.Texter = out, out })
+	root, created := h.rootOrg("Parent")
+	endUserPriv, endUserPub := h.newKey()
+	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+		"subOrganizationName": "alice's", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
+			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+	})
+	mustOK(t, r)
+	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+
+	// OTP in the parent, for the session key the client made.
+	h.advance(time.Millisecond)
+	r = root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	mustOK(t, r)
+	otpID, bundle := r.str("activity", "result", "initOtpResultV2", "otpId"), r.str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")
+	es, _ := notify.ReadOutbox(out.Path())
+	code := otpCodeLine.FindStringSubmatch(es[len(es)-1].Email.Text)[1]
+	sessKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	su, _ := sessKey.PublicKey.Bytes()
+	sessPub := hex.EncodeToString(custody.P256Compressed(su))
+	enc, err := custody.SealOTPCode(bundle, code, sessPub, h.s.PublicKeys().OTPPublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Millisecond)
+	r = root.submit("verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc})
+	mustOK(t, r)
+	tok := r.str("activity", "result", "verifyOtpResult", "verificationToken")
+
+	const scheme = "STAMP_ATTESTED_SCHEME_P256_VERIFICATION_TOKEN"
+	loginBody := func(org, pub string) []byte {
+		h.advance(time.Millisecond)
+		c := &client{h: h, org: org}
+		return c.submitBody("ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub, "expirationSeconds": "900", "invalidateExisting": true})
+	}
+	body := loginBody(created.OrganizationID, sessPub)
+	r = h.raw("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)})
+	mustOK(t, r)
+	sc, err := session.Parse(r.str("activity", "result", "stampLoginResult", "session"), h.s.Keys.Public(custody.Notarizer), h.clock())
+	if err != nil || sc.OrganizationID != subID || r.str("activity", "organizationId") != subID {
+		t.Fatalf("session %+v, %v: %s", sc, err, r.raw)
+	}
+	sessPriv := hex.EncodeToString(sessKey.D.FillBytes(make([]byte, 32)))
+	if w := h.client(subID, sessPriv).query("whoami", nil); w.status != http.StatusOK || w.str("username") != "alice" {
+		t.Fatalf("whoami with the session key: %s", w.raw)
+	}
+
+	// The token logs in once; it attests only its own key; an attested stamp only logs in.
+	body = loginBody(subID, sessPub)
+	wantError(t, h.raw("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)}),
+		http.StatusUnauthorized, 16, "already used")
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	wantError(t, h.raw("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, other, scheme, tok, body)}),
+		http.StatusUnauthorized, 16, "not issued for the stamp's public key")
+	q := []byte(`{"organizationId":"` + subID + `"}`)
+	wantError(t, h.raw("/public/v1/query/whoami", q, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, q)}),
+		http.StatusForbidden, 7, "only logs in")
+	body = loginBody(subID, sessPub)
+	wantError(t, h.raw("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, "a.b.c", body)}),
+		http.StatusUnauthorized, 16, "verification token")
+
+	// An API-key stamp_login naming the parent runs in the sub-organization holding the key;
+	// invalidateExisting removed the earlier login key.
+	_, pub2 := h.newKey()
+	h.advance(time.Millisecond)
+	r = h.client(created.OrganizationID, endUserPriv).submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2, "invalidateExisting": true})
+	mustOK(t, r)
+	sc2, err := session.Parse(r.str("activity", "result", "stampLoginResult", "session"), h.s.Keys.Public(custody.Notarizer), h.clock())
+	if err != nil || sc2.OrganizationID != subID || sc2.UserID != sc.UserID {
+		t.Fatalf("session %+v, %v", sc2, err)
+	}
+	if w := h.client(subID, sessPriv).query("whoami", nil); w.status != http.StatusUnauthorized {
+		t.Fatalf("the earlier login key still works after invalidateExisting: %s", w.raw)
+	}
+	// A key no organization holds is still refused with the SDK's message.
+	strangerPriv, _ := h.newKey()
+	h.advance(time.Millisecond)
+	wantError(t, h.client(created.OrganizationID, strangerPriv).submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2}),
+		http.StatusUnauthorized, 16, "could not find public key")
+}
