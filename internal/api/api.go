@@ -48,8 +48,8 @@ type Server struct {
 	// already verified) whose attestation names a user of orgID or of one of its
 	// sub-organizations; nil refuses attested stamps as not supported.
 	Attested func(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error)
-	started   time.Time
-	served    atomic.Int64
+	started  time.Time
+	served   atomic.Int64
 }
 
 // Handler returns the HTTP handler.
