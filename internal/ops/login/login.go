@@ -19,9 +19,10 @@ const (
 
 // keyTypes are the credential types of login session keys, which invalidateExisting removes.
 var keyTypes = map[string]bool{
-	directory.CredentialOTPAuth: true,
-	directory.CredentialOAuth:   true,
-	directory.CredentialLogin:   true,
+	directory.CredentialOTPAuth:   true,
+	directory.CredentialOAuth:     true,
+	directory.CredentialLogin:     true,
+	directory.CredentialEmailAuth: true,
 }
 
 // Spec is one session to issue.
@@ -38,19 +39,22 @@ type Spec struct {
 	InvalidateExisting bool
 	// Field names the intent's parameters for error messages ("parameters").
 	Field string
+	// ExactName uses Name as given instead of adding the time.
+	ExactName bool
 }
 
-// Issue registers the session key of u and returns the signed session JWT.
-func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (string, error) {
+// RegisterKey registers s's public key as an API key of u that expires after s.Seconds (first
+// removing u's earlier login keys when s.InvalidateExisting).
+func RegisterKey(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (*directory.APIKey, error) {
 	if s.InvalidateExisting {
 		keys, err := directory.UserAPIKeys(x.Ctx, x.Tx, u.ID)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		for _, k := range keys {
 			if keyTypes[k.CredentialType] {
 				if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
-					return "", err
+					return nil, err
 				}
 			}
 		}
@@ -59,10 +63,19 @@ func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (stri
 	if field == "" {
 		field = "parameters"
 	}
-	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, env, u, directory.APIKeySpec{
-		Name: s.Name + " - " + x.Now.Format(time.RFC3339), PublicKey: s.PublicKey, Curve: "API_KEY_CURVE_P256",
+	name := s.Name + " - " + x.Now.Format(time.RFC3339)
+	if s.ExactName {
+		name = s.Name
+	}
+	return directory.CreateAPIKey(x.Ctx, x.Tx, env, u, directory.APIKeySpec{
+		Name: name, PublicKey: s.PublicKey, Curve: "API_KEY_CURVE_P256",
 		ExpirationSeconds: strconv.FormatInt(s.Seconds, 10), CredentialType: s.CredentialType, Field: field,
 	})
+}
+
+// Issue registers the session key of u and returns the signed session JWT.
+func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (string, error) {
+	k, err := RegisterKey(x, env, u, s)
 	if err != nil {
 		return "", err
 	}

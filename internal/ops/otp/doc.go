@@ -17,6 +17,12 @@
 // (§4.3), registers the session key as an expiring API key of the user with that contact, and
 // answers with a session JWT signed by the notarizer (§4.1).
 //
+// credential.go serves the activities that answer with a credential bundle (§3.4): a fresh
+// P-256 API key of the user whose private half leaves custody only encrypted to the client's
+// targetPublicKey: init_otp_auth/otp_auth (in the result, after the code checks out),
+// email_auth and init_user_email_recovery (by e-mail only, in the magic link or the body), and
+// recover_user, which a recovery credential may stamp once to add a passkey to its own user.
+//
 // stamp_login (attested.go) logs in whoever stamped it. Attested.Resolve finds the caller of an
 // X-Stamp-Attested request: the verification token must carry the stamp's key as public_key, be
 // unused, and name by its contact the one user of the organization (or of one of its

@@ -87,6 +87,12 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "init_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initOTP})
 	reg.Submit(activity.Operation{Path: "verify_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.verifyOTP, Redact: redactVerify})
 	reg.Submit(activity.Operation{Path: "otp_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.otpLogin})
+	reg.Submit(activity.Operation{Path: "init_otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initOTP})
+	reg.Submit(activity.Operation{Path: "otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.otpAuth, Redact: redactOTPAuth})
+	reg.Submit(activity.Operation{Path: "email_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.emailAuth})
+	reg.Submit(activity.Operation{Path: "init_user_email_recovery", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initRecovery})
+	reg.Submit(activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: d.recoverUser,
+		SelfUser: func(_ *activity.Exec, intent any) string { return intent.(*wire.RecoverUserIntent).UserId }})
 	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: d.stampLogin,
 		SelfUser: func(x *activity.Exec, _ any) string { return x.Caller.User.ID }})
 }
@@ -206,6 +212,7 @@ type initParams struct {
 	smsTemplate                     string
 	senderName, replyTo, templateID string
 	bundle                          bool // V2 and V3 answer with a target bundle
+	auth                            bool // init_otp_auth: otp_auth answers with a credential
 }
 
 func readInit(intent any) initParams {
@@ -225,6 +232,32 @@ func readInit(intent any) initParams {
 			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, bundle: true}
 		if e := in.EmailCustomization; e != nil {
 			p.logoURL, p.templateVariables, p.templateID = e.LogoUrl, e.TemplateVariables, e.TemplateId
+		}
+		if in.SmsCustomization != nil {
+			p.smsTemplate = in.SmsCustomization.Template
+		}
+	case *wire.InitOtpAuthIntentV3:
+		p = initParams{otpType: in.OtpType, contact: in.Contact, appName: in.AppName, length: in.OtpLength, alpha: in.Alphanumeric,
+			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
+		if e := in.EmailCustomization; e != nil {
+			p.logoURL, p.templateVariables, p.templateID = e.LogoUrl, e.TemplateVariables, e.TemplateId
+		}
+		if in.SmsCustomization != nil {
+			p.smsTemplate = in.SmsCustomization.Template
+		}
+	case *wire.InitOtpAuthIntentV2:
+		p = initParams{otpType: in.OtpType, contact: in.Contact, length: in.OtpLength, alpha: in.Alphanumeric,
+			senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
+		if e := in.EmailCustomization; e != nil {
+			p.appName, p.logoURL, p.templateVariables, p.templateID = e.AppName, e.LogoUrl, e.TemplateVariables, e.TemplateId
+		}
+		if in.SmsCustomization != nil {
+			p.smsTemplate = in.SmsCustomization.Template
+		}
+	case *wire.InitOtpAuthIntent:
+		p = initParams{otpType: in.OtpType, contact: in.Contact, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
+		if e := in.EmailCustomization; e != nil {
+			p.appName, p.logoURL, p.templateVariables, p.templateID = e.AppName, e.LogoUrl, e.TemplateVariables, e.TemplateId
 		}
 		if in.SmsCustomization != nil {
 			p.smsTemplate = in.SmsCustomization.Template
@@ -329,6 +362,9 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 	if err := d.deliver(x, p, contact, code, secs); err != nil {
 		return nil, err // the transaction is undone: the code is not left live
 	}
+	if p.auth {
+		return wire.InitOtpAuthResultV2{OtpId: c.ID}, nil
+	}
 	if !p.bundle {
 		return wire.InitOtpResult{OtpId: c.ID}, nil
 	}
@@ -393,6 +429,44 @@ func invalidCode(format string, args ...any) error {
 	return apierr.New(apierr.InvalidArgument, "INVALID_OTP_CODE", "%s", msg)
 }
 
+// loadLiveCode loads the organization's code otpID, refusing one used, burned or expired.
+func loadLiveCode(x *activity.Exec, otpID string) (*Code, error) {
+	c, err := records.Load[Code](x.Ctx, x.Tx, KindOTP, x.OrgID, otpID, "OTP")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Used:
+		return nil, invalidCode("this code was already used; start over with init_otp")
+	case c.Attempts >= MaxAttempts:
+		return nil, invalidCode("too many attempts; start over with init_otp")
+	case !x.Now.Before(c.ExpiresAt):
+		return nil, invalidCode("this code has expired; start over with init_otp")
+	}
+	return c, nil
+}
+
+// attempt checks code against c and uses c up when it matches. A wrong code counts an attempt,
+// kept although the activity fails (the count is written in the activity's transaction, which
+// commits with the failed activity, so concurrent guesses cannot outrun it); the third burns c.
+func (c *Code) attempt(x *activity.Exec, code string) error {
+	c.Attempts++
+	if !custody.EqualMAC(codeMAC(x, c.ID, code), c.MAC) {
+		if c.Attempts >= MaxAttempts {
+			c.Target = nil // burned: nothing will be opened with it again
+		}
+		if err := saveCode(x, x.Tx, c, contactKey(x, c.Type, c.Contact)); err != nil {
+			return err
+		}
+		if left := MaxAttempts - c.Attempts; left > 0 {
+			return activity.FailKeepingWrites(invalidCode("%d attempt(s) left", left))
+		}
+		return activity.FailKeepingWrites(invalidCode("no attempts left; start over with init_otp"))
+	}
+	c.Used, c.Target = true, nil
+	return saveCode(x, x.Tx, c, contactKey(x, c.Type, c.Contact))
+}
+
 func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 	var otpID, expiration string
 	switch in := intent.(type) {
@@ -405,17 +479,9 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := records.Load[Code](x.Ctx, x.Tx, KindOTP, x.OrgID, otpID, "OTP")
+	c, err := loadLiveCode(x, otpID)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case c.Used:
-		return nil, invalidCode("this code was already used; start over with init_otp")
-	case c.Attempts >= MaxAttempts:
-		return nil, invalidCode("too many attempts; start over with init_otp")
-	case !x.Now.Before(c.ExpiresAt):
-		return nil, invalidCode("this code has expired; start over with init_otp")
 	}
 	var code, publicKey string
 	switch in := intent.(type) {
@@ -438,22 +504,7 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 			return nil, apierr.Invalid("parameters.publicKey", "must be a P-256 public key in hex: %v", err)
 		}
 	}
-	c.Attempts++
-	if !custody.EqualMAC(codeMAC(x, c.ID, code), c.MAC) {
-		// The attempt is counted in this transaction, which commits with the failed activity.
-		if c.Attempts >= MaxAttempts {
-			c.Target = nil // burned: nothing will be opened with it again
-		}
-		if err := saveCode(x, x.Tx, c, contactKey(x, c.Type, c.Contact)); err != nil {
-			return nil, err
-		}
-		if left := MaxAttempts - c.Attempts; left > 0 {
-			return nil, activity.FailKeepingWrites(invalidCode("%d attempt(s) left", left))
-		}
-		return nil, activity.FailKeepingWrites(invalidCode("no attempts left; start over with init_otp"))
-	}
-	c.Used, c.Target = true, nil
-	if err := saveCode(x, x.Tx, c, contactKey(x, c.Type, c.Contact)); err != nil {
+	if err := c.attempt(x, code); err != nil {
 		return nil, err
 	}
 	t := &Token{ID: id.New(), OrgID: x.OrgID, Type: c.Type, Contact: c.Contact, PublicKey: publicKey, ExpiresAt: x.Now.Add(time.Duration(tokenSecs) * time.Second)}
