@@ -4,9 +4,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { generateP256KeyPair, encryptOtpCodeToBundle, verifySessionJwtSignature } from "@turnkey/crypto";
+import { generateP256KeyPair, encryptOtpCodeToBundle, verifySessionJwtSignature, decryptCredentialBundle, getPublicKey } from "@turnkey/crypto";
 import { signWithApiKey } from "@turnkey/api-key-stamper";
 import { TurnkeyClient, getAuthProxyConfig, getClientSignatureMessageForLogin, getClientSignatureMessageForSignup } from "@turnkey/core";
+import { AttestedStamper, AttestedScheme } from "@turnkey/core/dist/__stampers__/attested/base.mjs";
 import { startLatchkey } from "./lib.mjs";
 
 const ORIGIN = "http://localhost:3000";
@@ -190,6 +191,68 @@ test("the v2 endpoints: the code encrypted to the target bundle, the clientSigna
   assert.equal(await verifySessionJwtSignature(session, lk.keys.notarizerPublicKey), true);
   const me = await lk.client({ privateKey: sessionKey.privateKey, publicKey: sessionKey.publicKey }, signup.organizationId).getWhoami({});
   assert.equal(me.userId, signup.userId);
+});
+
+// What @turnkey/core 2.8's loginWithOtp does after otp_verify: stamp_login on the public API,
+// naming the parent organization, stamped by core's own AttestedStamper with the verification
+// token attesting the key (turnkey-wire.md §2b). The token logs in once.
+test("stamp_login with X-Stamp-Attested (core's AttestedStamper): a session for the sub-organization, once", async () => {
+  const email = "dave@example.com";
+  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
+  const seen = smtp.messages.length;
+  const init = await ok("otp_init_v2", { otpType: "OTP_TYPE_EMAIL", contact: email });
+  const code = codeOf(await smtp.next(email, seen));
+  const device = generateP256KeyPair();
+  const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, device.publicKey, lk.keys.otpPublicKey);
+  const { verificationToken } = await ok("otp_verify_v2", { otpId: init.otpId, encryptedOtpBundle });
+
+  const stamper = new AttestedStamper({ sign: (payload, _format, publicKey) => {
+    assert.equal(publicKey, device.publicKey);
+    return signWithApiKey({ content: payload, publicKey: device.publicKey, privateKey: device.privateKey });
+  } });
+  stamper.configure({ attestedIdentity: verificationToken, publicKey: device.publicKey, scheme: AttestedScheme.P256_VERIFICATION_TOKEN });
+  const login = async () => {
+    const body = JSON.stringify({ type: "ACTIVITY_TYPE_STAMP_LOGIN", timestampMs: String(Date.now()), organizationId: lk.creds.organizationId,
+      parameters: { publicKey: device.publicKey, expirationSeconds: "900", invalidateExisting: true } });
+    const { stampHeaderName, stampHeaderValue } = await stamper.stamp(body);
+    const resp = await fetch(`${lk.url}/public/v1/submit/stamp_login`, { method: "POST", headers: { [stampHeaderName]: stampHeaderValue }, body });
+    return { status: resp.status, body: await resp.json() };
+  };
+  const r = await login();
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.activity.status, "ACTIVITY_STATUS_COMPLETED");
+  assert.equal(r.body.activity.organizationId, signup.organizationId);
+  const { session } = r.body.activity.result.stampLoginResult;
+  assert.equal(await verifySessionJwtSignature(session, lk.keys.notarizerPublicKey), true);
+  assert.equal(JSON.parse(Buffer.from(session.split(".")[1], "base64url").toString()).organization_id, signup.organizationId);
+  const me = await lk.client({ privateKey: device.privateKey, publicKey: device.publicKey }, signup.organizationId).getWhoami({});
+  assert.equal(me.userId, signup.userId);
+
+  const again = await login();
+  assert.equal(again.status, 401);
+  assert.match(again.body.message, /already used/);
+});
+
+// email_auth through @turnkey/sdk-server: the credential travels only in the e-mail (over SMTP,
+// in the magic link), @turnkey/crypto's decryptCredentialBundle opens it, and it stamps as the user.
+test("email_auth: the credential bundle arrives by e-mail and stamps as the user", async () => {
+  const email = "erin@example.com";
+  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
+  const target = generateP256KeyPair();
+  const seen = smtp.messages.length;
+  const r = await lk.client(undefined, signup.organizationId).emailAuth({ email, targetPublicKey: target.publicKeyUncompressed,
+    emailCustomization: { appName: "E2E Wallet", magicLinkTemplate: "https://wallet.example/auth?bundle=%s" } });
+  assert.equal(r.userId, signup.userId);
+  const mail = await smtp.next(email, seen);
+  // The text part is quoted-printable: undo soft line breaks and =XX escapes.
+  const text = mail.data.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
+  const m = text.match(/https:\/\/wallet\.example\/auth\?bundle=([A-Za-z0-9%]+)/);
+  assert.ok(m, `no magic link in ${mail.data}`);
+  const privateKey = decryptCredentialBundle(decodeURIComponent(m[1]), target.privateKey);
+  const publicKey = Buffer.from(getPublicKey(privateKey, true)).toString("hex");
+  const me = await lk.client({ privateKey, publicKey }, signup.organizationId).getWhoami({});
+  assert.equal(me.userId, signup.userId);
+  assert.equal(JSON.stringify(r).includes(m[1]), false, "the bundle must not be in the activity");
 });
 
 test("wrong codes burn the code after three tries", async () => {
