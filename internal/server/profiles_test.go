@@ -1,13 +1,12 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/directory"
-	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/session"
 )
 
 func TestSessionProfilesAndInvitations(t *testing.T) {
@@ -25,25 +24,19 @@ func TestSessionProfilesAndInvitations(t *testing.T) {
 	if n := len(root.query("get_session_profiles", nil).body["sessionProfiles"].([]any)); n != 1 {
 		t.Fatalf("%d profiles", n)
 	}
-	// A session key bound to the profile can do what the scope allows and nothing else (the
-	// login flows that issue such keys arrive with the auth issue; bind one directly here).
+	// A stamp_login naming the profile binds the session key to it: the session can do what the
+	// scope allows and nothing else, and lasts no longer than the profile says.
 	priv, pub := h.newKey()
-	ctx := context.Background()
-	err := h.s.Store.Update(ctx, func(tx store.Tx) error {
-		u, err := directory.LoadUser(ctx, tx, created.OrganizationID, created.UserID)
-		if err != nil {
-			return err
-		}
-		k, err := directory.CreateAPIKey(ctx, tx, h.s.env(h.clock()), u, directory.APIKeySpec{Name: "s", PublicKey: pub, ExpirationSeconds: "600", CredentialType: directory.CredentialLogin})
-		if err != nil {
-			return err
-		}
-		k.SessionProfileID = profileID
-		return directory.SaveAPIKey(ctx, tx, k)
-	})
-	if err != nil {
-		t.Fatal(err)
+	h.advance(time.Millisecond)
+	l := root.submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub, "expirationSeconds": "3600", "sessionProfileId": profileID})
+	mustOK(t, l)
+	sc, err := session.Parse(l.str("activity", "result", "stampLoginResult", "session"), h.s.Keys.Public(custody.Notarizer), h.clock())
+	if err != nil || sc.Exp != h.clock().Add(600*time.Second).Unix() {
+		t.Fatalf("session %+v (want the profile's 600 s), %v", sc, err)
 	}
+	h.advance(time.Millisecond)
+	wantError(t, root.submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub, "sessionProfileId": "5b1c6a0e-0000-4000-8000-000000000000"}),
+		http.StatusNotFound, 5, "parameters.sessionProfileId")
 	sess := h.client(created.OrganizationID, priv)
 	mustOK(t, sess.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "in scope", "userIds": []string{}}))
 	wantError(t, sess.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{}}), http.StatusForbidden, 7, "session profile's scope")

@@ -8,6 +8,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/ops/profiles"
 	"github.com/latchkey/latchkey/internal/session"
 )
 
@@ -41,6 +42,10 @@ type Spec struct {
 	Field string
 	// ExactName uses Name as given instead of adding the time.
 	ExactName bool
+	// SessionProfileID binds the key to a session profile (of the organization or its parent):
+	// the profile's scope then limits what the session may do, and its expiration bounds the
+	// session's.
+	SessionProfileID string
 }
 
 // RegisterKey registers s's public key as an API key of u that expires after s.Seconds (first
@@ -63,14 +68,32 @@ func RegisterKey(x *activity.Exec, env directory.Env, u *directory.User, s Spec)
 	if field == "" {
 		field = "parameters"
 	}
+	var profile *profiles.Profile
+	if s.SessionProfileID != "" {
+		var err error
+		if profile, err = profiles.Find(x.Ctx, x.Tx, x.OrgID, s.SessionProfileID); err != nil {
+			if apierr.From(err).Code == apierr.NotFound {
+				return nil, apierr.NotFoundf("%s.sessionProfileId: session profile not found: %s", field, s.SessionProfileID)
+			}
+			return nil, err
+		}
+		if max, err := strconv.ParseInt(profile.ExpirationSeconds, 10, 64); err == nil && max > 0 && max < s.Seconds {
+			s.Seconds = max
+		}
+	}
 	name := s.Name + " - " + x.Now.Format(time.RFC3339)
 	if s.ExactName {
 		name = s.Name
 	}
-	return directory.CreateAPIKey(x.Ctx, x.Tx, env, u, directory.APIKeySpec{
+	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, env, u, directory.APIKeySpec{
 		Name: name, PublicKey: s.PublicKey, Curve: "API_KEY_CURVE_P256",
 		ExpirationSeconds: strconv.FormatInt(s.Seconds, 10), CredentialType: s.CredentialType, Field: field,
 	})
+	if err != nil || profile == nil {
+		return k, err
+	}
+	k.SessionProfileID = profile.ID
+	return k, directory.SaveAPIKey(x.Ctx, x.Tx, k)
 }
 
 // Issue registers the session key of u and returns the signed session JWT.

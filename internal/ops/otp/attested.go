@@ -165,9 +165,6 @@ func usersUnder(ctx context.Context, r store.Reader, orgID, key, value, kind str
 // sign-in (whose verification token it uses up).
 func (d Deps) stampLogin(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.StampLoginIntent)
-	if in.SessionProfileId != "" {
-		return nil, activity.ErrNotSupported("sessionProfileId on stamp_login")
-	}
 	secs, err := parseSeconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
@@ -189,7 +186,7 @@ func (d Deps) stampLogin(x *activity.Exec, intent any) (any, error) {
 		}
 	}
 	tok, err := login.Issue(x, d.Env(x), x.Caller.User, login.Spec{PublicKey: in.PublicKey, Seconds: secs, CredentialType: directory.CredentialLogin,
-		Name: "Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting})
+		Name: "Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting, SessionProfileID: in.SessionProfileId})
 	if err != nil {
 		return nil, err
 	}

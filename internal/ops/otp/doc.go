@@ -7,8 +7,14 @@
 // burned; it lives 5 minutes by default (at most 10); a contact has at most 3 live codes and
 // is sent at most 3 codes every 3 minutes by default. A wrong attempt is counted in the
 // transaction that checked it, which commits with the failed activity
-// (activity.FailKeepingWrites), so concurrent guesses cannot outrun the count. Delivery happens inside the activity's transaction: a
-// failed delivery fails the activity and the code is never stored.
+// (activity.FailKeepingWrites), so concurrent guesses cannot outrun the count.
+//
+// Delivery happens inside the activity's transaction, after the code is written and before the
+// commit. This is safe in both directions: a failed send fails the activity with the code burned
+// (kept only so that it counts toward the contact's send rate), and a send followed by a failed
+// commit leaves a code in the recipient's hands that exists nowhere, so it can never be used.
+// The cost is that the store's writer waits for the SMTP or SMS exchange (bounded by their
+// timeouts); an outbox worker would remove that wait and is the next step if it matters.
 //
 // verify_otp answers with an OTP verification token (turnkey-wire.md §4.2): an ES256 JWT
 // (single SHA-256, r‖s) signed by the server's OTP key, exp in milliseconds as a string,

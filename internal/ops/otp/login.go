@@ -37,9 +37,6 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		invalidate = in.InvalidateExisting != nil && *in.InvalidateExisting
 		sig = in.ClientSignature
 	}
-	if profile != "" {
-		return nil, activity.ErrNotSupported("sessionProfileId on otp_login")
-	}
 	secs, err := parseSeconds("parameters.expirationSeconds", expiration, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
@@ -85,7 +82,7 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	tok, err := login.Issue(x, d.Env(x), u, login.Spec{PublicKey: publicKey, Seconds: secs, CredentialType: directory.CredentialOTPAuth,
-		Name: "OTP Login", InvalidateExisting: invalidate})
+		Name: "OTP Login", InvalidateExisting: invalidate, SessionProfileID: profile})
 	if err != nil {
 		return nil, err
 	}

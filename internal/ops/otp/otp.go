@@ -360,7 +360,14 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if err := d.deliver(x, p, contact, code, secs); err != nil {
-		return nil, err // the transaction is undone: the code is not left live
+		// The code is burned, never usable, but kept until it leaves the rate window: a failed
+		// send still counts toward the contact's send rate, so a failing (or costly) route
+		// cannot be retried without bound.
+		c.Attempts, c.Target = MaxAttempts, nil
+		if serr := saveCode(x, x.Tx, c, ck); serr != nil {
+			return nil, serr
+		}
+		return nil, activity.FailKeepingWrites(err)
 	}
 	if p.auth {
 		return wire.InitOtpAuthResultV2{OtpId: c.ID}, nil
@@ -427,6 +434,27 @@ func invalidCode(format string, args ...any) error {
 		msg += " (" + fmt.Sprintf(format, args...) + ")"
 	}
 	return apierr.New(apierr.InvalidArgument, "INVALID_OTP_CODE", "%s", msg)
+}
+
+// sweepBatch bounds the stale verification tokens one verify_otp removes: each verify_otp
+// makes one token and removes up to this many used or expired ones, so they cannot pile up.
+const sweepBatch = 16
+
+// sweepTokens deletes the organization's oldest verification tokens that are used or expired
+// (either is refused at login anyway, as an unknown token).
+func sweepTokens(x *activity.Exec) error {
+	ts, err := records.List[Token](x.Ctx, x.Tx, KindVerificationToken, x.OrgID, store.ListOptions{Limit: sweepBatch})
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.Used || !x.Now.Before(t.ExpiresAt) {
+			if err := records.Delete(x.Ctx, x.Tx, KindVerificationToken, t.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // loadLiveCode loads the organization's code otpID, refusing one used, burned or expired.
@@ -505,6 +533,9 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 		}
 	}
 	if err := c.attempt(x, code); err != nil {
+		return nil, err
+	}
+	if err := sweepTokens(x); err != nil {
 		return nil, err
 	}
 	t := &Token{ID: id.New(), OrgID: x.OrgID, Type: c.Type, Contact: c.Contact, PublicKey: publicKey, ExpiresAt: x.Now.Add(time.Duration(tokenSecs) * time.Second)}

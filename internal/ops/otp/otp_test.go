@@ -711,20 +711,44 @@ func TestDeliveryFailureLeavesNoCode(t *testing.T) {
 		_, _, err := h.initOTP(h.root, aliceEmail)
 		wantErr(t, err, 503, "could not be delivered by e-mail")
 	}
-	n := 0
+	var codes []otp.Code
 	err := h.st.View(context.Background(), func(r store.Reader) error {
 		recs, err := r.List(context.Background(), otp.KindOTP, h.parent.ID, store.ListOptions{})
-		n = len(recs)
+		for _, rec := range recs {
+			var c otp.Code
+			if err := json.Unmarshal(rec.Data, &c); err != nil {
+				return err
+			}
+			codes = append(codes, c)
+		}
 		return err
 	})
-	if err != nil || n != 0 {
-		t.Fatalf("%d codes stored after failed deliveries (%v)", n, err)
+	if err != nil || len(codes) != 5 {
+		t.Fatalf("%d codes kept after failed deliveries (%v), want 5 burned ones", len(codes), err)
+	}
+	for _, c := range codes {
+		if c.Attempts < otp.MaxAttempts || c.Target != nil {
+			t.Fatalf("a code whose delivery failed is usable: %+v", c)
+		}
 	}
 	// Delivery back: the failures did not count against the live-code limit.
 	h.mail.fail = false
 	if _, _, err := h.initOTP(h.root, aliceEmail); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Failed sends count toward the contact's send rate.
+func TestDeliveryFailuresCountTowardTheSendRate(t *testing.T) {
+	h := newHarness(t, 3)
+	h.mail.fail = true
+	for i := 0; i < 3; i++ {
+		_, _, err := h.initOTP(h.root, aliceEmail)
+		wantErr(t, err, 503, "could not be delivered by e-mail")
+	}
+	h.mail.fail = false
+	_, _, err := h.initOTP(h.root, aliceEmail)
+	wantErr(t, err, 429, "too many codes sent")
 }
 
 func TestSafeJSON(t *testing.T) {
@@ -744,5 +768,29 @@ func TestSafeJSON(t *testing.T) {
 	}
 	if enc := base64.RawURLEncoding.EncodeToString(out); strings.ContainsAny(enc, "-_") {
 		t.Fatalf("base64url has - or _: %s", enc)
+	}
+}
+
+// Expired verification tokens are swept by later verifications, a bounded batch at a time.
+func TestStaleTokensAreSwept(t *testing.T) {
+	h := newHarness(t, 100)
+	count := func() int {
+		n := 0
+		_ = h.st.View(context.Background(), func(r store.Reader) error {
+			recs, err := r.List(context.Background(), otp.KindVerificationToken, h.parent.ID, store.ListOptions{})
+			n = len(recs)
+			return err
+		})
+		return n
+	}
+	_, _, _ = h.token()
+	_, _, _ = h.token()
+	if n := count(); n != 2 {
+		t.Fatalf("%d tokens, want 2", n)
+	}
+	h.advance(2 * time.Hour) // past the default token lifetime (1 hour)
+	_, _, _ = h.token()
+	if n := count(); n != 1 {
+		t.Fatalf("%d tokens after a verification past the others' expiry, want 1", n)
 	}
 }

@@ -118,9 +118,23 @@ func listProfiles(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
+// Find loads session profile profileID of orgID or, failing that, of orgID's parent: a parent
+// organization's profiles apply to the logins of its sub-organizations' users.
+func Find(ctx context.Context, r store.Reader, orgID, profileID string) (*Profile, error) {
+	p, err := records.Load[Profile](ctx, r, KindSessionProfile, orgID, profileID, "session profile")
+	if err == nil || apierr.From(err).Code != apierr.NotFound {
+		return p, err
+	}
+	o, oerr := directory.LoadOrganization(ctx, r, orgID)
+	if oerr != nil || o.ParentID == "" {
+		return nil, err
+	}
+	return records.Load[Profile](ctx, r, KindSessionProfile, o.ParentID, profileID, "session profile")
+}
+
 // Scope is the compiled scope of a session profile, for the engine.
 func Scope(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error) {
-	p, err := records.Load[Profile](ctx, r, KindSessionProfile, orgID, profileID, "session profile")
+	p, err := Find(ctx, r, orgID, profileID)
 	if err != nil {
 		return nil, err
 	}
