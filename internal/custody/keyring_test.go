@@ -10,7 +10,7 @@ import (
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
 
-func openTestStore(t *testing.T) *sqlite.Store {
+func openTestStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), sqlite.Options{})
 	if err != nil {
@@ -20,7 +20,7 @@ func openTestStore(t *testing.T) *sqlite.Store {
 	return st
 }
 
-func testMaster(t *testing.T, b byte) *MasterKey {
+func testMaster(t testing.TB, b byte) *MasterKey {
 	m, err := ParseMasterKey(bytes.Repeat([]byte{b}, 32))
 	if err != nil {
 		t.Fatal(err)

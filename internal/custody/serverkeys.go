@@ -2,6 +2,7 @@ package custody
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"time"
 
@@ -33,10 +35,16 @@ const (
 	AppProof ServerKey = "app_proof"
 	// Webhook signs webhook deliveries.
 	Webhook ServerKey = "webhook"
+	// OIDC signs the id_tokens Latchkey mints after an OAuth 2.0 exchange (oauth2_authenticate).
+	OIDC ServerKey = "oidc"
+	// ClientSecrets is the key clients encrypt OAuth 2.0 client secrets to (Turnkey's TLS
+	// fetcher encryption key: @turnkey/crypto encryptOauth2ClientSecret's override).
+	ClientSecrets ServerKey = "client_secrets"
 )
 
-// AllServerKeys lists the server keys in a fixed order.
-var AllServerKeys = []ServerKey{Signer, Notarizer, OTP, AppProof, Webhook}
+// AllServerKeys lists the server keys in a fixed order. A key added here is generated at the
+// next start of an existing installation.
+var AllServerKeys = []ServerKey{Signer, Notarizer, OTP, AppProof, Webhook, OIDC, ClientSecrets}
 
 const serverKeyKind = "server_key"
 
@@ -128,6 +136,18 @@ func (s *ServerKeys) PublicKey(name ServerKey) string { return s.pub[name] }
 
 // Public returns a server key's public key.
 func (s *ServerKeys) Public(name ServerKey) *ecdsa.PublicKey { return &s.priv[name].PublicKey }
+
+// Signer returns a crypto.Signer over the named key (ECDSA, DER signatures of the digest it is
+// given) for code that signs through the standard interface, such as the OIDC issuer. The key
+// itself stays here.
+func (s *ServerKeys) Signer(name ServerKey) crypto.Signer { return serverSigner{s.priv[name]} }
+
+type serverSigner struct{ k *ecdsa.PrivateKey }
+
+func (g serverSigner) Public() crypto.PublicKey { return &g.k.PublicKey }
+func (g serverSigner) Sign(r io.Reader, digest []byte, _ crypto.SignerOpts) ([]byte, error) {
+	return ecdsa.SignASN1(r, g.k, digest)
+}
 
 // SignSHA256DER signs SHA-256(msg) with the named key and returns an ASN.1 DER signature.
 func (s *ServerKeys) SignSHA256DER(name ServerKey, msg []byte) ([]byte, error) {

@@ -13,7 +13,7 @@ import (
 	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
-func testCustodian(t *testing.T) *Custodian {
+func testCustodian(t testing.TB) *Custodian {
 	t.Helper()
 	ctx := context.Background()
 	st := openTestStore(t)

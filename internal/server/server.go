@@ -274,18 +274,22 @@ type PublicKeys struct {
 	AppProofPublicKey string `json:"appProofPublicKey"`
 	// WebhookPublicKey signs webhook deliveries (X-Latchkey-Signature; docs/webhooks.md).
 	WebhookPublicKey string `json:"webhookPublicKey"`
-	Version          string `json:"version"`
+	// ClientSecretsPublicKey is what clients encrypt OAuth 2.0 client secrets to: pass it to
+	// @turnkey/crypto encryptOauth2ClientSecret as dangerouslyOverrideTlsFetcherPublicKey.
+	ClientSecretsPublicKey string `json:"clientSecretsPublicKey"`
+	Version                string `json:"version"`
 }
 
 // PublicKeys returns the server's public keys.
 func (s *Server) PublicKeys() PublicKeys {
 	return PublicKeys{
-		SignerPublicKey:    s.Keys.PublicKey(custody.Signer),
-		NotarizerPublicKey: s.Keys.PublicKey(custody.Notarizer),
-		OTPPublicKey:       s.Keys.PublicKey(custody.OTP),
-		AppProofPublicKey:  s.Keys.PublicKey(custody.AppProof),
-		WebhookPublicKey:   s.Keys.PublicKey(custody.Webhook),
-		Version:            Version,
+		SignerPublicKey:        s.Keys.PublicKey(custody.Signer),
+		NotarizerPublicKey:     s.Keys.PublicKey(custody.Notarizer),
+		OTPPublicKey:           s.Keys.PublicKey(custody.OTP),
+		AppProofPublicKey:      s.Keys.PublicKey(custody.AppProof),
+		WebhookPublicKey:       s.Keys.PublicKey(custody.Webhook),
+		ClientSecretsPublicKey: s.Keys.PublicKey(custody.ClientSecrets),
+		Version:                Version,
 	}
 }
 
