@@ -2,6 +2,7 @@ package login
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -108,4 +109,42 @@ func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (stri
 		return "", apierr.Internalf(err, "signing the session")
 	}
 	return tok, nil
+}
+
+// DefaultCredentialSeconds is the lifetime of a credential bundle's key when none is asked.
+const DefaultCredentialSeconds = 900
+
+// Bundle makes a fresh P-256 API key of u whose private half leaves custody only encrypted to
+// target as a credential bundle (turnkey-wire.md §3.4), registers it with RegisterKey (credType,
+// expiring; name "" picks one from credType) and returns it with the bundle. otp_auth, oauth,
+// email_auth and the e-mail recovery answer with such bundles.
+func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name, expiration, credType string, invalidate bool) (*directory.APIKey, string, error) {
+	secs, err := Seconds("parameters.expirationSeconds", expiration, DefaultCredentialSeconds)
+	if err != nil {
+		return nil, "", err
+	}
+	pub, bundle, err := custody.NewSessionCredential(target)
+	if err != nil {
+		return nil, "", apierr.Invalid("parameters.targetPublicKey", "must be a P-256 public key in hex: %v", err)
+	}
+	exact := strings.TrimSpace(name) != ""
+	if !exact {
+		name = map[string]string{directory.CredentialOTPAuth: "OTP Auth", directory.CredentialEmailAuth: "Email Auth",
+			directory.CredentialRecoverUser: "Recovery", directory.CredentialOAuth: "OAuth"}[credType]
+	}
+	k, err := RegisterKey(x, env, u, Spec{PublicKey: pub, Seconds: secs, CredentialType: credType, Name: name, ExactName: exact,
+		InvalidateExisting: invalidate})
+	return k, bundle, err
+}
+
+// Seconds reads an expirationSeconds string (empty: def), between 1 and MaxSessionSeconds.
+func Seconds(field, s string, def int64) (int64, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > MaxSessionSeconds {
+		return 0, apierr.Invalid(field, "must be a whole number of seconds between 1 and %d, got %q", MaxSessionSeconds, s)
+	}
+	return n, nil
 }

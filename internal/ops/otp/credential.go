@@ -18,32 +18,6 @@ import (
 // bundle, turnkey-wire.md §3.4): in the result (otp_auth) or in an e-mail (email_auth, recovery),
 // so that the e-mail's reader, not the caller, gets the credential.
 
-// Credential lifetimes in seconds.
-const (
-	DefaultCredentialSeconds = 900
-	DefaultRecoverySeconds   = 900
-)
-
-// bundleKey makes the key and its bundle; the private half never leaves custody unencrypted.
-func bundleKey(x *activity.Exec, env directory.Env, u *directory.User, target, name, expiration, credType string, invalidate bool) (*directory.APIKey, string, error) {
-	secs, err := parseSeconds("parameters.expirationSeconds", expiration, DefaultCredentialSeconds, login.MaxSessionSeconds)
-	if err != nil {
-		return nil, "", err
-	}
-	pub, bundle, err := custody.NewSessionCredential(target)
-	if err != nil {
-		return nil, "", apierr.Invalid("parameters.targetPublicKey", "must be a P-256 public key in hex: %v", err)
-	}
-	exact := strings.TrimSpace(name) != ""
-	if !exact {
-		name = map[string]string{directory.CredentialOTPAuth: "OTP Auth", directory.CredentialEmailAuth: "Email Auth",
-			directory.CredentialRecoverUser: "Recovery"}[credType]
-	}
-	k, err := login.RegisterKey(x, env, u, login.Spec{PublicKey: pub, Seconds: secs, CredentialType: credType, Name: name, ExactName: exact,
-		InvalidateExisting: invalidate})
-	return k, bundle, err
-}
-
 func redactOTPAuth(intent any) any {
 	in := *intent.(*wire.OtpAuthIntent)
 	in.OtpCode = "[redacted]"
@@ -68,7 +42,7 @@ func (d Deps) otpAuth(x *activity.Exec, intent any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, bundle, err := bundleKey(x, d.Env(x), u, in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds, directory.CredentialOTPAuth,
+	k, bundle, err := login.Bundle(x, d.Env(x), u, in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds, directory.CredentialOTPAuth,
 		in.InvalidateExisting != nil && *in.InvalidateExisting)
 	if err != nil {
 		return nil, err
@@ -145,7 +119,7 @@ func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (
 	default:
 		return nil, nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%d users of organization %s have the e-mail address; cannot tell which one signs in", len(us), x.OrgID)
 	}
-	k, bundle, err := bundleKey(x, d.Env(x), us[0], p.target, p.apiKeyName, p.expiration, credType, p.invalidate)
+	k, bundle, err := login.Bundle(x, d.Env(x), us[0], p.target, p.apiKeyName, p.expiration, credType, p.invalidate)
 	if err != nil {
 		return nil, nil, err
 	}
