@@ -72,6 +72,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token; prefer LATCHKEY_SMS_TWILIO_AUTH_TOKEN")
 	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
 	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
+	var trustedIssuers listFlag
+	fs.Var(&trustedIssuers, "oidc-trusted-issuer", "comma-separated OIDC issuers to trust beyond the well-known public ones (Google, Apple, Facebook, …); plain http only on loopback")
+	issuerURL := fs.String("oidc-issuer-url", "", "Latchkey's own OIDC issuer identifier: the public URL of <api>/oidc (default http://<api-addr>/oidc)")
+	discordToken := fs.String("oauth2-discord-token-url", "", "override Discord's OAuth 2.0 token endpoint")
+	discordUser := fs.String("oauth2-discord-userinfo-url", "", "override Discord's user-info endpoint")
+	xToken := fs.String("oauth2-x-token-url", "", "override X's OAuth 2.0 token endpoint")
+	xUser := fs.String("oauth2-x-userinfo-url", "", "override X's user-info endpoint")
 	var qos listFlag
 	fs.Var(&qos, "tvc-qos-versions", "comma-separated QuorumOS versions TVC deployments may name, oldest first, the last the latest (empty: any version label is recorded as given; see docs/tvc.md)")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
@@ -101,6 +108,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
 	cfg.TVCQOSVersions = qos
+	cfg.OIDCTrustedIssuers, cfg.OIDCIssuerURL = trustedIssuers, *issuerURL
+	cfg.OAuth2 = map[string]server.OAuth2Endpoints{"discord": {TokenURL: *discordToken, UserInfoURL: *discordUser}, "x": {TokenURL: *xToken, UserInfoURL: *xUser}}
 	for _, c := range proxies {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

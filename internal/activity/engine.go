@@ -53,6 +53,8 @@ type Services struct {
 	SessionScope func(ctx context.Context, r store.Reader, orgID, profileID string) (*policy.Expr, error)
 	// MFA, when set, returns the MFA policy that applies to an initiator's activity.
 	MFA MFASource
+	// VerifyOIDC verifies id_tokens (oauth_login, list_suborgs by OIDC_TOKEN); nil refuses them.
+	VerifyOIDC directory.VerifyOIDC
 	Now func() time.Time
 	Log *slog.Logger
 }

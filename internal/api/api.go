@@ -48,8 +48,10 @@ type Server struct {
 	// already verified) whose attestation names a user of orgID or of one of its
 	// sub-organizations; nil refuses attested stamps as not supported.
 	Attested func(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error)
-	started  time.Time
-	served   atomic.Int64
+	// OIDC serves Latchkey's own OIDC issuer documents under /oidc/ (discovery and JWKS).
+	OIDC    http.Handler
+	started time.Time
+	served  atomic.Int64
 }
 
 // Handler returns the HTTP handler.
@@ -90,6 +92,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case path == "/healthz" && r.Method == http.MethodGet:
 		s.health(w, r)
+		return
+	case strings.HasPrefix(path, "/oidc/") && s.OIDC != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		s.OIDC.ServeHTTP(w, r)
 		return
 	}
 	kind, op, ok := splitRoute(path)

@@ -101,7 +101,19 @@ type Env struct {
 	Now      time.Time
 	WebAuthn stamp.WebAuthnPolicy
 	Limits   Limits
+	// VerifyOIDC verifies id_tokens (nil: tokens are refused as not supported).
+	VerifyOIDC VerifyOIDC
 }
+
+// OIDCIdentity is who a verified id_token names.
+type OIDCIdentity struct {
+	Issuer, Subject, Audience, Email string
+	EmailVerified                    bool
+}
+
+// VerifyOIDC checks an id_token's signature (through its issuer's published keys), that the
+// issuer is trusted, its times and, when nonce is not empty, its nonce.
+type VerifyOIDC func(ctx context.Context, token, nonce string) (*OIDCIdentity, error)
 
 // CreateUser creates a user with its credentials in org.
 func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec UserSpec) (*User, error) {
@@ -254,14 +266,24 @@ func CreateAuthenticator(ctx context.Context, tx store.Tx, env Env, u *User, spe
 	return a, nil
 }
 
-// CreateOAuthProvider links an OIDC identity to u. Only explicit claims are accepted until OIDC
-// token verification is in place.
+// CreateOAuthProvider links an OIDC identity to u: the claims given (oidcClaims), or those of
+// an id_token, verified.
 func CreateOAuthProvider(ctx context.Context, tx store.Tx, env Env, u *User, spec OAuthSpec) (*OAuthProvider, error) {
 	if spec.Issuer == "" || spec.Subject == "" || spec.Audience == "" {
-		if spec.Token != "" {
-			return nil, apierr.Unsupported(spec.Field + ".oidcToken (OIDC token verification arrives with the auth issue; pass oidcClaims)")
+		if spec.Token == "" {
+			return nil, apierr.Required(spec.Field + ".oidcToken")
 		}
-		return nil, apierr.Required(spec.Field + ".oidcClaims")
+		if env.VerifyOIDC == nil {
+			return nil, apierr.Unsupported(spec.Field + ".oidcToken (no OIDC verifier is configured)")
+		}
+		id, err := env.VerifyOIDC(ctx, spec.Token, "")
+		if err != nil {
+			return nil, apierr.Invalid(spec.Field+".oidcToken", "%v", err)
+		}
+		spec.Issuer, spec.Subject, spec.Audience = id.Issuer, id.Subject, id.Audience
+	}
+	if spec.Name = strings.TrimSpace(spec.Name); spec.Name == "" {
+		return nil, apierr.Required(spec.Field + ".providerName")
 	}
 	p := &OAuthProvider{ID: id.New(), OrgID: u.OrgID, UserID: u.ID, Name: spec.Name, Issuer: spec.Issuer,
 		Subject: spec.Subject, Audience: spec.Audience, CreatedAt: env.Now, UpdatedAt: env.Now}

@@ -30,10 +30,7 @@ func init() {
 	group("needs AWS Nitro enclave attestation, which a self-hosted server cannot produce",
 		"get_boot_proof", "get_latest_boot_proof")
 	group("end-user authentication: arrives with the auth-proxy issue (#5)",
-		"oauth", "oauth_login",
-		"oauth2_authenticate", "create_oauth_providers", "delete_oauth_providers", "get_oauth_providers",
-		"create_oauth2_credential", "update_oauth2_credential", "delete_oauth2_credential", "get_oauth2_credential",
-		"list_oauth2_credentials", "list_verified_suborgs", "list_email_events")
+		"list_verified_suborgs", "list_email_events")
 	group("chain data: arrives with the chain-data issue (#7)",
 		"get_wallet_address_balances", "list_supported_assets", "eth_send_transaction", "sol_send_transaction",
 		"eth_send_raw_transaction", "get_send_transaction_status", "get_nonces", "eth_undelegate_7702",

@@ -21,10 +21,12 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/oidc"
 	"github.com/latchkey/latchkey/internal/ops/activities"
 	"github.com/latchkey/latchkey/internal/ops/allowlists"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/mfa"
+	"github.com/latchkey/latchkey/internal/ops/oauth"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/otp"
 	"github.com/latchkey/latchkey/internal/ops/policies"
@@ -69,6 +71,14 @@ type Config struct {
 	// TVCQOSVersions are the QuorumOS versions TVC deployments may name, oldest first (the
 	// last is the latest); empty records any well-formed version label (see docs/tvc.md).
 	TVCQOSVersions []string
+	// OIDCTrustedIssuers are issuers trusted beyond the well-known public ones (Google, Apple,
+	// Facebook, …); plain http only on loopback.
+	OIDCTrustedIssuers []string
+	// OIDCIssuerURL is Latchkey's own issuer identifier (default http://<api-addr>/oidc); set it
+	// to the public https URL of <api>/oidc when others must verify Latchkey's tokens.
+	OIDCIssuerURL string
+	// OAuth2 overrides the token and user-info endpoints of "discord" and "x".
+	OAuth2 map[string]OAuth2Endpoints
 	// Emailer and Texter deliver one-time codes. Without them, --dev writes every message to
 	// DataDir/outbox.jsonl; otherwise the OTP type without a transport is refused clearly.
 	Emailer notify.Emailer
@@ -92,7 +102,10 @@ type Server struct {
 	// Proxy manages the organizations' auth proxy configurations; ProxyServer serves /v1/*.
 	Proxy       *authproxy.Manager
 	ProxyServer *authproxy.Server
-	Log         *slog.Logger
+	// OIDCIssuer mints Latchkey's id_tokens (served at <api>/oidc); OIDCVerifier verifies id_tokens.
+	OIDCIssuer   *oidc.Issuer
+	OIDCVerifier *oidc.Verifier
+	Log          *slog.Logger
 }
 
 // DatabaseFile is the SQLite file inside the data directory.
@@ -148,6 +161,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Webhooks.Prepare()
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
 		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
+	if err := s.setUpOIDC(func() time.Time { return svc.Now() }); err != nil {
+		st.Close()
+		return nil, err
+	}
+	svc.VerifyOIDC = s.verifyOIDC
 	s.Engine = activity.NewEngine(svc, s.registry())
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
@@ -157,7 +175,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
 		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
-	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }}.Resolve
+	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
+	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
@@ -171,7 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func (s *Server) env(now time.Time) directory.Env {
-	return directory.Env{Now: now, WebAuthn: s.webAuthnPolicy(), Limits: s.cfg.Limits}
+	return directory.Env{Now: now, WebAuthn: s.webAuthnPolicy(), Limits: s.cfg.Limits, VerifyOIDC: s.verifyOIDC}
 }
 
 func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
@@ -195,6 +214,7 @@ func (s *Server) registry() *activity.Registry {
 	mfa.Register(reg)
 	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
+	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
 	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
 		id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
 		if err != nil {
@@ -210,7 +230,7 @@ func (s *Server) registry() *activity.Registry {
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
 	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
-	kinds = append(kinds, tvc.OwnedKinds...)
+	kinds = append(append(kinds, tvc.OwnedKinds...), oauth.OwnedKinds...)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }

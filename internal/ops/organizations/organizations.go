@@ -250,7 +250,12 @@ var suborgFilterKeys = map[string]string{
 	"PUBLIC_KEY":             directory.KeyAPIKeyPublicKey,
 	"CREDENTIAL_ID":          directory.KeyAuthCredentialID,
 	"WALLET_ACCOUNT_ADDRESS": "wallet_account.address",
+	oidcSubject:              directory.KeyOAuthSubject,
 }
+
+// oidcSubject filters by a verified OIDC identity (issuer NUL subject NUL audience); list_suborgs
+// turns an OIDC_TOKEN into it once the token verifies.
+const oidcSubject = "oidc subject"
 
 func listSuborgs(q *activity.Read, req any) (any, error) {
 	in := req.(*wire.GetSubOrgIdsRequest)
@@ -273,7 +278,18 @@ func listSuborgs(q *activity.Read, req any) (any, error) {
 	if in.FilterValue == "" {
 		return nil, apierr.Required("filterValue")
 	}
-	ids, err := SubOrgsMatching(q.Ctx, q.R, parent.ID, in.FilterType, in.FilterValue)
+	filter, value := in.FilterType, in.FilterValue
+	if filter == "OIDC_TOKEN" {
+		if q.Services.VerifyOIDC == nil {
+			return nil, apierr.Unsupported("list_suborgs filterType OIDC_TOKEN (no OIDC verifier is configured)")
+		}
+		id, err := q.Services.VerifyOIDC(q.Ctx, value, "")
+		if err != nil {
+			return nil, apierr.Invalid("filterValue", "%v", err)
+		}
+		filter, value = oidcSubject, id.Issuer+"\x00"+id.Subject+"\x00"+id.Audience
+	}
+	ids, err := SubOrgsMatching(q.Ctx, q.R, parent.ID, filter, value)
 	if err != nil {
 		return nil, err
 	}
@@ -317,8 +333,6 @@ func SubOrgsMatching(ctx context.Context, r store.Reader, parentID, filterType, 
 		value = strings.ToLower(value)
 	case "PUBLIC_KEY":
 		value = strings.ToLower(strings.TrimPrefix(value, "0x"))
-	case "OIDC_TOKEN":
-		return nil, apierr.Unsupported("list_suborgs filterType OIDC_TOKEN (arrives with OIDC login)")
 	}
 	key, ok := suborgFilterKeys[filterType]
 	if !ok {

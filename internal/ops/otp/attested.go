@@ -20,9 +20,6 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// OIDCIdentity is who a verified OIDC id_token names.
-type OIDCIdentity struct{ Issuer, Subject, Audience string }
-
 // Attested resolves the callers of X-Stamp-Attested requests (turnkey-wire.md §2b): @turnkey/core
 // logs in after an OTP or an OAuth sign-in with stamp_login stamped by the session key and
 // attested by the OTP verification token (whose public_key claim is that key) or by an OIDC
@@ -32,7 +29,7 @@ type Attested struct {
 	OTPKey *ecdsa.PublicKey
 	// VerifyOIDC checks an id_token (signature, trusted issuer, exp) and its nonce; nil refuses
 	// OIDC attestations as not supported.
-	VerifyOIDC func(ctx context.Context, token, nonce string) (OIDCIdentity, error)
+	VerifyOIDC directory.VerifyOIDC
 	Now        func() time.Time
 }
 
