@@ -55,8 +55,8 @@ type Services struct {
 	MFA MFASource
 	// VerifyOIDC verifies id_tokens (oauth_login, list_suborgs by OIDC_TOKEN); nil refuses them.
 	VerifyOIDC directory.VerifyOIDC
-	Now func() time.Time
-	Log *slog.Logger
+	Now        func() time.Time
+	Log        *slog.Logger
 }
 
 // Engine runs activities and queries.

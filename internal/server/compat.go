@@ -29,8 +29,8 @@ func init() {
 		"list_fiat_on_ramp_credentials", "get_onramp_transaction_status", "get_gas_usage")
 	group("needs AWS Nitro enclave attestation, which a self-hosted server cannot produce",
 		"get_boot_proof", "get_latest_boot_proof")
-	group("end-user authentication: arrives with the auth-proxy issue (#5)",
-		"list_verified_suborgs", "list_email_events")
+	group("e-mail delivery events come from a hosted mail provider's feedback; Latchkey hands mail to your SMTP server and receives none",
+		"list_email_events")
 	group("chain data: arrives with the chain-data issue (#7)",
 		"get_wallet_address_balances", "list_supported_assets", "eth_send_transaction", "sol_send_transaction",
 		"eth_send_raw_transaction", "get_send_transaction_status", "get_nonces", "eth_undelegate_7702",

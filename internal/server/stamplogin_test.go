@@ -71,6 +71,18 @@ func TestStampLogin(t *testing.T) {
 	mustOK(t, r)
 	tok := r.str("activity", "result", "verifyOtpResult", "verificationToken")
 
+	// The parent verified alice's address: list_verified_suborgs finds her sub-organization; an
+	// address nobody verified finds nothing.
+	v := root.query("list_verified_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"})
+	mustOK(t, v)
+	if v.str("organizationIds", "0") != subID {
+		t.Fatalf("list_verified_suborgs: %s", v.raw)
+	}
+	if v := root.query("list_verified_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); v.str("organizationIds") != "[]" {
+		t.Fatalf("list_verified_suborgs for an unverified address: %s", v.raw)
+	}
+	wantError(t, root.query("list_verified_suborgs", map[string]any{"filterType": "NAME", "filterValue": "x"}), http.StatusBadRequest, 3, "filterType")
+
 	const scheme = "STAMP_ATTESTED_SCHEME_P256_VERIFICATION_TOKEN"
 	loginBody := func(org, pub string) []byte {
 		h.advance(time.Millisecond)

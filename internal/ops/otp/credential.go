@@ -38,6 +38,9 @@ func (d Deps) otpAuth(x *activity.Exec, intent any) (any, error) {
 	if err := c.attempt(x, in.OtpCode); err != nil {
 		return nil, err
 	}
+	if err := markVerified(x, c.Type, c.Contact); err != nil {
+		return nil, err
+	}
 	u, err := contactUser(x, c.Type, c.Contact)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ const (
 )
 
 // OwnedKinds are the record kinds an organization owns here (deleted with the organization).
-var OwnedKinds = []string{KindOTP, kindContactLock, KindVerificationToken}
+var OwnedKinds = []string{KindOTP, kindContactLock, KindVerificationToken, KindVerifiedContact}
 
 // keyContact finds a contact's codes; its value is an HMAC of organization, type and contact.
 // kindContactLock is a record per such value that init_otp writes to serialise its checks.
@@ -93,6 +93,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "init_user_email_recovery", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initRecovery})
 	reg.Submit(activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: d.recoverUser,
 		SelfUser: func(_ *activity.Exec, intent any) string { return intent.(*wire.RecoverUserIntent).UserId }})
+	reg.Query(activity.QueryOp{Path: "list_verified_suborgs", Execute: listVerifiedSuborgs})
 	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: d.stampLogin,
 		SelfUser: func(x *activity.Exec, _ any) string { return x.Caller.User.ID }})
 }
@@ -536,6 +537,9 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if err := sweepTokens(x); err != nil {
+		return nil, err
+	}
+	if err := markVerified(x, c.Type, c.Contact); err != nil {
 		return nil, err
 	}
 	t := &Token{ID: id.New(), OrgID: x.OrgID, Type: c.Type, Contact: c.Contact, PublicKey: publicKey, ExpiresAt: x.Now.Add(time.Duration(tokenSecs) * time.Second)}
