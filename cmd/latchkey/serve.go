@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/directory"
 
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/ops/chaindata"
 	"github.com/latchkey/latchkey/internal/server"
 )
 
@@ -79,6 +80,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	discordUser := fs.String("oauth2-discord-userinfo-url", "", "override Discord's user-info endpoint")
 	xToken := fs.String("oauth2-x-token-url", "", "override X's OAuth 2.0 token endpoint")
 	xUser := fs.String("oauth2-x-userinfo-url", "", "override X's user-info endpoint")
+	var chainRPC listFlag
+	fs.Var(&chainRPC, "chain-rpc", "comma-separated CAIP2=URL chain providers, e.g. eip155:1=https://eth.example/rpc,solana:mainnet=https://sol.example (JSON-RPC; keep API keys in LATCHKEY_CHAIN_RPC)")
+	assetsFile := fs.String("assets-file", "", "JSON file extending (or, with \"replace\": true, replacing) the built-in asset list; see docs/operations.md")
 	var qos listFlag
 	fs.Var(&qos, "tvc-qos-versions", "comma-separated QuorumOS versions TVC deployments may name, oldest first, the last the latest (empty: any version label is recorded as given; see docs/tvc.md)")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
@@ -108,6 +112,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
 	cfg.TVCQOSVersions = qos
+	if cfg.ChainRPC, err = chaindata.ParseProviders(chainRPC); err != nil {
+		return usageError{err.Error()}
+	}
+	cfg.AssetsFile = *assetsFile
 	cfg.OIDCTrustedIssuers, cfg.OIDCIssuerURL = trustedIssuers, *issuerURL
 	cfg.OAuth2 = map[string]server.OAuth2Endpoints{"discord": {TokenURL: *discordToken, UserInfoURL: *discordUser}, "x": {TokenURL: *xToken, UserInfoURL: *xUser}}
 	for _, c := range proxies {

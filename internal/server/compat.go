@@ -31,10 +31,12 @@ func init() {
 		"get_boot_proof", "get_latest_boot_proof")
 	group("e-mail delivery events come from a hosted mail provider's feedback; Latchkey hands mail to your SMTP server and receives none",
 		"list_email_events")
-	group("chain data: arrives with the chain-data issue (#7)",
-		"get_wallet_address_balances", "list_supported_assets", "eth_send_transaction", "sol_send_transaction",
-		"eth_send_raw_transaction", "get_send_transaction_status", "get_nonces", "eth_undelegate_7702",
+	group("builds, signs and sponsors a transaction (Turnkey's gas station): Latchkey signs with sign_transaction and sends with eth_send_raw_transaction",
+		"eth_send_transaction", "eth_undelegate_7702")
+	group("transaction history needs a chain indexer, which Latchkey does not run",
 		"list_eth_transaction_history", "list_sol_transaction_history")
+	group("not yet implemented: sign with sign_transaction (TRANSACTION_TYPE_SOLANA) and send through your Solana RPC",
+		"sol_send_transaction")
 	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs", "validate_tvc_image", "get_tvc_deployment_provisioning_details",
 		"create_tvc_quorum_key", "post_tvc_quorum_key_share", "re_encrypt_tvc_quorum_key_share")

@@ -24,6 +24,7 @@ import (
 	"github.com/latchkey/latchkey/internal/oidc"
 	"github.com/latchkey/latchkey/internal/ops/activities"
 	"github.com/latchkey/latchkey/internal/ops/allowlists"
+	"github.com/latchkey/latchkey/internal/ops/chaindata"
 	"github.com/latchkey/latchkey/internal/ops/credentials"
 	"github.com/latchkey/latchkey/internal/ops/mfa"
 	"github.com/latchkey/latchkey/internal/ops/oauth"
@@ -77,6 +78,12 @@ type Config struct {
 	// OIDCIssuerURL is Latchkey's own issuer identifier (default http://<api-addr>/oidc); set it
 	// to the public https URL of <api>/oidc when others must verify Latchkey's tokens.
 	OIDCIssuerURL string
+	// ChainRPC are the chain providers: canonical CAIP-2 id -> JSON-RPC URL (--chain-rpc).
+	ChainRPC map[string]string
+	// AssetsFile extends or replaces the built-in asset list (docs/operations.md).
+	AssetsFile string
+	// BalanceCacheTTL is how long balances are served from memory (default 10 s).
+	BalanceCacheTTL time.Duration
 	// OAuth2 overrides the token and user-info endpoints of "discord" and "x".
 	OAuth2 map[string]OAuth2Endpoints
 	// Emailer and Texter deliver one-time codes. Without them, --dev writes every message to
@@ -105,6 +112,7 @@ type Server struct {
 	// OIDCIssuer mints Latchkey's id_tokens (served at <api>/oidc); OIDCVerifier verifies id_tokens.
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
+	chain        *chaindata.Deps
 	Log          *slog.Logger
 }
 
@@ -161,6 +169,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Webhooks.Prepare()
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
 		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
+	if s.chain, err = newChainDeps(cfg); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := s.setUpOIDC(func() time.Time { return svc.Now() }); err != nil {
 		st.Close()
 		return nil, err
@@ -214,6 +226,7 @@ func (s *Server) registry() *activity.Registry {
 	mfa.Register(reg)
 	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
+	chaindata.Register(reg, s.chain)
 	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
 	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
 		id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
@@ -230,7 +243,7 @@ func (s *Server) registry() *activity.Registry {
 func ownedKinds() []string {
 	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
 	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
-	kinds = append(append(kinds, tvc.OwnedKinds...), oauth.OwnedKinds...)
+	kinds = append(append(append(kinds, tvc.OwnedKinds...), oauth.OwnedKinds...), chaindata.OwnedKinds...)
 	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
 		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
 }

@@ -1,0 +1,24 @@
+// Package chaindata reads balances from and broadcasts transactions to the chains, through the
+// JSON-RPC providers the operator configures (--chain-rpc CAIP2=URL; internal/chain/rpc). Latchkey
+// talks to no chain on its own.
+//
+//   - list_supported_assets: the asset list (assets.go: each network's native coin and major
+//     stablecoins, with CAIP-19 ids; an operator file extends or replaces it).
+//   - get_wallet_address_balances: the non-zero balances of one of the organization's wallet
+//     account addresses (private key addresses are refused, as the spec says): the native coin
+//     (eth_getBalance, getBalance) and the listed tokens (ERC-20 balanceOf through eth_call; SPL
+//     token accounts through getTokenAccountsByOwner), in atomic units as strings. Balances are
+//     kept a few seconds per (network, address) and concurrent readers share one fetch, so a
+//     burst of calls is one set of RPC calls. display.usd is never set: Latchkey has no price
+//     source. The query is a beta that needs access: an operator grants it per organization
+//     (`latchkey access grant --feature wallet-balances`); a parent's grant covers its
+//     sub-organizations.
+//   - eth_send_raw_transaction: a signed transaction for the network of its chain id, sent with
+//     eth_sendRawTransaction; get_send_transaction_status follows it to INCLUDED or FAILED with
+//     eth_getTransactionReceipt. get_nonces reads eth_getTransactionCount (pending).
+//
+// Broadcasting happens inside the activity's transaction (the store waits on the node, bounded
+// by the provider timeout): an activity that says a transaction was sent means it was.
+// Sponsored (gas station) sends and eth_send_transaction (which would build, sign and sponsor)
+// answer "not supported".
+package chaindata

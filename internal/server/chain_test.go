@@ -1,0 +1,202 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/latchkey/latchkey/internal/ops/chaindata"
+)
+
+// fakeNode answers JSON-RPC methods with canned (recorded) results.
+type fakeNode struct {
+	srv     *httptest.Server
+	calls   atomic.Int64
+	mu      sync.Mutex
+	results map[string]func(params []json.RawMessage) string
+}
+
+func newFakeNode(t *testing.T, results map[string]func([]json.RawMessage) string) *fakeNode {
+	n := &fakeNode{results: results}
+	n.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.calls.Add(1)
+		var req struct {
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
+		n.mu.Lock()
+		f := n.results[req.Method]
+		n.mu.Unlock()
+		if f == nil {
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method does not exist"}}`))
+			return
+		}
+		res := f(req.Params)
+		if strings.HasPrefix(res, `{"jsonrpc"`) {
+			_, _ = w.Write([]byte(res))
+			return
+		}
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":` + res + `}`))
+	}))
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+func TestChainData(t *testing.T) {
+	usdcSepolia := strings.ToLower("0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238")
+	var mined atomic.Bool
+	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		"eth_getBalance": func([]json.RawMessage) string { return `"0xde0b6b3a7640000"` },
+		"eth_call": func(p []json.RawMessage) string {
+			if strings.Contains(string(p[0]), usdcSepolia) {
+				return `"0x00000000000000000000000000000000000000000000000000000000000f4240"`
+			}
+			return `"0x0000000000000000000000000000000000000000000000000000000000000000"`
+		},
+		"eth_getTransactionCount": func([]json.RawMessage) string { return `"0x5"` },
+		"eth_sendRawTransaction": func(p []json.RawMessage) string {
+			var raw string
+			_ = json.Unmarshal(p[0], &raw)
+			var tx types.Transaction
+			_ = tx.UnmarshalBinary(common.FromHex(raw))
+			return `"` + tx.Hash().Hex() + `"`
+		},
+		"eth_getTransactionReceipt": func([]json.RawMessage) string {
+			if !mined.Load() {
+				return "null"
+			}
+			return `{"status":"0x1","blockNumber":"0x10"}`
+		},
+	})
+	tokens, err := os.ReadFile("testdata/solana_token_accounts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		"getBalance":              func([]json.RawMessage) string { return `{"context":{"slot":386270012},"value":1500000000}` },
+		"getTokenAccountsByOwner": func([]json.RawMessage) string { return string(tokens) },
+	})
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	h := newHarnessWith(t, func(c *Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, "eip155:8453": down.URL}
+	})
+	root, created := h.rootOrg("Acme")
+	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
+		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
+		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	mustOK(t, r)
+	ethAddr := r.str("activity", "result", "createWalletResult", "addresses", "0")
+	solAddr := r.str("activity", "result", "createWalletResult", "addresses", "1")
+	balances := func(addr, caip2 string) response {
+		return root.query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
+	}
+
+	// A beta: refused until the operator grants it.
+	wantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
+	if err := chaindata.SetGrant(t.Context(), h.s.Store, created.OrganizationID, chaindata.FeatureWalletBalances, true, h.clock()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Native and listed ERC-20 balances, zero ones left out; a burst is one set of RPC calls.
+	before := evm.calls.Load()
+	var wg sync.WaitGroup
+	results := make([]response, 20)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = balances(ethAddr, "eip155:11155111") }()
+	}
+	wg.Wait()
+	for _, b := range results {
+		mustOK(t, b)
+		if b.str("balances", "0", "balance") != "1000000000000000000" || b.str("balances", "0", "symbol") != "ETH" || b.str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
+			b.str("balances", "1", "balance") != "1000000" || b.str("balances", "1", "decimals") != "6" || b.str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
+			len(b.body["balances"].([]any)) != 2 || strings.Contains(string(b.raw), "display") {
+			t.Fatalf("balances: %s", b.raw)
+		}
+	}
+	if n := evm.calls.Load() - before; n != 2 { // eth_getBalance + one eth_call for the one listed token
+		t.Fatalf("20 concurrent calls made %d RPC calls, want 2 (one shared fetch)", n)
+	}
+
+	// Solana by its alias: SOL, the listed USDC, an unlisted mint by its id; the empty account left out.
+	s := balances(solAddr, "solana:devnet")
+	mustOK(t, s)
+	if s.str("balances", "0", "balance") != "1500000000" || s.str("balances", "0", "symbol") != "SOL" ||
+		s.str("balances", "1", "symbol") != "USDC" || s.str("balances", "1", "balance") != "25000000" ||
+		s.str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" || s.str("balances", "2", "decimals") != "2" ||
+		len(s.body["balances"].([]any)) != 3 {
+		t.Fatalf("solana balances: %s", s.raw)
+	}
+
+	// Errors.
+	pk := root.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}}})
+	mustOK(t, pk)
+	pkAddr := pk.str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
+	wantError(t, balances(pkAddr, "eip155:11155111"), http.StatusBadRequest, 3, "private key address")
+	wantError(t, balances("0x000000000000000000000000000000000000dEaD", "eip155:11155111"), http.StatusNotFound, 5, "not a wallet account address")
+	wantError(t, balances(ethAddr, "eip155:10"), http.StatusBadRequest, 3, "caip2")
+	wantError(t, balances(ethAddr, "eip155:1"), http.StatusBadRequest, 9, "no RPC provider is configured for eip155:1")
+	wantError(t, balances(solAddr, "eip155:11155111"), http.StatusBadRequest, 3, "not an Ethereum address")
+	if d := balances(ethAddr, "eip155:8453"); d.status != http.StatusServiceUnavailable || !strings.Contains(d.str("message"), "eip155:8453") || strings.Contains(string(d.raw), down.URL) {
+		t.Fatalf("provider down: %s", d.raw)
+	}
+
+	// The asset list.
+	a := root.query("list_supported_assets", map[string]any{"caip2": "eip155:11155111"})
+	mustOK(t, a)
+	if len(a.body["assets"].([]any)) != 2 || a.str("assets", "1", "symbol") != "USDC" {
+		t.Fatalf("list_supported_assets: %s", a.raw)
+	}
+
+	// A signed transaction sent, then followed to INCLUDED; the nonce read from the node.
+	key, _ := crypto.GenerateKey()
+	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+	signer := types.LatestSignerForChainID(big.NewInt(11155111))
+	tx, err := types.SignNewTx(key, signer, &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5, GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9),
+		Gas: 21000, To: &to, Value: big.NewInt(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tx.MarshalBinary()
+	send := func(hexTx, caip2 string) response {
+		h.advance(time.Millisecond)
+		return root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexTx, "caip2": caip2})
+	}
+	wantError(t, send(hexutil.Encode(raw), "eip155:8453"), http.StatusBadRequest, 3, "chain id")
+	wantError(t, send("0xdeadbeef", "eip155:11155111"), http.StatusBadRequest, 3, "parameters.signedTransaction")
+	sr := send(hexutil.Encode(raw), "eip155:11155111")
+	mustOK(t, sr)
+	hash := sr.str("activity", "result", "ethSendRawTransactionResult", "transactionHash")
+	if hash != strings.ToLower(tx.Hash().Hex()) {
+		t.Fatalf("hash %s, want %s", hash, tx.Hash().Hex())
+	}
+	st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash})
+	if st.str("txStatus") != chaindata.StatusPending || st.str("eth", "txHash") != hash {
+		t.Fatalf("status: %s", st.raw)
+	}
+	mined.Store(true)
+	if st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.str("txStatus") != chaindata.StatusIncluded {
+		t.Fatalf("status after mining: %s", st.raw)
+	}
+	n := root.query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
+	if n.str("nonce") != "5" {
+		t.Fatalf("get_nonces: %s", n.raw)
+	}
+}
