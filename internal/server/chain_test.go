@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"math/big"
@@ -17,6 +20,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/mr-tron/base58"
 
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 )
@@ -87,9 +91,19 @@ func TestChainData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sentSol []byte
 	sol := newFakeNode(t, map[string]func([]json.RawMessage) string{
 		"getBalance":              func([]json.RawMessage) string { return `{"context":{"slot":386270012},"value":1500000000}` },
 		"getTokenAccountsByOwner": func([]json.RawMessage) string { return string(tokens) },
+		"sendTransaction": func(p []json.RawMessage) string {
+			var b64 string
+			_ = json.Unmarshal(p[0], &b64)
+			sentSol, _ = base64.StdEncoding.DecodeString(b64)
+			return `"` + base58.Encode(sentSol[1:65]) + `"`
+		},
+		"getSignatureStatuses": func([]json.RawMessage) string {
+			return `{"context":{"slot":386270100},"value":[{"slot":386270090,"confirmations":null,"err":null,"status":{"Ok":null},"confirmationStatus":"confirmed"}]}`
+		},
 	})
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
@@ -195,6 +209,33 @@ func TestChainData(t *testing.T) {
 	if st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.str("txStatus") != chaindata.StatusIncluded {
 		t.Fatalf("status after mining: %s", st.raw)
 	}
+	// A Solana transfer signed by the wallet's account with a caller's blockhash, sent, followed.
+	from, _ := base58.Decode(solAddr)
+	msg := []byte{1, 0, 1, 3}
+	msg = append(append(append(msg, from...), make([]byte, 32)...), make([]byte, 32)...)
+	msg[4+32] = 7                                                                     // the recipient
+	msg = append(msg, make([]byte, 32)...)                                            // blockhash, replaced below
+	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0) // system transfer of 1,000,000 lamports
+	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
+	bh := make([]byte, 32)
+	bh[0] = 9
+	h.advance(time.Millisecond)
+	ss := root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "recentBlockhash": base58.Encode(bh)})
+	mustOK(t, ss)
+	signedMsg := sentSol[65:]
+	if !ed25519.Verify(from, signedMsg, sentSol[1:65]) || signedMsg[4+96] != 9 {
+		t.Fatalf("the sent Solana transaction is not signed by the account over the new blockhash")
+	}
+	sid := ss.str("activity", "result", "solSendTransactionResultV2", "sendTransactionStatusId")
+	if st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": sid}); st.str("txStatus") != chaindata.StatusIncluded ||
+		st.str("solana", "signature") != base58.Encode(sentSol[1:65]) {
+		t.Fatalf("solana status: %s", st.raw)
+	}
+	h.advance(time.Millisecond)
+	wantError(t, root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "sponsor": true}), http.StatusNotImplemented, 12, "not supported")
+
 	n := root.query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
 	if n.str("nonce") != "5" {
 		t.Fatalf("get_nonces: %s", n.raw)

@@ -35,8 +35,6 @@ func init() {
 		"eth_send_transaction", "eth_undelegate_7702")
 	group("transaction history needs a chain indexer, which Latchkey does not run",
 		"list_eth_transaction_history", "list_sol_transaction_history")
-	group("not yet implemented: sign with sign_transaction (TRANSACTION_TYPE_SOLANA) and send through your Solana RPC",
-		"sol_send_transaction")
 	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs", "validate_tvc_image", "get_tvc_deployment_provisioning_details",
 		"create_tvc_quorum_key", "post_tvc_quorum_key_share", "re_encrypt_tvc_quorum_key_share")

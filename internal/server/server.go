@@ -226,6 +226,7 @@ func (s *Server) registry() *activity.Registry {
 	mfa.Register(reg)
 	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
 	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
+	s.chain.SignSolana = wd.SignSolana
 	chaindata.Register(reg, s.chain)
 	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
 	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {

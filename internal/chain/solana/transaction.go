@@ -50,6 +50,7 @@ type Tx struct {
 	header     Header
 	staticKeys [][pubkeySize]byte
 	blockhash  [pubkeySize]byte
+	bhOffset   int // where the recent blockhash starts in raw
 	instrs     []Instruction
 	lookups    []AddressTableLookup
 }
@@ -198,6 +199,7 @@ func (t *Tx) parseMessage(r *reader) error {
 		}
 		seen[t.staticKeys[i]] = true
 	}
+	t.bhOffset = r.off
 	bh, err := r.take(pubkeySize, "recent blockhash")
 	if err != nil {
 		return err
@@ -328,6 +330,15 @@ func (t *Tx) WithSignature(index int, sig []byte) ([]byte, error) {
 	out := bytes.Clone(t.raw)
 	copy(out[t.sigOffset+index*signatureSize:], sig)
 	return out, nil
+}
+
+// WithBlockhash returns the transaction's bytes with its recent blockhash replaced and every
+// signature slot cleared (a new blockhash invalidates them).
+func (t *Tx) WithBlockhash(bh [pubkeySize]byte) []byte {
+	out := bytes.Clone(t.raw)
+	clear(out[t.sigOffset : t.sigOffset+t.numSigs*signatureSize])
+	copy(out[t.bhOffset:], bh[:])
+	return out
 }
 
 // account describes the account at one index of the message's account list.

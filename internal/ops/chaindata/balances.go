@@ -31,8 +31,10 @@ type Deps struct {
 	// Providers are the configured nodes by canonical CAIP-2 id.
 	Providers map[string]*rpc.Client
 	Catalog   Catalog
-	CacheTTL  time.Duration
-	cache     *balanceCache
+	// SignSolana signs a Solana transaction with the key signWith names (wallets.Deps.SignSolana).
+	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
+	CacheTTL   time.Duration
+	cache      *balanceCache
 }
 
 // NewDeps returns the dependencies with a fresh cache.
@@ -50,6 +52,7 @@ func Register(reg *activity.Registry, d *Deps) {
 	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: d.nonces})
 	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: d.status})
 	reg.Submit(activity.Operation{Path: "eth_send_raw_transaction", Access: activity.AccessRoot, Execute: d.sendRaw})
+	reg.Submit(activity.Operation{Path: "sol_send_transaction", Access: activity.AccessRoot, Execute: d.solSend})
 }
 
 func (d *Deps) provider(caip2 string) (*rpc.Client, error) {

@@ -2,6 +2,7 @@ package chaindata
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/rpc"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -107,6 +109,9 @@ func (d *Deps) status(q *activity.Read, req any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isSolana(s.Caip2) {
+		return solanaStatus(q, c, s)
+	}
 	var receipt *struct {
 		Status      string `json:"status"`
 		BlockNumber string `json:"blockNumber"`
@@ -123,6 +128,33 @@ func (d *Deps) status(q *activity.Read, req any) (any, error) {
 		out.TxStatus = StatusFailed
 		out.TxError = "the transaction was included in block " + receipt.BlockNumber + " and reverted"
 		out.Error = &wire.TxError{Message: out.TxError}
+	}
+	return out, nil
+}
+
+// solanaStatus reads a Solana transaction's status with getSignatureStatuses.
+func solanaStatus(q *activity.Read, c *rpc.Client, s *Send) (any, error) {
+	var st struct {
+		Value []*struct {
+			ConfirmationStatus string          `json:"confirmationStatus"`
+			Err                json.RawMessage `json:"err"`
+		} `json:"value"`
+	}
+	if err := c.Call(q.Ctx, "getSignatureStatuses", []any{[]string{s.TxHash}, map[string]bool{"searchTransactionHistory": true}}, &st); err != nil {
+		return nil, rpcError(err)
+	}
+	out := wire.GetSendTransactionStatusResponse{TxStatus: StatusPending, Solana: &wire.SolanaSendTransactionStatus{Signature: s.TxHash}}
+	if len(st.Value) == 0 || st.Value[0] == nil {
+		return out, nil
+	}
+	v := st.Value[0]
+	switch {
+	case len(v.Err) > 0 && string(v.Err) != "null":
+		out.TxStatus = StatusFailed
+		out.TxError = "the transaction failed: " + string(v.Err)
+		out.Error = &wire.TxError{Message: out.TxError}
+	case v.ConfirmationStatus == "confirmed" || v.ConfirmationStatus == "finalized":
+		out.TxStatus = StatusIncluded
 	}
 	return out, nil
 }

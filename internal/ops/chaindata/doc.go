@@ -16,6 +16,8 @@
 //   - eth_send_raw_transaction: a signed transaction for the network of its chain id, sent with
 //     eth_sendRawTransaction; get_send_transaction_status follows it to INCLUDED or FAILED with
 //     eth_getTransactionReceipt. get_nonces reads eth_getTransactionCount (pending).
+//   - sol_send_transaction: signed with the named accounts (wallets.Deps.SignSolana), sent with
+//     sendTransaction, followed with getSignatureStatuses.
 //
 // Broadcasting happens inside the activity's transaction (the store waits on the node, bounded
 // by the provider timeout): an activity that says a transaction was sent means it was.

@@ -122,6 +122,17 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	return signed{key: k, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)}, env: env}, nil
 }
 
+// SignSolana signs a Solana transaction (wire bytes) with the key signWith names in x's
+// organization, in that key's signer slot, and returns the transaction with the signature.
+func (d Deps) SignSolana(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error) {
+	k, err := ResolveSigner(x.Ctx, x.Tx, x.OrgID, signWith)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := signSolana(d, k, unsigned)
+	return out, err
+}
+
 func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if k.Curve != "CURVE_ED25519" {
 		return nil, nil, apierr.Invalid("parameters.signWith", "a Solana transaction is signed by an Ed25519 key; this key is %s", k.Curve)
