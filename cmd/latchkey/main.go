@@ -50,6 +50,7 @@ commands:
   init      create a top-level organization
   keys      print the server's public keys as JSON
   proxy     configure an organization's auth proxy (proxy enable|update|disable|show --org ID)
+  operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
   keyring   rotate the data key that seals secrets (keyring rotate)
   bench     load-test a running Latchkey
@@ -78,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdInit(ctx, rest, stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, rest, stdout, stderr)
+	case "operator":
+		return cmdOperator(ctx, rest, stdout, stderr)
 	case "access":
 		return cmdAccess(ctx, rest, stdout, stderr)
 	case "proxy":

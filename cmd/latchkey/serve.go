@@ -51,7 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apiAddr := fs.String("api-addr", "127.0.0.1:8080", "activity API listen address")
 	proxyAddr := fs.String("proxy-addr", "127.0.0.1:8090", `auth proxy listen address (browser-facing /v1/*; "" serves no proxy)`)
 	coordinatorURL := fs.String("coordinator-url", "", "activity API the auth proxy forwards to (another Latchkey's base URL); empty: this process's engine")
-	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (the dashboard is not served yet)")
+	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (\"\" serves none)")
 	var rpIDs, origins listFlag
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
 	fs.Var(&origins, "webauthn-origins", "comma-separated origins accepted in passkey assertions (empty: any)")
@@ -148,8 +148,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if created {
 			log.Warn("DEVELOPMENT MODE: created a demo organization; its API private key is in the data directory", "file", sf.dataDir+"/"+server.DevCredentialsFile)
 		}
-		b, _ := json.Marshal(map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
-			"apiBaseUrl": "http://" + addr, "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile})
+		out := map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
+			"apiBaseUrl": "http://" + addr, "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile}
+		if s.DashboardURL() != "" {
+			op, opCreated, err := s.EnsureDevOperator(ctx, s.DashboardURL())
+			if err != nil {
+				log.Error("creating the --dev operator", "err", err)
+			} else if op != nil {
+				if opCreated {
+					log.Warn("DEVELOPMENT MODE: created a dashboard operator; its password is in the data directory", "file", sf.dataDir+"/"+server.DevOperatorFile)
+				}
+				out["dashboardUrl"], out["operatorEmail"], out["operatorCredentials"] = s.DashboardURL(), op.Email, sf.dataDir+"/"+server.DevOperatorFile
+			}
+		}
+		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 	})
 }

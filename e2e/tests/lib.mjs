@@ -33,9 +33,11 @@ export async function startLatchkey(extraArgs = []) {
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-e2e-"));
   const port = await freePort();
   const proxyPort = await freePort();
+  const dashPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proxyUrl = `http://127.0.0.1:${proxyPort}`;
   const args = ["serve", "--dev", "--data-dir", dataDir, "--api-addr", `127.0.0.1:${port}`, "--proxy-addr", `127.0.0.1:${proxyPort}`,
+    "--dashboard-addr", `127.0.0.1:${dashPort}`,
     "--log-level", "debug", ...extraArgs];
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
@@ -57,6 +59,7 @@ export async function startLatchkey(extraArgs = []) {
   return {
     url,
     proxyUrl,
+    dashboardUrl: `http://127.0.0.1:${dashPort}`,
     dataDir,
     creds,
     keys,

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/dashboard"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +117,44 @@ func (s *Server) EnsureDevOrganization(ctx context.Context, apiBaseURL string) (
 		return nil, false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return dc, true, nil
+}
+
+// DevOperatorFile is where `serve --dev` writes the operator account it makes.
+const DevOperatorFile = "dev-operator.json"
+
+// DevOperator is the --dev operator account's sign-in.
+type DevOperator struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	URL      string `json:"dashboardUrl"`
+}
+
+// EnsureDevOperator creates an operator account for the dashboard when there is none and writes
+// its e-mail and a generated password to the data directory (--dev only).
+func (s *Server) EnsureDevOperator(ctx context.Context, dashboardURL string) (*DevOperator, bool, error) {
+	path := filepath.Join(s.cfg.DataDir, DevOperatorFile)
+	n, err := dashboard.CountOperators(ctx, s.Store)
+	if err != nil {
+		return nil, false, err
+	}
+	if n > 0 {
+		var d DevOperator
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil {
+			return &d, false, nil
+		}
+		return nil, false, nil
+	}
+	pw := make([]byte, 18)
+	if _, err := rand.Read(pw); err != nil {
+		return nil, false, err
+	}
+	d := &DevOperator{Email: "operator@latchkey.dev", Password: base64.RawURLEncoding.EncodeToString(pw), URL: dashboardURL}
+	if _, err := dashboard.CreateOperator(ctx, s.Store, d.Email, d.Password, time.Now().UTC()); err != nil {
+		return nil, false, err
+	}
+	b, _ := json.MarshalIndent(d, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return nil, false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return d, true, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/internal/api"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/oidc"
@@ -95,13 +96,14 @@ type Config struct {
 
 // Server is one assembled Latchkey.
 type Server struct {
-	cfg       Config
-	Store     store.Store
-	Keyring   *custody.Keyring
-	Keys      *custody.ServerKeys
-	Custodian *custody.Custodian
-	Webhooks  *webhooks.Deliverer
-	proxyURL  string
+	cfg          Config
+	Store        store.Store
+	Keyring      *custody.Keyring
+	Keys         *custody.ServerKeys
+	Custodian    *custody.Custodian
+	Webhooks     *webhooks.Deliverer
+	proxyURL     string
+	dashboardURL string
 	// Outbox is the --dev delivery file (nil when real transports are configured).
 	Outbox *notify.Outbox
 	Engine *activity.Engine
@@ -109,6 +111,8 @@ type Server struct {
 	// Proxy manages the organizations' auth proxy configurations; ProxyServer serves /v1/*.
 	Proxy       *authproxy.Manager
 	ProxyServer *authproxy.Server
+	// Dashboard is the operator dashboard (--dashboard-addr).
+	Dashboard *dashboard.Server
 	// OIDCIssuer mints Latchkey's id_tokens (served at <api>/oidc); OIDCVerifier verifies id_tokens.
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
@@ -197,6 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		coord = authproxy.NewRemote(cfg.CoordinatorURL)
 	}
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log}
 	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log}
 	return s, nil
 }
@@ -335,6 +340,9 @@ func checkCoordinatorURL(raw string) error {
 	return nil
 }
 
+// DashboardURL is the dashboard's address once Run listens ("" before, or without one).
+func (s *Server) DashboardURL() string { return s.dashboardURL }
+
 // ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
 func (s *Server) ProxyURL() string { return s.proxyURL }
 
@@ -353,7 +361,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	}
 	srv := newServer(s.API.Handler())
 	servers := []*http.Server{srv}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	if s.cfg.ProxyAddr != "" {
 		pln, err := net.Listen("tcp", s.cfg.ProxyAddr)
 		if err != nil {
@@ -369,6 +377,18 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 			coordinator = s.cfg.CoordinatorURL
 		}
 		s.Log.Info("latchkey auth proxy listening", "addr", pln.Addr().String(), "coordinator", coordinator)
+	}
+	if s.cfg.DashboardAddr != "" {
+		dln, err := net.Listen("tcp", s.cfg.DashboardAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("dashboard listener (--dashboard-addr): %w", err)
+		}
+		dsrv := newServer(s.Dashboard.Handler())
+		servers = append(servers, dsrv)
+		go func() { errc <- dsrv.Serve(dln) }()
+		s.dashboardURL = "http://" + dln.Addr().String()
+		s.Log.Info("latchkey dashboard listening", "addr", dln.Addr().String())
 	}
 	go func() { errc <- srv.Serve(ln) }()
 	dctx, stopDeliveries := context.WithCancel(context.Background())

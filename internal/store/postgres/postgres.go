@@ -239,3 +239,15 @@ func applyMigration(ctx context.Context, pool *pgxpool.Pool, lock int64, m sqlco
 		return nil
 	})
 }
+
+// CountKind counts the records of kind in every organization (the operator dashboard's totals).
+func (s *Store) CountKind(ctx context.Context, kind string) (int, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM records WHERE kind = $1", kind).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count %s: %w", kind, err)
+	}
+	return n, nil
+}

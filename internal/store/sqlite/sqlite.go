@@ -296,3 +296,15 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m sqlcore.Migration) (e
 	}
 	return nil
 }
+
+// CountKind counts the records of kind in every organization (the operator dashboard's totals).
+func (s *Store) CountKind(ctx context.Context, kind string) (int, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	n, err := s.reads.count(ctx, "SELECT count(*) FROM records WHERE kind = ?", kind)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count %s: %w", kind, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,588 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/ops/policies"
+	"github.com/latchkey/latchkey/internal/ops/wallets"
+	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"short": func(s string) string {
+		return strings.TrimPrefix(strings.TrimPrefix(s, "ACTIVITY_TYPE_"), "ACTIVITY_STATUS_")
+	},
+	"join":   strings.Join,
+	"status": func(s string) string { return strings.ToLower(strings.TrimPrefix(s, "ACTIVITY_STATUS_")) },
+}
+
+// countKind is what the overview needs beyond the store interface (both stores have it).
+type countKind interface {
+	CountKind(ctx context.Context, kind string) (int, error)
+}
+
+// ---- view structs: only public fields ----
+
+type orgView struct {
+	ID, Name, ParentID string
+	SubOrgs            int
+	CreatedAt          time.Time
+}
+
+type userView struct {
+	ID, Name, Email, Phone string
+	Root                   bool
+	APIKeys                []keyView
+	Authenticators         []authView
+	CreatedAt              time.Time
+}
+
+type keyView struct {
+	ID, Name, PublicKey, Type string
+	Expires                   time.Time
+}
+
+type authView struct{ ID, Name, CredentialID, Attestation string }
+
+type walletView struct {
+	ID, Name  string
+	Accounts  []accountView
+	CreatedAt time.Time
+}
+
+type accountView struct{ Address, Path, Curve, Format string }
+
+type pkView struct {
+	ID, Name, Curve string
+	Addresses       []string
+}
+
+type policyView struct{ ID, Name, Effect, Condition, Consensus string }
+
+type tagView struct {
+	ID, Name, Kind string
+	Members        int
+}
+
+type activityView struct {
+	ID, Type, Status string
+	CreatedAt        time.Time
+}
+
+func toOrgView(ctx context.Context, r store.Reader, o *directory.Organization) orgView {
+	n, _ := r.Count(ctx, directory.KindOrganization, o.ID, 0)
+	return orgView{ID: o.ID, Name: o.Name, ParentID: o.ParentID, SubOrgs: n, CreatedAt: o.CreatedAt}
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	counts := map[string]int{}
+	if ck, ok := s.Store.(countKind); ok {
+		for name, kind := range map[string]string{"Organizations": directory.KindOrganization, "Users": directory.KindUser,
+			"Wallets": wallets.KindWallet, "PrivateKeys": wallets.KindPrivateKey} {
+			n, err := ck.CountKind(ctx, kind)
+			if err != nil {
+				s.failErr(w, r, err)
+				return
+			}
+			counts[name] = n
+		}
+	}
+	hour := s.Now().Add(-time.Hour)
+	var recent []store.Activity
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		if counts["LastHour"], err = rd.CountActivities(ctx, "", store.ActivityFilter{Since: hour}); err != nil {
+			return err
+		}
+		counts["FailedLastHour"], err = rd.CountActivities(ctx, "", store.ActivityFilter{Since: hour, Statuses: []string{store.ActivityStatusFailed}})
+		return err
+	})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	_ = recent
+	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts})
+}
+
+// orgs lists top-level organizations, or those matching a search by id, name, user e-mail or
+// wallet address.
+func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	after := r.URL.Query().Get("after")
+	var list []orgView
+	var next string
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		if q != "" {
+			ids, err := s.search(ctx, rd, q)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if o, err := directory.LoadOrganization(ctx, rd, id); err == nil {
+					list = append(list, toOrgView(ctx, rd, o))
+				}
+			}
+			return nil
+		}
+		os, err := directory.ListSubOrganizations(ctx, rd, "", store.ListOptions{Limit: pageSize + 1, After: after})
+		if err != nil {
+			return err
+		}
+		if len(os) > pageSize {
+			os, next = os[:pageSize], os[pageSize-1].ID
+		}
+		for _, o := range os {
+			list = append(list, toOrgView(ctx, rd, o))
+		}
+		return nil
+	})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "orgs", map[string]any{"Title": "Organizations", "Orgs": list, "Query": q, "Next": next})
+}
+
+// search finds organizations by id, name, a user's e-mail or a wallet account address.
+func (s *Server) search(ctx context.Context, r store.Reader, q string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	if _, err := directory.LoadOrganization(ctx, r, q); err == nil {
+		add(q)
+	}
+	for _, k := range []struct{ key, value, kind string }{
+		{directory.KeyOrgName, strings.ToLower(q), directory.KindOrganization},
+		{directory.KeyUserEmail, strings.ToLower(q), directory.KindUser},
+		{wallets.KeyAccountAddress, wallets.NormalizeAddress(q), wallets.KindAccount},
+	} {
+		refs, err := r.Lookup(ctx, k.key, k.value)
+		if err != nil {
+			return nil, apierr.Internalf(err, "searching")
+		}
+		for _, ref := range refs {
+			if ref.Kind != k.kind {
+				continue
+			}
+			if k.kind == directory.KindOrganization {
+				add(ref.ID) // an organization record is owned by its parent
+			} else {
+				add(ref.OrgID)
+			}
+		}
+	}
+	if len(out) > pageSize {
+		out = out[:pageSize]
+	}
+	return out, nil
+}
+
+func (s *Server) org(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	data := map[string]any{}
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		o, err := directory.LoadOrganization(ctx, rd, id)
+		if err != nil {
+			return err
+		}
+		data["Org"] = toOrgView(ctx, rd, o)
+		data["Title"] = o.Name
+		users, err := records.List[directory.User](ctx, rd, directory.KindUser, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		var uv []userView
+		for _, u := range users {
+			v := userView{ID: u.ID, Name: u.Name, Email: u.Email, Phone: u.PhoneNumber, Root: o.IsRoot(u.ID), CreatedAt: u.CreatedAt}
+			ks, err := directory.UserAPIKeys(ctx, rd, u.ID)
+			if err != nil {
+				return err
+			}
+			for _, k := range ks {
+				v.APIKeys = append(v.APIKeys, keyView{ID: k.ID, Name: k.Name, PublicKey: k.PublicKey, Type: k.CredentialType, Expires: k.ExpiresAt})
+			}
+			as, err := directory.UserAuthenticators(ctx, rd, u.ID)
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				v.Authenticators = append(v.Authenticators, authView{ID: a.ID, Name: a.Name, CredentialID: a.CredentialID, Attestation: a.AttestationType})
+			}
+			uv = append(uv, v)
+		}
+		data["Users"] = uv
+		ws, err := records.List[wallets.Wallet](ctx, rd, wallets.KindWallet, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		accts, err := records.List[wallets.Account](ctx, rd, wallets.KindAccount, id, store.ListOptions{Limit: 10 * pageSize})
+		if err != nil {
+			return err
+		}
+		byWallet := map[string][]accountView{}
+		for _, a := range accts {
+			byWallet[a.WalletID] = append(byWallet[a.WalletID], accountView{Address: a.Address, Path: a.Path, Curve: a.Curve, Format: a.AddressFormat})
+		}
+		var wv []walletView
+		for _, wl := range ws {
+			wv = append(wv, walletView{ID: wl.ID, Name: wl.Name, Accounts: byWallet[wl.ID], CreatedAt: wl.CreatedAt})
+		}
+		data["Wallets"] = wv
+		pks, err := records.List[wallets.PrivateKey](ctx, rd, wallets.KindPrivateKey, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		var pv []pkView
+		for _, k := range pks {
+			v := pkView{ID: k.ID, Name: k.Name, Curve: k.Curve}
+			for _, a := range k.Addresses {
+				v.Addresses = append(v.Addresses, a.Address)
+			}
+			pv = append(pv, v)
+		}
+		data["PrivateKeys"] = pv
+		ps, err := policies.ListPolicies(ctx, rd, id)
+		if err != nil {
+			return err
+		}
+		var polv []policyView
+		for _, p := range ps {
+			polv = append(polv, policyView{ID: p.ID, Name: p.Name, Effect: p.Effect, Condition: p.Condition, Consensus: p.Consensus})
+		}
+		data["Policies"] = polv
+		var tags []tagView
+		uts, err := records.List[directory.UserTag](ctx, rd, directory.KindUserTag, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		for _, t := range uts {
+			tags = append(tags, tagView{ID: t.ID, Name: t.Name, Kind: "user", Members: len(t.UserIDs)})
+		}
+		pts, err := records.List[wallets.PrivateKeyTag](ctx, rd, wallets.KindPrivateKeyTag, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		for _, t := range pts {
+			tags = append(tags, tagView{ID: t.ID, Name: t.Name, Kind: "private key", Members: len(t.KeyIDs)})
+		}
+		data["Tags"] = tags
+		subs, err := directory.ListSubOrganizations(ctx, rd, id, store.ListOptions{Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		var sv []orgView
+		for _, so := range subs {
+			sv = append(sv, toOrgView(ctx, rd, so))
+		}
+		data["SubOrgs"] = sv
+		return nil
+	})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if c, err := s.Proxy.Get(ctx, id); err == nil {
+		data["ProxyEnabled"], data["ProxyConfigID"] = c.Settings.Enabled, c.ID
+	}
+	s.render(w, r, http.StatusOK, "org", data)
+}
+
+func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	status, typ, before := r.URL.Query().Get("status"), r.URL.Query().Get("type"), r.URL.Query().Get("before")
+	f := store.ActivityFilter{Limit: pageSize + 1, Before: before}
+	if status != "" {
+		f.Statuses = []string{status}
+	}
+	if typ != "" {
+		f.Types = []string{typ}
+	}
+	var list []activityView
+	var next, name string
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		o, err := directory.LoadOrganization(ctx, rd, id)
+		if err != nil {
+			return err
+		}
+		name = o.Name
+		as, err := rd.ListActivities(ctx, id, f)
+		if err != nil {
+			return err
+		}
+		if len(as) > pageSize {
+			as, next = as[:pageSize], as[pageSize-1].ID
+		}
+		for _, a := range as {
+			list = append(list, activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt})
+		}
+		return nil
+	})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "activities", map[string]any{"Title": "Activities of " + name, "OrgID": id, "OrgName": name,
+		"Activities": list, "Status": status, "Type": typ, "Next": next,
+		"Statuses": []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}})
+}
+
+func pretty(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var a store.Activity
+	var evals []*policies.Evaluation
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		if a, err = rd.GetActivity(ctx, r.PathValue("id")); err != nil {
+			return err
+		}
+		evals, err = policies.ActivityEvaluations(ctx, rd, a.OrgID, a.ID)
+		return err
+	})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	var parts struct {
+		Intent  json.RawMessage `json:"intent"`
+		Result  json.RawMessage `json:"result"`
+		Votes   json.RawMessage `json:"votes"`
+		Failure json.RawMessage `json:"failure"`
+	}
+	_ = json.Unmarshal(a.Data, &parts)
+	var ev []string
+	for _, e := range evals {
+		b, _ := json.Marshal(e.ToWire())
+		ev = append(ev, pretty(b))
+	}
+	s.render(w, r, http.StatusOK, "activity", map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
+		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "Votes": pretty(parts.Votes), "Failure": pretty(parts.Failure), "Evaluations": ev})
+}
+
+// ---- the auth proxy settings ----
+
+func (s *Server) proxyData(ctx context.Context, orgID string) (map[string]any, error) {
+	var o *directory.Organization
+	if err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		o, err = directory.LoadOrganization(ctx, rd, orgID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	data := map[string]any{"Title": "Auth proxy of " + o.Name, "OrgID": o.ID, "OrgName": o.Name, "Providers": authproxy.Providers, "TopLevel": o.ParentID == ""}
+	settings := authproxy.DefaultSettings()
+	settings.Enabled = false
+	c, err := s.Proxy.Get(ctx, orgID)
+	switch {
+	case err == nil:
+		settings, data["ConfigID"] = c.Settings, c.ID
+	case apierr.From(err).Code != apierr.NotFound:
+		return nil, err
+	}
+	data["S"] = settings
+	data["Origins"] = strings.Join(settings.AllowedOrigins, "\n")
+	var ids []string
+	for p, id := range settings.OAuthClientIDs {
+		ids = append(ids, p+"="+id)
+	}
+	data["ClientIDs"] = strings.Join(ids, "\n")
+	data["Enabled"] = map[string]bool{}
+	for _, p := range settings.EnabledProviders {
+		data["Enabled"].(map[string]bool)[p] = true
+	}
+	data["EmailPreview"], data["SMSPreview"] = previews(settings)
+	return data, nil
+}
+
+// previews renders the one-time-code messages as the proxy would send them.
+func previews(st authproxy.Settings) (string, string) {
+	app := st.Email.AppName
+	if app == "" {
+		app = "Your app"
+	}
+	code := strings.Repeat("7", st.OTPLength)
+	values, _ := notify.ParseTemplateVariables(st.Email.TemplateVariables)
+	email := ""
+	if m, err := notify.RenderOTPEmail(notify.OTPEmail{To: "user@example.com", AppName: app, LogoURL: st.Email.LogoURL, Code: code,
+		ExpiryMinutes: 5, SenderName: st.Email.SenderName, ReplyTo: st.Email.ReplyTo, TemplateValues: values}); err == nil {
+		email = "Subject: " + m.Subject + "\n\n" + m.Text
+	} else {
+		email = "(the e-mail cannot be rendered: " + err.Error() + ")"
+	}
+	smsApp := st.SMS.AppName
+	if smsApp == "" {
+		smsApp = app
+	}
+	sms := ""
+	if m, err := notify.RenderOTPSMSTemplate(st.SMS.Template, smsApp, code); err == nil {
+		sms = m.Body
+	} else {
+		sms = "(the text cannot be rendered: " + err.Error() + ")"
+	}
+	return email, sms
+}
+
+func (s *Server) proxyPage(w http.ResponseWriter, r *http.Request) {
+	data, err := s.proxyData(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if r.URL.Query().Get("saved") == "1" {
+		data["Notice"] = "Saved. The running proxy uses the new settings now."
+	}
+	s.render(w, r, http.StatusOK, "proxy", data)
+}
+
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || r == ',' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	orgID := r.PathValue("id")
+	f := r.PostForm
+	var st authproxy.Settings
+	if c, err := s.Proxy.Get(ctx, orgID); err == nil {
+		st = c.Settings
+	} else {
+		st = authproxy.DefaultSettings()
+	}
+	action := f.Get("action")
+	st.Enabled = f.Get("enabled") == "on"
+	st.AllowedOrigins = lines(f.Get("allowedOrigins"))
+	var err error
+	if st.SessionExpirationSeconds, err = strconv.ParseInt(strings.TrimSpace(f.Get("sessionExpirationSeconds")), 10, 64); err != nil {
+		st.SessionExpirationSeconds = -1 // Normalize names the field
+	}
+	if st.OTPLength, err = strconv.Atoi(strings.TrimSpace(f.Get("otpLength"))); err != nil {
+		st.OTPLength = -1
+	}
+	st.OTPAlphanumeric = f.Get("otpAlphanumeric") == "on"
+	st.EnabledProviders = f["providers"]
+	st.Email = authproxy.EmailCustomization{AppName: f.Get("emailAppName"), LogoURL: f.Get("emailLogoUrl"), SenderName: f.Get("emailSenderName"),
+		ReplyTo: f.Get("emailReplyTo"), TemplateVariables: f.Get("emailTemplateVariables")}
+	st.SMS = authproxy.SMSCustomization{AppName: f.Get("smsAppName"), Template: f.Get("smsTemplate")}
+	st.OAuthClientIDs = map[string]string{}
+	for _, l := range lines(f.Get("oauthClientIds")) {
+		p, id, _ := strings.Cut(l, "=")
+		st.OAuthClientIDs[strings.TrimSpace(p)] = strings.TrimSpace(id)
+	}
+	st.OAuthRedirectURL = strings.TrimSpace(f.Get("oauthRedirectUrl"))
+	norm, err := st.Normalize()
+	if err == nil {
+		switch {
+		case action == "disable":
+			_, err = s.Proxy.Disable(ctx, orgID)
+		case norm.Enabled:
+			if _, gerr := s.Proxy.Get(ctx, orgID); gerr != nil {
+				_, err = s.Proxy.Enable(ctx, orgID, norm)
+			} else {
+				_, err = s.Proxy.Update(ctx, orgID, norm)
+			}
+		default:
+			if _, gerr := s.Proxy.Get(ctx, orgID); gerr == nil {
+				if _, err = s.Proxy.Update(ctx, orgID, norm); err == nil {
+					_, err = s.Proxy.Disable(ctx, orgID)
+				}
+			}
+		}
+	}
+	if err != nil {
+		data, derr := s.proxyData(ctx, orgID)
+		if derr != nil {
+			s.failErr(w, r, derr)
+			return
+		}
+		data["Error"] = apierr.From(err).Message
+		s.render(w, r, http.StatusBadRequest, "proxy", data)
+		return
+	}
+	detail, _ := json.Marshal(norm)
+	if aerr := writeAudit(ctx, s.Store, Audit{Operator: current(r).operator, Action: "auth proxy settings", Target: orgID, Detail: string(detail), At: s.Now()}); aerr != nil {
+		s.failErr(w, r, aerr)
+		return
+	}
+	http.Redirect(w, r, "/orgs/"+orgID+"/proxy?saved=1", http.StatusSeeOther)
+}
+
+// ---- server pages ----
+
+func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
+	b, _ := json.Marshal(s.Keys)
+	var m map[string]string
+	_ = json.Unmarshal(b, &m)
+	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": m})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	storeErr := s.Store.Ping(r.Context())
+	status := "reachable"
+	if storeErr != nil {
+		status = "unreachable: " + storeErr.Error()
+	}
+	s.render(w, r, http.StatusOK, "health", map[string]any{"Title": "Health", "Store": status, "Dialect": s.Store.Dialect(),
+		"Uptime": s.Now().Sub(s.started).Round(time.Second).String(), "Go": runtime.Version()})
+}
+
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var list []*Audit
+	err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		list, err = records.List[Audit](ctx, rd, KindAudit, "", store.ListOptions{Limit: 200, Desc: true})
+		return err
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.failErr(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "audit", map[string]any{"Title": "Audit log", "Audit": list})
+}
