@@ -46,7 +46,8 @@ export async function startLatchkey(extraArgs = []) {
   const credsFile = join(dataDir, "dev-credentials.json");
   for (let i = 0; i < 200; i++) {
     if (proc.exitCode !== null) throw new Error(`latchkey exited early:\n${logs}`);
-    if (existsSync(credsFile)) {
+    // --dev writes the demo credentials, then the dashboard operator, once the API listens.
+    if (existsSync(credsFile) && existsSync(join(dataDir, "dev-operator.json"))) {
       try {
         const r = await fetch(`${url}/healthz`);
         if (r.ok) break;
