@@ -21,21 +21,9 @@ var magicLink = regexp.MustCompile(`https://app\.example/auth\?b=([A-Za-z0-9%]+)
 // API key only encrypted to the client's target key, which stamps as the user; recovery then
 // adds a passkey once.
 func TestCredentialBundles(t *testing.T) {
-	out, err := notify.NewOutbox(t.TempDir() + "/outbox.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarnessWith(t, func(c *Config) { c.Emailer, c.Texter = out, out })
+	h, out := otpHarness(t)
 	root, _ := h.rootOrg("Parent")
-	_, endUserPub := h.newKey()
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
-		"subOrganizationName": "bob's", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "bob", "userEmail": "Bob@Example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
-	})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	bobID := r.str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0")
+	subID, bobID, _ := h.endUser(root, "bob", "Bob@Example.com")
 	parent := h.client(subID, root.priv)
 	lastMail := func() *notify.Message {
 		es, _ := notify.ReadOutbox(out.Path())
@@ -54,7 +42,7 @@ func TestCredentialBundles(t *testing.T) {
 
 	// otp_auth: a wrong code counts, the right one answers with the credential; the code is not kept.
 	h.advance(time.Millisecond)
-	r = parent.submit("init_otp_auth", "ACTIVITY_TYPE_INIT_OTP_AUTH_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "bob@example.com", "appName": "Acme"})
+	r := parent.submit("init_otp_auth", "ACTIVITY_TYPE_INIT_OTP_AUTH_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "bob@example.com", "appName": "Acme"})
 	mustOK(t, r)
 	otpID := r.str("activity", "result", "initOtpAuthResultV2", "otpId")
 	code := otpCodeLine.FindStringSubmatch(lastMail().Text)[1]

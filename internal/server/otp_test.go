@@ -37,23 +37,34 @@ func otpHarness(t *testing.T) (*harness, *notify.Outbox) {
 
 var otpCodeLine = regexp.MustCompile(`(?m)^    (\S+)\s*$`)
 
+// endUser creates a sub-organization of root whose one root user has the e-mail address and an
+// API key; it returns the sub-organization, the user and the key's private half.
+func (h *harness) endUser(root *client, name, email string) (subID, userID, priv string) {
+	h.t.Helper()
+	priv, pub := h.newKey()
+	h.advance(time.Millisecond)
+	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+		"subOrganizationName": name + "'s", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": name, "userEmail": email, "apiKeys": []any{
+			map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+	})
+	if r.status != http.StatusOK {
+		h.t.Fatalf("create_sub_organization: %s", r.raw)
+	}
+	return r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId"),
+		r.str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0"), priv
+}
+
 // TestOTPLoginOverHTTP: init_otp → the e-mail → verify_otp with the HPKE bundle → a
 // verification token → otp_login with a client signature → a session whose key stamps a whoami.
 func TestOTPLoginOverHTTP(t *testing.T) {
 	h, out := otpHarness(t)
 	root, _ := h.rootOrg("Parent")
-	_, endUserPub := h.newKey()
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
-		"subOrganizationName": "alice's", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
-	})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	subID, _, _ := h.endUser(root, "alice", "alice@example.com")
 	h.advance(time.Millisecond)
 
 	// init_otp, by the parent's root user in the parent organization.
-	r = root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r := root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
 	mustOK(t, r)
 	otpID := r.str("activity", "result", "initOtpResultV2", "otpId")
 	bundle := r.str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")

@@ -37,24 +37,13 @@ func attestedStamp(t *testing.T, key *ecdsa.PrivateKey, scheme, attestation stri
 // sub-organization's user in once; a passkey-or-API-key stamp_login naming the parent finds the
 // sub-organization that holds the credential.
 func TestStampLogin(t *testing.T) {
-	out, err := notify.NewOutbox(t.TempDir() + "/outbox.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarnessWith(t, func(c *Config) { c.Emailer, c.Texter = out, out })
+	h, out := otpHarness(t)
 	root, created := h.rootOrg("Parent")
-	endUserPriv, endUserPub := h.newKey()
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
-		"subOrganizationName": "alice's", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
-	})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	subID, _, endUserPriv := h.endUser(root, "alice", "alice@example.com")
 
 	// OTP in the parent, for the session key the client made.
 	h.advance(time.Millisecond)
-	r = root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r := root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
 	mustOK(t, r)
 	otpID, bundle := r.str("activity", "result", "initOtpResultV2", "otpId"), r.str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")
 	es, _ := notify.ReadOutbox(out.Path())
