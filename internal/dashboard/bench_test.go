@@ -37,7 +37,7 @@ func BenchmarkPages10kOrgs(b *testing.B) {
 	br := e.browser()
 	br.t = &testing.T{}
 	br.login(password)
-	for _, p := range []string{"/", "/orgs", "/orgs?q=org+04242", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities", "/orgs/" + e.orgID + "/proxy", "/audit"} {
+	for _, p := range []string{"/", "/orgs", "/orgs?parent=" + e.orgID + "&after=", "/orgs?q=org+04242", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities", "/orgs/" + e.orgID + "/proxy", "/audit"} {
 		b.Run(p, func(b *testing.B) {
 			for b.Loop() {
 				if code, _ := br.get(p); code != http.StatusOK {

@@ -189,7 +189,7 @@ func TestPagesShowNoSecrets(t *testing.T) {
 
 	b := e.browser()
 	b.login(password)
-	pages := []string{"/", "/orgs", "/orgs?q=alice@acme.example", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities",
+	pages := []string{"/", "/orgs", "/orgs?parent=" + e.orgID, "/orgs?q=alice@acme.example", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities",
 		"/activities/" + actID, "/orgs/" + e.orgID + "/proxy", "/keys", "/health", "/audit"}
 	for _, p := range pages {
 		status, body := b.get(p)

@@ -131,7 +131,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	after := r.URL.Query().Get("after")
+	after, parent := r.URL.Query().Get("after"), r.URL.Query().Get("parent")
 	var list []orgView
 	var next string
 	err := s.Store.View(ctx, func(rd store.Reader) error {
@@ -147,7 +147,7 @@ func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		}
-		os, err := directory.ListSubOrganizations(ctx, rd, "", store.ListOptions{Limit: pageSize + 1, After: after})
+		os, err := directory.ListSubOrganizations(ctx, rd, parent, store.ListOptions{Limit: pageSize + 1, After: after})
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "orgs", map[string]any{"Title": "Organizations", "Orgs": list, "Query": q, "Next": next})
+	s.render(w, r, http.StatusOK, "orgs", map[string]any{"Title": "Organizations", "Orgs": list, "Query": q, "Next": next, "Parent": parent})
 }
 
 // search finds organizations by id, name, a user's e-mail or a wallet account address.
