@@ -89,7 +89,8 @@ func (c *Custodian) SealClientSecret(envelopeHex string, b Binding) ([]byte, err
 }
 
 // WithClientSecret opens a sealed client secret and passes it to use (the OAuth 2.0 token
-// request that must send it to the provider); it is wiped when use returns.
+// request that must send it to the provider); the buffer it was opened into is wiped when use
+// returns (the string use receives is a copy Go cannot wipe, so use must not keep it).
 func (c *Custodian) WithClientSecret(sealed []byte, b Binding, use func(secret string) error) error {
 	pt, err := c.kr.Open(sealed, b)
 	if err != nil {
