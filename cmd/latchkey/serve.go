@@ -83,6 +83,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var chainRPC listFlag
 	fs.Var(&chainRPC, "chain-rpc", "comma-separated CAIP2=URL chain providers, e.g. eip155:1=https://eth.example/rpc,solana:mainnet=https://sol.example (JSON-RPC; keep API keys in LATCHKEY_CHAIN_RPC)")
 	assetsFile := fs.String("assets-file", "", "JSON file extending (or, with \"replace\": true, replacing) the built-in asset list; see docs/operations.md")
+	pricesFile := fs.String("prices-file", "", "JSON {\"<caip19>\": \"<usd price>\"} giving balances a display.usd (Latchkey fetches no prices)")
 	var qos listFlag
 	fs.Var(&qos, "tvc-qos-versions", "comma-separated QuorumOS versions TVC deployments may name, oldest first, the last the latest (empty: any version label is recorded as given; see docs/tvc.md)")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
@@ -115,7 +116,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.ChainRPC, err = chaindata.ParseProviders(chainRPC); err != nil {
 		return usageError{err.Error()}
 	}
-	cfg.AssetsFile = *assetsFile
+	cfg.AssetsFile, cfg.PricesFile = *assetsFile, *pricesFile
 	cfg.OIDCTrustedIssuers, cfg.OIDCIssuerURL = trustedIssuers, *issuerURL
 	cfg.OAuth2 = map[string]server.OAuth2Endpoints{"discord": {TokenURL: *discordToken, UserInfoURL: *discordUser}, "x": {TokenURL: *xToken, UserInfoURL: *xUser}}
 	for _, c := range proxies {

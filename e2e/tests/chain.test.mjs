@@ -88,8 +88,8 @@ test("balances from a real EVM node: exactly what was sent, zero balances left o
 
   const { balances } = await client.getWalletAddressBalances({ address, caip2: CAIP2 });
   assert.deepEqual(balances, [
-    { caip19: `${CAIP2}/slip44:60`, symbol: "ETH", balance: "1500000000000000000", decimals: 18, name: "Sepolia Ether" },
-    { caip19: `${CAIP2}/erc20:${token.toLowerCase()}`, symbol: "LKT", balance: "1234567", decimals: 6, name: "Latchkey Test Token" },
+    { caip19: `${CAIP2}/slip44:60`, symbol: "ETH", balance: "1500000000000000000", decimals: 18, name: "Sepolia Ether", display: { crypto: "1.5" } },
+    { caip19: `${CAIP2}/erc20:${token.toLowerCase()}`, symbol: "LKT", balance: "1234567", decimals: 6, name: "Latchkey Test Token", display: { crypto: "1.234567" } },
   ]);
   const { assets } = await client.listSupportedAssets({ caip2: CAIP2 });
   assert.ok(assets.some((a) => a.symbol === "LKT"));

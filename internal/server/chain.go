@@ -14,10 +14,16 @@ func newChainDeps(cfg Config) (*chaindata.Deps, error) {
 	if err != nil {
 		return nil, err
 	}
+	prices, err := chaindata.LoadPrices(cfg.PricesFile)
+	if err != nil {
+		return nil, err
+	}
 	providers := map[string]*rpc.Client{}
 	for network, url := range cfg.ChainRPC {
 		providers[chaindata.Canonical(network)] = &rpc.Client{Network: chaindata.Canonical(network), URL: url,
 			HTTP: &http.Client{Timeout: 10 * time.Second}}
 	}
-	return chaindata.NewDeps(providers, catalog, cfg.BalanceCacheTTL), nil
+	d := chaindata.NewDeps(providers, catalog, cfg.BalanceCacheTTL)
+	d.Prices = prices
+	return d, nil
 }

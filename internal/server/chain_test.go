@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,8 +108,13 @@ func TestChainData(t *testing.T) {
 	})
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(prices, []byte(`{"eip155:11155111/slip44:60": "2500.5", "eip155:11155111/erc20:0x1C7D4B196Cb0C7B01d743Fbc6116a902379C7238": "1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	h := newHarnessWith(t, func(c *Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, "eip155:8453": down.URL}
+		c.PricesFile = prices
 	})
 	root, created := h.rootOrg("Acme")
 	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
@@ -140,7 +146,8 @@ func TestChainData(t *testing.T) {
 		mustOK(t, b)
 		if b.str("balances", "0", "balance") != "1000000000000000000" || b.str("balances", "0", "symbol") != "ETH" || b.str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
 			b.str("balances", "1", "balance") != "1000000" || b.str("balances", "1", "decimals") != "6" || b.str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
-			len(b.body["balances"].([]any)) != 2 || strings.Contains(string(b.raw), "display") {
+			len(b.body["balances"].([]any)) != 2 || b.str("balances", "1", "display", "crypto") != "1" || b.str("balances", "0", "display", "usd") != "2500.50" ||
+			b.str("balances", "1", "display", "usd") != "1.00" {
 			t.Fatalf("balances: %s", b.raw)
 		}
 	}
@@ -151,7 +158,8 @@ func TestChainData(t *testing.T) {
 	// Solana by its alias: SOL, the listed USDC, an unlisted mint by its id; the empty account left out.
 	s := balances(solAddr, "solana:devnet")
 	mustOK(t, s)
-	if s.str("balances", "0", "balance") != "1500000000" || s.str("balances", "0", "symbol") != "SOL" ||
+	if s.str("balances", "0", "balance") != "1500000000" || s.str("balances", "0", "symbol") != "SOL" || s.str("balances", "0", "display", "crypto") != "1.5" ||
+		s.str("balances", "0", "display", "usd") != "" ||
 		s.str("balances", "1", "symbol") != "USDC" || s.str("balances", "1", "balance") != "25000000" ||
 		s.str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" || s.str("balances", "2", "decimals") != "2" ||
 		len(s.body["balances"].([]any)) != 3 {

@@ -83,6 +83,8 @@ type Config struct {
 	ChainRPC map[string]string
 	// AssetsFile extends or replaces the built-in asset list (docs/operations.md).
 	AssetsFile string
+	// PricesFile gives balances a display.usd: {"<caip19>": "<usd price>"}.
+	PricesFile string
 	// BalanceCacheTTL is how long balances are served from memory (default 10 s).
 	BalanceCacheTTL time.Duration
 	// OAuth2 overrides the token and user-info endpoints of "discord" and "x".

@@ -31,6 +31,8 @@ type Deps struct {
 	// Providers are the configured nodes by canonical CAIP-2 id.
 	Providers map[string]*rpc.Client
 	Catalog   Catalog
+	// Prices, when set, give balances a display.usd.
+	Prices Prices
 	// SignSolana signs a Solana transaction with the key signWith names (wallets.Deps.SignSolana).
 	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
 	CacheTTL   time.Duration
@@ -152,7 +154,11 @@ func (d *Deps) balances(q *activity.Read, req any) (any, error) {
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return wire.GetWalletAddressBalancesResponse{Balances: bs}, nil
+	out := make([]wire.AssetBalance, len(bs))
+	for i, b := range bs {
+		out[i] = d.withDisplay(b)
+	}
+	return wire.GetWalletAddressBalancesResponse{Balances: out}, nil
 }
 
 func balance(a Asset, amount *big.Int) wire.AssetBalance {

@@ -9,8 +9,9 @@
 //     (eth_getBalance, getBalance) and the listed tokens (ERC-20 balanceOf through eth_call; SPL
 //     token accounts through getTokenAccountsByOwner), in atomic units as strings. Balances are
 //     kept a few seconds per (network, address) and concurrent readers share one fetch, so a
-//     burst of calls is one set of RPC calls. display.usd is never set: Latchkey has no price
-//     source. The query is a beta that needs access: an operator grants it per organization
+//     burst of calls is one set of RPC calls. display.crypto is the amount in whole units;
+//     display.usd is set only with an operator price file (--prices-file), as Latchkey fetches no
+//     prices. Both are for display only. The query is a beta that needs access: an operator grants it per organization
 //     (`latchkey access grant --feature wallet-balances`); a parent's grant covers its
 //     sub-organizations.
 //   - eth_send_raw_transaction: a signed transaction for the network of its chain id, sent with
