@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CancelledContext", testCancelledContext},
 		{"ErrorsDoNotLeakData", testErrorsDoNotLeakData},
 		{"Closed", testClosed},
+		{"CountKindAcrossOrganizations", testCountKind},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1117,5 +1118,33 @@ func testClosed(t *testing.T, s store.Store) {
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// testCountKind: both stores count a kind over every organization (the dashboard's totals).
+func testCountKind(t *testing.T, s store.Store) {
+	ck, ok := s.(interface {
+		CountKind(ctx context.Context, kind string) (int, error)
+	})
+	if !ok {
+		t.Fatalf("%s store has no CountKind", s.Dialect())
+	}
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx store.Tx) error {
+		for i, org := range []string{"a", "b", "b", ""} {
+			if err := tx.Put(ctx, rec("user", fmt.Sprintf("u%d", i), org, base, "{}")); err != nil {
+				return err
+			}
+		}
+		return tx.Put(ctx, rec("wallet", "w", "a", base, "{}"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ck.CountKind(ctx, "user"); err != nil || n != 4 {
+		t.Fatalf("CountKind(user) = %d, %v; want 4", n, err)
+	}
+	if n, err := ck.CountKind(ctx, "nothing"); err != nil || n != 0 {
+		t.Fatalf("CountKind(nothing) = %d, %v", n, err)
 	}
 }
