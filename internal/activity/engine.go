@@ -434,7 +434,7 @@ func (e *Engine) lookupSubmit(path string) (*Operation, *wire.Op, error) {
 	}
 	op := e.reg.submit[path]
 	if op == nil {
-		return nil, nil, apierr.Unsupported("/public/v1/submit/" + path)
+		return nil, nil, e.reg.unsupported("submit", path)
 	}
 	return op, w, nil
 }
@@ -457,7 +457,7 @@ func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
 	}
 	op := e.reg.query[req.Path]
 	if op == nil {
-		return nil, apierr.Unsupported("/public/v1/query/" + req.Path)
+		return nil, e.reg.unsupported("query", req.Path)
 	}
 	body := w.NewRequest()
 	if err := json.Unmarshal(req.Raw, body); err != nil {

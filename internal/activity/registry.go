@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
@@ -139,11 +140,26 @@ type QueryOp struct {
 type Registry struct {
 	submit map[string]*Operation
 	query  map[string]*QueryOp
+	// why says, for a swagger path Latchkey does not serve, why (and what to use instead); the
+	// "not supported" answer carries it.
+	why map[string]string
+}
+
+// NotSupported records why path (a swagger operation with no registry entry) is not served.
+func (r *Registry) NotSupported(path, reason string) { r.why[path] = reason }
+
+// unsupported is the "not supported" answer for kind's path, with the recorded reason if any.
+func (r *Registry) unsupported(kind, path string) error {
+	e := apierr.Unsupported("/public/v1/" + kind + "/" + path)
+	if why := r.why[path]; why != "" {
+		e.Message += ": " + why
+	}
+	return e
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{submit: map[string]*Operation{}, query: map[string]*QueryOp{}}
+	return &Registry{submit: map[string]*Operation{}, query: map[string]*QueryOp{}, why: map[string]string{}}
 }
 
 // Submit registers a submit operation; its path must exist in the swagger.

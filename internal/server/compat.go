@@ -52,7 +52,8 @@ func CompatibilityTable(reg *activity.Registry) string {
 	b.WriteString("# Compatibility with Turnkey's public API\n\n")
 	b.WriteString("Generated from the operation registry by `LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility`; do not edit by hand.\n\n")
 	b.WriteString("Every operation of `spec/public_api.swagger.json` (and of the `@turnkey/http` superset, marked †) answers either its result or ")
-	b.WriteString("the error `{\"code\":12,\"message\":\"… is not supported by Latchkey\"}` (HTTP 501) naming it. None answers 404.\n\n")
+	b.WriteString("the error `{\"code\":12,\"message\":\"… is not supported by Latchkey: <reason>\"}` (HTTP 501) naming it and giving ")
+	b.WriteString("the reason listed below. None answers 404.\n\n")
 	implemented, unsupported := 0, 0
 	type row struct{ kind, path, status string }
 	var rows []row

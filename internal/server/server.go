@@ -243,6 +243,9 @@ func (s *Server) registry() *activity.Registry {
 		}
 		return id, accts[0].Address, accts[1].Address, nil
 	}})
+	for path, why := range notSupported {
+		reg.NotSupported(path, why)
+	}
 	return reg
 }
 

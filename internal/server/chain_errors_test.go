@@ -1,0 +1,138 @@
+package server
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/mr-tron/base58"
+
+	"github.com/latchkey/latchkey/internal/ops/chaindata"
+)
+
+// TestChainDataNodeErrors: what the nodes answer when things go wrong (recorded answers of geth
+// and of a Solana validator), and how Latchkey passes it on: always naming the network, never the
+// provider's URL.
+func TestChainDataNodeErrors(t *testing.T) {
+	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		// geth 1.17, a transaction whose nonce was already used.
+		"eth_sendRawTransaction": func([]json.RawMessage) string {
+			return `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nonce too low: next nonce 6, tx nonce 5"}}`
+		},
+		// geth's receipt of a reverted transaction (status 0x0).
+		"eth_getTransactionReceipt": func([]json.RawMessage) string {
+			return `{"blockHash":"0x5b1ad3c0b64ba2d1c2f5b1bd3a3c1f3f0e7e6c2d8d5f4e3a2b1c0d9e8f7a6b5c","blockNumber":"0x1b4","contractAddress":null,"cumulativeGasUsed":"0x5208","effectiveGasPrice":"0x3b9aca07","from":"0x0000000000000000000000000000000000000001","gasUsed":"0x5208","logs":[],"logsBloom":"0x` + strings.Repeat("0", 512) + `","status":"0x0","to":"0x000000000000000000000000000000000000dead","transactionHash":"0x00","transactionIndex":"0x0","type":"0x2"}`
+		},
+		// An account with nothing: no ether, no listed token.
+		"eth_getBalance": func([]json.RawMessage) string { return `"0x0"` },
+		"eth_call": func([]json.RawMessage) string {
+			return `"0x0000000000000000000000000000000000000000000000000000000000000000"`
+		},
+	})
+	sol := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		// A Solana validator's preflight failure for a stale blockhash.
+		"sendTransaction": func([]json.RawMessage) string {
+			return `{"jsonrpc":"2.0","error":{"code":-32002,"message":"Transaction simulation failed: Blockhash not found","data":{"accounts":null,"err":"BlockhashNotFound","innerInstructions":null,"logs":[],"replacementBlockhash":null,"returnData":null,"unitsConsumed":0}},"id":1}`
+		},
+		// A never-funded account: zero lamports, no token accounts.
+		"getBalance": func([]json.RawMessage) string { return `{"context":{"apiVersion":"2.2.3","slot":386270012},"value":0}` },
+		"getTokenAccountsByOwner": func([]json.RawMessage) string {
+			return `{"jsonrpc":"2.0","result":{"context":{"apiVersion":"2.2.3","slot":386270012},"value":[]},"id":1}`
+		},
+	})
+	// An overloaded provider: HTTP 503 to everything, counted.
+	var busyCalls atomic.Int64
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		busyCalls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(busy.Close)
+	h := newHarnessWith(t, func(c *Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, chaindata.SolanaMainnet: busy.URL + "/?api-key=SECRET"}
+	})
+	root, created := h.rootOrg("Acme")
+	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
+		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
+		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	mustOK(t, r)
+	ethAddr := r.str("activity", "result", "createWalletResult", "addresses", "0")
+	solAddr := r.str("activity", "result", "createWalletResult", "addresses", "1")
+	balances := func(addr, caip2 string) response {
+		return root.query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
+	}
+	grant := func(on bool) {
+		t.Helper()
+		if err := chaindata.SetGrant(t.Context(), h.s.Store, created.OrganizationID, chaindata.FeatureWalletBalances, on, h.clock()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Granted, then revoked: refused again at once.
+	grant(true)
+	mustOK(t, balances(ethAddr, "eip155:11155111"))
+	grant(false)
+	wantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
+	grant(true)
+
+	// Only zero balances: an empty list, on both kinds of chain.
+	for _, c := range []struct{ addr, caip2 string }{{ethAddr, "eip155:11155111"}, {solAddr, "solana:devnet"}} {
+		b := balances(c.addr, c.caip2)
+		mustOK(t, b)
+		if l, ok := b.body["balances"].([]any); b.body["balances"] != nil && (!ok || len(l) != 0) {
+			t.Fatalf("%s: zero balances were not left out: %s", c.caip2, b.raw)
+		}
+	}
+
+	// The overloaded provider: retried (3 attempts per RPC call), then a 503 naming the network.
+	before := busyCalls.Load()
+	d := balances(solAddr, "solana:mainnet")
+	if d.status != http.StatusServiceUnavailable || !strings.Contains(d.str("message"), chaindata.SolanaMainnet) ||
+		strings.Contains(string(d.raw), "SECRET") || strings.Contains(string(d.raw), busy.URL) {
+		t.Fatalf("provider down: %d %s", d.status, d.raw)
+	}
+	if n := busyCalls.Load() - before; n < 3 {
+		t.Fatalf("the provider was tried %d times, want 3 (two retries)", n)
+	}
+
+	// The node refuses a transaction: the node's own words, with the network.
+	key, _ := crypto.GenerateKey()
+	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+	tx, err := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5,
+		GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tx.MarshalBinary()
+	h.advance(time.Millisecond)
+	wantError(t, root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
+		"caip2": "eip155:11155111"}), http.StatusBadRequest, 9, "eip155:11155111 node: nonce too low")
+
+	from, _ := base58.Decode(solAddr)
+	msg := []byte{1, 0, 1, 3}
+	msg = append(append(append(msg, from...), make([]byte, 32)...), make([]byte, 32)...)
+	msg[4+32] = 7
+	msg = append(msg, make([]byte, 32)...)
+	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0)
+	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
+	h.advance(time.Millisecond)
+	wantError(t, root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+		"signWiths": []string{solAddr}, "caip2": "solana:devnet"}), http.StatusBadRequest, 9, "Blockhash not found")
+
+	// Turnkey's sponsored send is answered "not supported", clearly.
+	h.advance(time.Millisecond)
+	ns := root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
+		"to": to.Hex(), "value": "1", "sponsor": true})
+	if ns.status != http.StatusNotImplemented || !strings.Contains(ns.str("message"), "eth_send_raw_transaction") {
+		t.Fatalf("eth_send_transaction: %d %s", ns.status, ns.raw)
+	}
+}
