@@ -148,6 +148,19 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// appendFlag is a repeatable, comma-separated list flag: every use adds to the list.
+type appendFlag []string
+
+func (l *appendFlag) String() string { return strings.Join(*l, ",") }
+func (l *appendFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
 // listFlag is a comma-separated list flag.
 type listFlag []string
 

@@ -80,8 +80,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	discordUser := fs.String("oauth2-discord-userinfo-url", "", "override Discord's user-info endpoint")
 	xToken := fs.String("oauth2-x-token-url", "", "override X's OAuth 2.0 token endpoint")
 	xUser := fs.String("oauth2-x-userinfo-url", "", "override X's user-info endpoint")
-	var chainRPC listFlag
-	fs.Var(&chainRPC, "chain-rpc", "comma-separated CAIP2=URL chain providers, e.g. eip155:1=https://eth.example/rpc,solana:mainnet=https://sol.example (JSON-RPC; keep API keys in LATCHKEY_CHAIN_RPC)")
+	var chainRPC appendFlag
+	fs.Var(&chainRPC, "chain-rpc", "CAIP2=URL chain providers (repeatable, or comma-separated), e.g. eip155:1=https://eth.example/rpc,solana:mainnet=https://sol.example (JSON-RPC; keep API keys in LATCHKEY_CHAIN_RPC)")
 	assetsFile := fs.String("assets-file", "", "JSON file extending (or, with \"replace\": true, replacing) the built-in asset list; see docs/operations.md")
 	pricesFile := fs.String("prices-file", "", "JSON {\"<caip19>\": \"<usd price>\"} giving balances a display.usd (Latchkey fetches no prices)")
 	var qos listFlag

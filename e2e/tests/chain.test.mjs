@@ -1,17 +1,22 @@
-// Issue 7 end to end: a real EVM development node (e2e/devchain: go-ethereum's simulated backend
-// serving JSON-RPC, chain id 11155111), an ERC-20 compiled with the real solc from npm and
-// deployed with viem, a real `latchkey serve --dev` reading the chain through --chain-rpc.
+// Issue 7 end to end: a real EVM development node (`geth --dev`, built from the Go module proxy
+// by e2e/geth.sh and cached), an ERC-20 compiled with the real solc from npm and deployed with
+// viem, a real `latchkey serve --dev` reading the chain through --chain-rpc.
+//
+// The spec's (and the wire's) caip2 lists only public networks, so the dev node stands in for
+// Sepolia: its genesis is geth --dev's own (`geth --dev dumpgenesis`: every fork active, the system
+// contracts) with chain id 11155111 and a developer key of the test's own funded, written with
+// `geth init` before `geth --dev` starts over that data directory.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
-import readline from "node:readline";
 import { createPublicClient, createWalletClient, http, parseEther, serializeTransaction, encodeFunctionData, parseAbi, defineChain } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { TurnkeyClient } from "@turnkey/http";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import { startLatchkey, latchkeyBinary } from "./lib.mjs";
@@ -42,22 +47,54 @@ function compile() {
   return "0x" + out.contracts["Token.sol"].Token.evm.bytecode.object;
 }
 
-// Builds e2e/devchain (a separate Go module) and starts it.
-async function startChain() {
-  const dir = mkdtempSync(join(tmpdir(), "latchkey-devchain-"));
-  const bin = join(dir, "devchain");
-  execFileSync("go", ["build", "-o", bin, "."], { cwd: join(here, "..", "devchain"), stdio: ["ignore", "inherit", "inherit"] });
-  const proc = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
-  const line = await new Promise((resolve, reject) => {
-    readline.createInterface({ input: proc.stdout }).once("line", resolve);
-    proc.once("exit", (c) => reject(new Error(`devchain exited ${c}`)));
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.on("error", reject);
   });
-  return { ...JSON.parse(line), stop: () => proc.kill() };
+}
+
+async function rpc(url, method, params = []) {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const body = await res.json();
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+// Builds (once, cached) and starts geth --dev on loopback. A failed build fails the test.
+async function startChain() {
+  const geth = execFileSync("bash", [join(here, "..", "geth.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  const [http, auth] = [await freePort(), await freePort()];
+  const dataDir = mkdtempSync(join(tmpdir(), "latchkey-geth-"));
+  const genesis = JSON.parse(execFileSync(geth, ["--dev", "dumpgenesis"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
+  const devPrivateKey = generatePrivateKey();
+  const devAddress = privateKeyToAccount(devPrivateKey).address;
+  genesis.config.chainId = 11155111;
+  genesis.alloc[devAddress] = { balance: "0x" + (10n ** 24n).toString(16) }; // 1,000,000 ETH
+  writeFileSync(join(dataDir, "genesis.json"), JSON.stringify(genesis));
+  execFileSync(geth, ["init", "--datadir", join(dataDir, "chain"), join(dataDir, "genesis.json")], { stdio: ["ignore", "ignore", "inherit"] });
+  const proc = spawn(geth, ["--dev", "--datadir", join(dataDir, "chain"), "--http", "--http.addr", "127.0.0.1", "--http.port", String(http), "--http.api", "eth,net,web3",
+    "--authrpc.addr", "127.0.0.1", "--authrpc.port", String(auth), "--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable", "--verbosity", "2"],
+  { stdio: ["ignore", "ignore", "inherit"] });
+  let exited = null;
+  proc.once("exit", (c) => { exited = c; });
+  const rpcUrl = `http://127.0.0.1:${http}`;
+  for (let i = 0; ; i++) {
+    if (exited !== null) throw new Error(`geth exited ${exited}`);
+    try {
+      assert.equal(await rpc(rpcUrl, "eth_chainId"), "0xaa36a7");
+      break;
+    } catch (e) {
+      if (i > 200) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { rpcUrl, devPrivateKey, devAddress, stop: () => proc.kill() };
 }
 
 before(async () => {
   chain = await startChain();
-  const viemChain = defineChain({ id: 11155111, name: "devchain", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
+  const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
   pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl) });
   devWallet = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
   const hash = await devWallet.deployContract({ abi: [], bytecode: compile() });

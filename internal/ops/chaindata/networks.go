@@ -77,6 +77,9 @@ func ParseProviders(specs []string) (map[string]string, error) {
 		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
 			return nil, fmt.Errorf("--chain-rpc %s: the provider must be an http(s) URL", k)
 		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--chain-rpc: %s is given twice", k)
+		}
 		out[k] = v
 	}
 	return out, nil
