@@ -20,16 +20,16 @@ import (
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 )
 
-// TestChainDataNodeErrors: what the nodes answer when things go wrong (recorded answers of geth
-// and of a Solana validator), and how Latchkey passes it on: always naming the network, never the
-// provider's URL.
+// TestChainDataNodeErrors: what the nodes answer when things go wrong (geth's and a Solana
+// validator's answers, in their exact shapes and wording; hashes and slots are placeholders), and
+// how Latchkey passes it on: always naming the network, never the provider's URL.
 func TestChainDataNodeErrors(t *testing.T) {
 	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
 		// geth 1.17, a transaction whose nonce was already used.
 		"eth_sendRawTransaction": func([]json.RawMessage) string {
 			return `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nonce too low: next nonce 6, tx nonce 5"}}`
 		},
-		// geth's receipt of a reverted transaction (status 0x0).
+		// geth's receipt of a reverted transaction (status 0x0), every field geth sends.
 		"eth_getTransactionReceipt": func([]json.RawMessage) string {
 			return `{"blockHash":"0x5b1ad3c0b64ba2d1c2f5b1bd3a3c1f3f0e7e6c2d8d5f4e3a2b1c0d9e8f7a6b5c","blockNumber":"0x1b4","contractAddress":null,"cumulativeGasUsed":"0x5208","effectiveGasPrice":"0x3b9aca07","from":"0x0000000000000000000000000000000000000001","gasUsed":"0x5208","logs":[],"logsBloom":"0x` + strings.Repeat("0", 512) + `","status":"0x0","to":"0x000000000000000000000000000000000000dead","transactionHash":"0x00","transactionIndex":"0x0","type":"0x2"}`
 		},
