@@ -1,6 +1,6 @@
 // Issue 7 end to end: a real EVM development node (`geth --dev`, built from the Go module proxy
-// by e2e/geth.sh and cached), an ERC-20 compiled with the real solc from npm and deployed with
-// viem, a real `latchkey serve --dev` reading the chain through --chain-rpc.
+// by e2e/geth.sh and cached), a hand-assembled ERC-20 deployed with viem, and a real
+// `latchkey serve --dev` reading the chain through --chain-rpc.
 //
 // The spec's (and the wire's) caip2 lists only public networks, so the dev node stands in for
 // Sepolia: its genesis is geth --dev's own (`geth --dev dumpgenesis`: every fork active, the system
@@ -14,38 +14,44 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createRequire } from "node:module";
 import { createPublicClient, createWalletClient, http, parseEther, serializeTransaction, encodeFunctionData, parseAbi, defineChain } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { TurnkeyClient } from "@turnkey/http";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import { startLatchkey, latchkeyBinary } from "./lib.mjs";
 
-const require = createRequire(import.meta.url);
-const solc = require("solc");
 const CAIP2 = "eip155:11155111";
 const here = dirname(fileURLToPath(import.meta.url));
 let chain, lk, pub, devWallet, token;
 
-const SOURCE = `// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract Token {
-  mapping(address => uint256) public balanceOf;
-  constructor() { balanceOf[msg.sender] = 1e15; }
-  function transfer(address to, uint256 v) external returns (bool) {
-    require(balanceOf[msg.sender] >= v, "balance");
-    balanceOf[msg.sender] -= v;
-    balanceOf[to] += v;
-    return true;
-  }
-}`;
-
-function compile() {
-  const out = JSON.parse(solc.compile(JSON.stringify({ language: "Solidity", sources: { "Token.sol": { content: SOURCE } },
-    settings: { evmVersion: "cancun", outputSelection: { "*": { "*": ["evm.bytecode.object"] } } } })));
-  assert.ok(!out.errors?.some((e) => e.severity === "error"), JSON.stringify(out.errors));
-  return "0x" + out.contracts["Token.sol"].Token.evm.bytecode.object;
-}
+// A minimal ERC-20, hand-assembled (no compiler): balanceOf(address) and transfer(address,uint256),
+// each holder's balance in the storage slot whose number is the holder's address; no events, no
+// allowances. The constructor gives the deployer 10^15 units.
+//
+// init code (21 bytes):
+//   66 038d7ea4c68000  PUSH7 10^15            33 CALLER   55 SSTORE      ; sstore(caller, 10^15)
+//   60 54 PUSH1 84 (runtime length)  80 DUP1  60 15 PUSH1 21 (runtime offset)  60 00 PUSH1 0
+//   39 CODECOPY                      ; memory[0:84] = code[21:105]
+//   60 00 PUSH1 0  f3 RETURN         ; the runtime below is the contract's code
+// runtime (84 bytes):
+//   00 6000 35 60e0 1c        selector = calldata[0:4]
+//   06 80 6370a08231 14 601d 57      balanceOf(address) -> 0x1d
+//   10 63a9059cbb 14 602a 57         transfer(address,uint256) -> 0x2a
+//   19 6000 80 fd                    anything else: revert
+//   1d 5b 6004 35 54                 balanceOf: sload(calldata[4:36])
+//   22 6000 52 6020 6000 f3          return it as one word
+//   2a 5b 6024 35 33 54              transfer: [bal v] = sload(caller), calldata[36:68]
+//   30 81 81 10 604f 57              bal < v -> 0x4f (revert)
+//   36 81 90 03 33 55                sstore(caller, bal - v), v kept
+//   3b 6004 35 80 54 82 01 90 55     sstore(to, sload(to) + v)
+//   44 50 6001 6000 52 6020 6000 f3  return true
+//   4f 5b 6000 80 fd                 revert
+const TOKEN_BYTECODE = "0x" +
+  "66038d7ea4c68000335560548060156000396000f3" + // init
+  "60003560e01c" + "806370a0823114601d57" + "63a9059cbb14602a57" + "600080fd" + // dispatch
+  "5b60043554" + "60005260206000f3" + // balanceOf
+  "5b6024353354" + "818110604f57" + "819003" + "3355" + "600435805482019055" + "50600160005260206000f3" + // transfer
+  "5b600080fd"; // revert
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -97,7 +103,7 @@ before(async () => {
   const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
   pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl) });
   devWallet = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
-  const hash = await devWallet.deployContract({ abi: [], bytecode: compile() });
+  const hash = await devWallet.deployContract({ abi: [], bytecode: TOKEN_BYTECODE });
   token = (await pub.waitForTransactionReceipt({ hash, pollingInterval: 100 })).contractAddress;
   const assets = join(mkdtempSync(join(tmpdir(), "latchkey-assets-")), "assets.json");
   writeFileSync(assets, JSON.stringify({ assets: [{ caip19: `${CAIP2}/erc20:${token}`, symbol: "LKT", name: "Latchkey Test Token", decimals: 6 }] }));
@@ -128,6 +134,9 @@ test("balances from a real EVM node: exactly what was sent, zero balances left o
     { caip19: `${CAIP2}/slip44:60`, symbol: "ETH", balance: "1500000000000000000", decimals: 18, name: "Sepolia Ether", display: { crypto: "1.5" } },
     { caip19: `${CAIP2}/erc20:${token.toLowerCase()}`, symbol: "LKT", balance: "1234567", decimals: 6, name: "Latchkey Test Token", display: { crypto: "1.234567" } },
   ]);
+  // The hand-assembled token answers as an ERC-20 does to a reader other than Latchkey too.
+  const erc20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
+  assert.equal(await pub.readContract({ address: token, abi: erc20, functionName: "balanceOf", args: [chain.devAddress] }), 10n ** 15n - 1234567n);
   const { assets } = await client.listSupportedAssets({ caip2: CAIP2 });
   assert.ok(assets.some((a) => a.symbol === "LKT"));
 
