@@ -60,6 +60,12 @@ type proxyHarness struct {
 
 func newProxyHarness(t *testing.T, s authproxy.Settings) *proxyHarness {
 	t.Helper()
+	return newProxyHarnessWith(t, s, nil)
+}
+
+// newProxyHarnessWith is newProxyHarness with the server's configuration adjusted by configure.
+func newProxyHarnessWith(t *testing.T, s authproxy.Settings, configure func(*Config)) *proxyHarness {
+	t.Helper()
 	out, err := notify.NewOutbox(filepath.Join(t.TempDir(), "outbox.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +74,9 @@ func newProxyHarness(t *testing.T, s authproxy.Settings) *proxyHarness {
 	h := newHarnessWith(t, func(c *Config) {
 		c.Emailer, c.Texter = out, out
 		c.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		if configure != nil {
+			configure(c)
+		}
 	})
 	h.s.ProxyServer.Now = h.clock
 	ps := httptest.NewServer(h.s.ProxyServer.Handler())

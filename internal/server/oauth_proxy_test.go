@@ -1,0 +1,130 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/oidc"
+	"github.com/latchkey/latchkey/internal/session"
+)
+
+// TestProxyOAuth: the auth proxy's /v1/oauth_login and /v1/oauth2_authenticate end to end
+// against a local OIDC issuer and a local X OAuth 2.0 provider: sign-up links the identity, the
+// login finds the sub-organization by token (list_suborgs OIDC_TOKEN) and answers a session the
+// notarizer signed, invalidateExisting revokes the earlier session key, and a code exchanged at
+// X becomes Latchkey's own id_token that signs up and logs in like any other.
+func TestProxyOAuth(t *testing.T) {
+	var p *proxyHarness
+	clock := func() time.Time { return p.clock() }
+	var iss *oidc.Issuer
+	its := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { iss.ServeHTTP(w, r) }))
+	t.Cleanup(its.Close)
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var err error
+	if iss, err = oidc.NewIssuer(oidc.IssuerConfig{URL: its.URL, Signer: k, Now: clock}); err != nil {
+		t.Fatal(err)
+	}
+	x := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/token":
+			_ = r.ParseForm()
+			if r.Form.Get("code") != "x-code" || r.Form.Get("code_verifier") != "x-verifier" {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			_, _ = w.Write([]byte(`{"access_token":"x-at","token_type":"bearer"}`))
+		case "/me":
+			if r.Header.Get("Authorization") != "Bearer x-at" {
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+			_, _ = w.Write([]byte(`{"data":{"id":"1234567","name":"Erin","username":"erin"}}`))
+		}
+	}))
+	t.Cleanup(x.Close)
+
+	p = newProxyHarnessWith(t, proxySettings(), func(c *Config) {
+		c.OIDCTrustedIssuers = []string{its.URL}
+		c.OAuth2 = map[string]OAuth2Endpoints{"x": {TokenURL: x.URL + "/token", UserInfoURL: x.URL + "/me"}}
+	})
+	mint := func(sub, nonce string) string {
+		tok, err := iss.Mint(oidc.MintClaims{Subject: sub, Audience: "google-client-id", Nonce: nonce, Email: sub + "@example.com", EmailVerified: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	notarizer := p.s.Keys.Public(custody.Notarizer)
+
+	su := p.ok("signup", map[string]any{"userName": "dana", "oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint("dana", "")}}})
+	subID, danaID := su.str("organizationId"), su.str("userId")
+	if subID == "" || danaID == "" {
+		t.Fatalf("signup: %s", su.raw)
+	}
+	if a := p.ok("account", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint("dana", "")}); a.str("organizationId") != subID {
+		t.Fatalf("account: %s", a.raw)
+	}
+
+	// The login without organizationId: the proxy finds the sub-organization by the token.
+	firstPriv, firstPub := p.newKey()
+	r := p.ok("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(firstPub)), "publicKey": firstPub})
+	sc, err := session.Parse(r.str("session"), notarizer, p.clock())
+	if err != nil || sc.OrganizationID != subID || sc.UserID != danaID {
+		t.Fatalf("session %+v, %v (%s)", sc, err, r.raw)
+	}
+	if w := p.client(subID, firstPriv).query("whoami", nil); w.str("userId") != danaID {
+		t.Fatalf("whoami with the session key: %s", w.raw)
+	}
+	// The wrong nonce, and a user nobody signed up: refused through the proxy with the engine's words.
+	_, otherPub := p.newKey()
+	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(otherPub)), "publicKey": firstPub, "organizationId": subID}, nil); r.status != 400 || !strings.Contains(string(r.raw), "nonce") {
+		t.Fatalf("wrong nonce: %d %s", r.status, r.raw)
+	}
+	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("nobody", oidc.NonceFor(firstPub)), "publicKey": firstPub}, nil); r.status < 400 {
+		t.Fatalf("unknown user: %d %s", r.status, r.raw)
+	}
+
+	// invalidateExisting: the second login revokes the first session key.
+	secondPriv, secondPub := p.newKey()
+	p.ok("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(secondPub)), "publicKey": secondPub, "organizationId": subID, "invalidateExisting": true})
+	if w := p.client(subID, secondPriv).query("whoami", nil); w.str("userId") != danaID {
+		t.Fatalf("whoami with the new session key: %s", w.raw)
+	}
+	if w := p.client(subID, firstPriv).query("whoami", nil); w.status == http.StatusOK {
+		t.Fatalf("the first session key still works after invalidateExisting: %s", w.raw)
+	}
+
+	// oauth2_authenticate: the proxy finds the organization's X credential by client id.
+	p.advance(time.Millisecond)
+	mustOK(t, p.root.submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
+		"clientId": "x-client", "encryptedClientSecret": encryptToServer(t, p.s.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
+	erinPriv, erinPub := p.newKey()
+	authBody := map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
+		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "x-client"}
+	if r := p.call("oauth2_authenticate", map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
+		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "unknown-client"}, nil); r.status != 400 || !strings.Contains(string(r.raw), "clientId") {
+		t.Fatalf("unknown client id: %d %s", r.status, r.raw)
+	}
+	own := p.ok("oauth2_authenticate", authBody).str("oidcToken")
+	if own == "" {
+		t.Fatal("oauth2_authenticate: no oidcToken")
+	}
+	su = p.ok("signup", map[string]any{"userName": "erin", "oauthProviders": []any{map[string]any{"providerName": "X", "oidcToken": own}}})
+	r = p.ok("oauth_login", map[string]any{"oidcToken": own, "publicKey": erinPub})
+	if sc, err := session.Parse(r.str("session"), notarizer, p.clock()); err != nil || sc.OrganizationID != su.str("organizationId") || sc.UserID != su.str("userId") {
+		t.Fatalf("erin's session %+v, %v", sc, err)
+	}
+	if w := p.client(su.str("organizationId"), erinPriv).query("whoami", nil); w.str("userId") != su.str("userId") {
+		t.Fatalf("erin's whoami: %s", w.raw)
+	}
+	if strings.Contains(string(readAll(t, p.s.cfg.DataDir)), "s3cret-x") || strings.Contains(string(p.logs.Bytes()), "s3cret-x") {
+		t.Fatal("the X client secret is in the clear in the database or the logs")
+	}
+}
