@@ -1,9 +1,6 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,14 +20,7 @@ import (
 func TestProxyOAuth(t *testing.T) {
 	var p *proxyHarness
 	clock := func() time.Time { return p.clock() }
-	var iss *oidc.Issuer
-	its := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { iss.ServeHTTP(w, r) }))
-	t.Cleanup(its.Close)
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	var err error
-	if iss, err = oidc.NewIssuer(oidc.IssuerConfig{URL: its.URL, Signer: k, Now: clock}); err != nil {
-		t.Fatal(err)
-	}
+	iss, its := testIssuer(t, clock)
 	x := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/token":

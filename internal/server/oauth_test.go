@@ -49,6 +49,20 @@ func encryptToServer(t *testing.T, receiverHex, msg string) string {
 	return hex.EncodeToString(append(out, ct...))
 }
 
+// testIssuer is a local OIDC issuer (ES256, discovery and JWKS) on loopback whose clock is now.
+func testIssuer(t *testing.T, now func() time.Time) (*oidc.Issuer, *httptest.Server) {
+	t.Helper()
+	var iss *oidc.Issuer
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { iss.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var err error
+	if iss, err = oidc.NewIssuer(oidc.IssuerConfig{URL: ts.URL, Signer: k, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	return iss, ts
+}
+
 // TestOAuth: id_tokens from a trusted local issuer link identities at sign-up, look up
 // sub-organizations and log users in (nonce = SHA-256 of the session key); an OAuth 2.0 client's
 // secret is sealed, and oauth2_authenticate exchanges a code at a local provider for Latchkey's
@@ -56,19 +70,8 @@ func encryptToServer(t *testing.T, receiverHex, msg string) string {
 func TestOAuth(t *testing.T) {
 	var h *harness
 	clock := func() time.Time { return h.clock() }
-	newIssuer := func() (*oidc.Issuer, *httptest.Server) {
-		var iss *oidc.Issuer
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { iss.ServeHTTP(w, r) }))
-		t.Cleanup(ts.Close)
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		var err error
-		if iss, err = oidc.NewIssuer(oidc.IssuerConfig{URL: ts.URL, Signer: k, Now: clock}); err != nil {
-			t.Fatal(err)
-		}
-		return iss, ts
-	}
-	google, googleTS := newIssuer()
-	untrusted, _ := newIssuer()
+	google, googleTS := testIssuer(t, clock)
+	untrusted, _ := testIssuer(t, clock)
 
 	// The OAuth 2.0 provider: checks the PKCE verifier and the client secret.
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
