@@ -104,11 +104,17 @@ func (p *proxyHarness) call(op string, body any, headers map[string]string) resp
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Auth-Proxy-Config-ID", p.cfgID)
 	req.Header.Set("Origin", "https://app.example")
+	// Removals first, then additions, each exactly as spelled (a header name in another case is
+	// sent as written), whatever the map's order.
 	for k, v := range headers {
 		if v == "" {
 			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
+		}
+	}
+	for k, v := range headers {
+		if v != "" {
+			req.Header.Del(k)
+			req.Header[k] = []string{v}
 		}
 	}
 	resp, err := http.DefaultClient.Do(req)
