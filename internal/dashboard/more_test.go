@@ -95,6 +95,10 @@ func TestSignInLimitPerAddressSignOutAndTLS(t *testing.T) {
 	if code, _ := b2.get("/"); code != http.StatusSeeOther {
 		t.Fatalf("after sign-out a page answered %d", code)
 	}
+	b2.login(password)
+	if _, body := b2.get("/audit"); !strings.Contains(body, "operator created") || !strings.Contains(body, "sign-out") {
+		t.Fatal("the operator's creation or sign-out is not in the audit log")
+	}
 
 	ts := httptest.NewTLSServer(e2.s.Dashboard.Handler())
 	defer ts.Close()

@@ -105,7 +105,13 @@ func CreateOperator(ctx context.Context, st store.Store, email, password string,
 		} else if len(ids) > 0 {
 			return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "an operator with e-mail %s exists", email)
 		}
-		return records.Save(ctx, tx, KindOperator, o.ID, "", now, now, o, store.Key{Name: keyEmail, Value: email})
+		if err := records.Save(ctx, tx, KindOperator, o.ID, "", now, now, o, store.Key{Name: keyEmail, Value: email}); err != nil {
+			return err
+		}
+		// The account is created from the command line (operator create, serve --dev), not by a
+		// signed-in operator: the audit record names the command line as the actor.
+		a := Audit{ID: id.New(), Operator: "(command line)", Action: "operator created", Target: email, At: now}
+		return records.Save(ctx, tx, KindAudit, a.ID, "", now, now, a)
 	})
 	return o, err
 }
