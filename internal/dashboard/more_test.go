@@ -118,3 +118,23 @@ func TestSignInLimitPerAddressSignOutAndTLS(t *testing.T) {
 		t.Fatalf("TLS sign-in %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
 }
+
+// TestAuditPaginates: the audit log shows a page of 50 newest first, and "Older" continues.
+func TestAuditPaginates(t *testing.T) {
+	e := setup(t)
+	b := e.browser()
+	for i := 0; i < 55; i++ { // 55 sign-ins, plus the operator's creation: 56 records
+		if r := b.login(password); r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in %d: %d", i, r.StatusCode)
+		}
+	}
+	_, page := b.get("/audit")
+	next := regexp.MustCompile(`href="/audit\?after=([0-9a-f-]+)"`).FindStringSubmatch(page)
+	if n := strings.Count(page, "<tr><td>"); n != 50 || next == nil {
+		t.Fatalf("first page: %d rows, next %v", n, next)
+	}
+	_, page2 := b.get("/audit?after=" + next[1])
+	if n := strings.Count(page2, "<tr><td>"); n != 6 || strings.Contains(page2, "/audit?after=") || !strings.Contains(page+page2, "operator created") {
+		t.Fatalf("second page: %d rows", n)
+	}
+}
