@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -34,10 +35,14 @@ func BenchmarkPages10kOrgs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	act := e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`)
+	actID := regexp.MustCompile(`"id":"([0-9a-f-]{36})"`).FindStringSubmatch(act)[1]
+	addr := regexp.MustCompile(`0x[0-9a-fA-F]{40}`).FindString(act)
 	br := e.browser()
 	br.t = &testing.T{}
 	br.login(password)
-	for _, p := range []string{"/", "/orgs", "/orgs?parent=" + e.orgID + "&after=", "/orgs?q=org+04242", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities", "/orgs/" + e.orgID + "/proxy", "/audit"} {
+	for _, p := range []string{"/", "/orgs", "/orgs?parent=" + e.orgID + "&after=", "/orgs?q=org+04242", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities", "/orgs/" + e.orgID + "/proxy", "/audit",
+		"/orgs?q=alice@acme.example", "/orgs?q=" + addr, "/activities/" + actID, "/keys", "/health"} {
 		b.Run(p, func(b *testing.B) {
 			for b.Loop() {
 				if code, _ := br.get(p); code != http.StatusOK {
