@@ -73,8 +73,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token; prefer LATCHKEY_SMS_TWILIO_AUTH_TOKEN")
 	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
 	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
-	var trustedIssuers listFlag
-	fs.Var(&trustedIssuers, "oidc-trusted-issuer", "comma-separated OIDC issuers to trust beyond the well-known public ones (Google, Apple, Facebook, …); plain http only on loopback")
+	var trustedIssuers appendFlag
+	fs.Var(&trustedIssuers, "oidc-trusted-issuer", "OIDC issuer to trust beyond the well-known public ones (Google, Apple, Facebook, …); repeatable or comma-separated; plain http only on loopback")
 	issuerURL := fs.String("oidc-issuer-url", "", "Latchkey's own OIDC issuer identifier: the public URL of <api>/oidc (default http://<api-addr>/oidc)")
 	discordToken := fs.String("oauth2-discord-token-url", "", "override Discord's OAuth 2.0 token endpoint")
 	discordUser := fs.String("oauth2-discord-userinfo-url", "", "override Discord's user-info endpoint")
