@@ -109,7 +109,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	hour := s.Now().Add(-time.Hour)
-	var recent []store.Activity
 	err := s.Store.View(ctx, func(rd store.Reader) error {
 		var err error
 		if counts["LastHour"], err = rd.CountActivities(ctx, "", store.ActivityFilter{Since: hour}); err != nil {
@@ -122,7 +121,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	_ = recent
 	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts})
 }
 

@@ -225,7 +225,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil, MaxAge: int(s.SessionTTL.Seconds())})
-	_ = writeAudit(r.Context(), s.Store, Audit{Operator: o.Email, Action: "sign-in", Target: clientIP(r), At: s.Now()})
+	s.record(r, Audit{Operator: o.Email, Action: "sign-in", Target: clientIP(r), At: s.Now()})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -235,9 +235,17 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		delete(s.sessions, c.Value)
 		s.mu.Unlock()
 	}
-	_ = writeAudit(r.Context(), s.Store, Audit{Operator: current(r).operator, Action: "sign-out", Target: clientIP(r), At: s.Now()})
+	s.record(r, Audit{Operator: current(r).operator, Action: "sign-out", Target: clientIP(r), At: s.Now()})
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// record writes the audit record of a sign-in or sign-out; failing to is logged, not shown (the operator's action
+// already happened). Changes to settings are audited before they are answered (proxySave).
+func (s *Server) record(r *http.Request, a Audit) {
+	if err := writeAudit(r.Context(), s.Store, a); err != nil {
+		s.Log.Error("dashboard: writing the audit record", "action", a.Action, "err", err)
+	}
 }
 
 // render executes a page inside the layout.

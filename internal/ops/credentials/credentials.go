@@ -195,12 +195,9 @@ func (d Deps) createReadWriteSession(x *activity.Exec, intent any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	secs := int64(DefaultSessionSeconds)
-	if expiration != "" {
-		secs, err = strconv.ParseInt(expiration, 10, 64)
-		if err != nil || secs <= 0 || secs > MaxSessionSeconds {
-			return nil, apierr.Invalid("parameters.expirationSeconds", "must be between 1 and %d seconds, got %q", MaxSessionSeconds, expiration)
-		}
+	secs, err := login.Seconds("parameters.expirationSeconds", expiration, DefaultSessionSeconds, MaxSessionSeconds)
+	if err != nil {
+		return nil, err
 	}
 	if name == "" {
 		name = fmt.Sprintf("Read Write Session - %s", x.Now.Format(time.RFC3339))

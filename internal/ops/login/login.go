@@ -119,7 +119,7 @@ const DefaultCredentialSeconds = 900
 // expiring; name "" picks one from credType) and returns it with the bundle. otp_auth, oauth,
 // email_auth and the e-mail recovery answer with such bundles.
 func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name, expiration, credType string, invalidate bool) (*directory.APIKey, string, error) {
-	secs, err := Seconds("parameters.expirationSeconds", expiration, DefaultCredentialSeconds)
+	secs, err := Seconds("parameters.expirationSeconds", expiration, DefaultCredentialSeconds, MaxSessionSeconds)
 	if err != nil {
 		return nil, "", err
 	}
@@ -137,14 +137,15 @@ func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name
 	return k, bundle, err
 }
 
-// Seconds reads an expirationSeconds string (empty: def), between 1 and MaxSessionSeconds.
-func Seconds(field, s string, def int64) (int64, error) {
+// Seconds reads an expirationSeconds string (empty: def), a whole number between 1 and max.
+// Every lifetime a request gives (sessions, credentials, codes, tokens) is read with it.
+func Seconds(field, s string, def, max int64) (int64, error) {
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 1 || n > MaxSessionSeconds {
-		return 0, apierr.Invalid(field, "must be a whole number of seconds between 1 and %d, got %q", MaxSessionSeconds, s)
+	if err != nil || n < 1 || n > max {
+		return 0, apierr.Invalid(field, "must be a whole number of seconds between 1 and %d, got %q", max, s)
 	}
 	return n, nil
 }

@@ -104,7 +104,7 @@ func verified(x *activity.Exec, token, publicKey, keyField string) (*directory.U
 
 func (d Deps) oauthLogin(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.OauthLoginIntent)
-	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds)
+	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
 	}

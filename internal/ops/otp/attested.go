@@ -162,7 +162,7 @@ func usersUnder(ctx context.Context, r store.Reader, orgID, key, value, kind str
 // sign-in (whose verification token it uses up).
 func (d Deps) stampLogin(x *activity.Exec, intent any) (any, error) {
 	in := intent.(*wire.StampLoginIntent)
-	secs, err := parseSeconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
+	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
 	}

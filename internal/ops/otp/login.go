@@ -37,7 +37,7 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		invalidate = in.InvalidateExisting != nil && *in.InvalidateExisting
 		sig = in.ClientSignature
 	}
-	secs, err := parseSeconds("parameters.expirationSeconds", expiration, login.DefaultSessionSeconds, login.MaxSessionSeconds)
+	secs, err := login.Seconds("parameters.expirationSeconds", expiration, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/ops/login"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -192,17 +193,6 @@ func normalizeContact(otpType, contact string) (string, error) {
 	return "", apierr.Invalid("parameters.otpType", "must be %s or %s", TypeEmail, TypeSMS)
 }
 
-func parseSeconds(field, s string, def, maxSecs int64) (int64, error) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > maxSecs {
-		return 0, apierr.Invalid(field, "must be between 1 and %d seconds, got %q", maxSecs, s)
-	}
-	return n, nil
-}
-
 // initParams is what every version of init_otp says.
 type initParams struct {
 	otpType, contact, appName       string
@@ -290,7 +280,7 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 		}
 	}
 	alpha := p.alpha == nil || *p.alpha
-	secs, err := parseSeconds("parameters.expirationSeconds", p.expiration, DefaultCodeSeconds, MaxCodeSeconds)
+	secs, err := login.Seconds("parameters.expirationSeconds", p.expiration, DefaultCodeSeconds, MaxCodeSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +494,7 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 	case *wire.VerifyOtpIntent:
 		otpID, expiration = in.OtpId, in.ExpirationSeconds
 	}
-	tokenSecs, err := parseSeconds("parameters.expirationSeconds", expiration, DefaultTokenSeconds, MaxTokenSeconds)
+	tokenSecs, err := login.Seconds("parameters.expirationSeconds", expiration, DefaultTokenSeconds, MaxTokenSeconds)
 	if err != nil {
 		return nil, err
 	}
