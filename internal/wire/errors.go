@@ -9,6 +9,7 @@ import (
 const (
 	ReasonRequired     = "required"      // the field is absent or empty
 	ReasonInvalidValue = "invalid value" // the field holds a value its enum does not list
+	ReasonRefused      = "refused"       // the field's value is refused for the reason in Value
 )
 
 // FieldError names the first field of a request that failed validation.
@@ -25,8 +26,15 @@ func (e *FieldError) Error() string {
 		return e.Field + " is required"
 	case ReasonInvalidValue:
 		return fmt.Sprintf("invalid value %q for %s", e.Value, e.Field)
+	case ReasonRefused:
+		return e.Field + ": " + e.Value
 	}
 	return e.Reason + ": " + e.Field
+}
+
+// Refused reports that field's value is refused, saying why (never echoing the value).
+func Refused(field, why string) *FieldError {
+	return &FieldError{Field: field, Reason: ReasonRefused, Value: why}
 }
 
 // Required reports that field is missing.

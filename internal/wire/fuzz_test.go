@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeValidate feeds arbitrary bytes to the decoder and Validate of a
@@ -14,6 +17,11 @@ func FuzzDecodeValidate(f *testing.F) {
 	f.Add([]byte(`{"organizationId":"o","activityId":"a"}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[]`))
+	// What a probe got stored: control characters in names, invalid UTF-8, duplicate members.
+	f.Add([]byte("{\"parameters\":{\"sessionProfileName\":\"a\\u0000b\\u0007\",\"notes\":\"x\\ny\"}}"))
+	f.Add([]byte("{\"parameters\":{\"subOrganizationName\":\"caf\xe9\"}}"))
+	f.Add([]byte(`{"organizationId":"a","organizationId":"b","parameters":{"rootUsers":[{"userName":"x","userName":"y"}]}}`))
+	f.Add([]byte(`{"parameters":{"subOrganizationName":"\ud800\u0041"}}`))
 	newTypes := []func() Validator{
 		func() Validator { return new(CreateSubOrganizationRequest) },
 		func() Validator { return new(CreateUsersRequest) },
@@ -27,6 +35,22 @@ func FuzzDecodeValidate(f *testing.F) {
 		newTypes = append(newTypes, v.NewIntent)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The request path: the strict pass over the raw body, then the decoder, Validate and
+		// the free-text checks. What the strict pass accepts decodes to the same strings it
+		// was sent as (valid UTF-8, one value per member).
+		strict := CheckJSON(data) == nil
+		if strict && json.Valid(data) {
+			var doc any
+			if err := json.Unmarshal(data, &doc); err == nil {
+				if bad := replaced(doc); bad != "" && !bytes.Contains(data, []byte("\xef\xbf\xbd")) &&
+					!bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`)) {
+					t.Fatalf("CheckJSON accepted a body whose decoding changed a string: %q", bad)
+				}
+			}
+			if n := members(t, data); n != countMembers(doc) {
+				t.Fatalf("CheckJSON accepted %d members that decode to %d (a duplicate)", n, countMembers(doc))
+			}
+		}
 		for _, newType := range newTypes {
 			v := newType()
 			if json.Unmarshal(data, v) != nil {
@@ -37,6 +61,96 @@ func FuzzDecodeValidate(f *testing.F) {
 					t.Fatalf("%T.Validate returned %T", v, err)
 				}
 			}
+			if err := CheckText(v, "parameters"); err != nil {
+				if _, ok := err.(*FieldError); !ok {
+					t.Fatalf("CheckText returned %T", err)
+				}
+			}
 		}
 	})
+}
+
+// replaced returns a decoded string holding U+FFFD (what the decoder puts for invalid UTF-8).
+func replaced(v any) string {
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsRune(v, utf8.RuneError) {
+			return v
+		}
+	case []any:
+		for _, e := range v {
+			if s := replaced(e); s != "" {
+				return s
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, utf8.RuneError) {
+				return k
+			}
+			if s := replaced(e); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// members counts the object members of a JSON text, token by token (keys as written, so a
+// duplicate counts twice).
+func members(t *testing.T, data []byte) int {
+	type frame struct{ object, expectKey bool }
+	dec := json.NewDecoder(bytes.NewReader(data))
+	n := 0
+	var stack []frame
+	valueDone := func() {
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].expectKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+				valueDone()
+				continue
+			}
+			n++
+			stack[len(stack)-1].expectKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+func countMembers(v any) int {
+	switch v := v.(type) {
+	case []any:
+		n := 0
+		for _, e := range v {
+			n += countMembers(e)
+		}
+		return n
+	case map[string]any:
+		n := len(v)
+		for _, e := range v {
+			n += countMembers(e)
+		}
+		return n
+	}
+	return 0
 }

@@ -586,9 +586,6 @@ func (x *AppProof) Validate(path string) error {
 	if x.PublicKey == "" {
 		return Required(FieldPath(path, "publicKey"))
 	}
-	if x.ProofPayload == "" {
-		return Required(FieldPath(path, "proofPayload"))
-	}
 	if x.Signature == "" {
 		return Required(FieldPath(path, "signature"))
 	}
@@ -751,12 +748,6 @@ func (x *Attestation) Validate(path string) error {
 	if x.CredentialId == "" {
 		return Required(FieldPath(path, "credentialId"))
 	}
-	if x.ClientDataJson == "" {
-		return Required(FieldPath(path, "clientDataJson"))
-	}
-	if x.AttestationObject == "" {
-		return Required(FieldPath(path, "attestationObject"))
-	}
 	if x.Transports == nil {
 		return Required(FieldPath(path, "transports"))
 	}
@@ -856,17 +847,8 @@ func (x *Authenticator) Validate(path string) error {
 			return InvalidValue(IndexPath(FieldPath(path, "transports"), i), string(x.Transports[i]))
 		}
 	}
-	if x.AttestationType == "" {
-		return Required(FieldPath(path, "attestationType"))
-	}
-	if x.Aaguid == "" {
-		return Required(FieldPath(path, "aaguid"))
-	}
 	if x.CredentialId == "" {
 		return Required(FieldPath(path, "credentialId"))
-	}
-	if x.Model == "" {
-		return Required(FieldPath(path, "model"))
 	}
 	if err := x.Credential.Validate(FieldPath(path, "credential")); err != nil {
 		return err
@@ -899,12 +881,6 @@ var authenticatorAttestationResponseAuthenticatorAttachmentValues = []string{"cr
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *AuthenticatorAttestationResponse) Validate(path string) error {
-	if x.ClientDataJson == "" {
-		return Required(FieldPath(path, "clientDataJson"))
-	}
-	if x.AttestationObject == "" {
-		return Required(FieldPath(path, "attestationObject"))
-	}
 	for i := range x.Transports {
 		if !x.Transports[i].Valid() {
 			return InvalidValue(IndexPath(FieldPath(path, "transports"), i), string(x.Transports[i]))
@@ -939,9 +915,6 @@ func (x *AuthenticatorParams) Validate(path string) error {
 	if err := x.Attestation.Validate(FieldPath(path, "attestation")); err != nil {
 		return err
 	}
-	if x.Challenge == "" {
-		return Required(FieldPath(path, "challenge"))
-	}
 	return nil
 }
 
@@ -960,9 +933,6 @@ type AuthenticatorParamsV2 struct {
 func (x *AuthenticatorParamsV2) Validate(path string) error {
 	if x.AuthenticatorName == "" {
 		return Required(FieldPath(path, "authenticatorName"))
-	}
-	if x.Challenge == "" {
-		return Required(FieldPath(path, "challenge"))
 	}
 	if err := x.Attestation.Validate(FieldPath(path, "attestation")); err != nil {
 		return err
@@ -1067,21 +1037,6 @@ type BillingSetPaymentMethodIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *BillingSetPaymentMethodIntent) Validate(path string) error {
-	if x.Number == "" {
-		return Required(FieldPath(path, "number"))
-	}
-	if x.Cvv == "" {
-		return Required(FieldPath(path, "cvv"))
-	}
-	if x.ExpiryMonth == "" {
-		return Required(FieldPath(path, "expiryMonth"))
-	}
-	if x.ExpiryYear == "" {
-		return Required(FieldPath(path, "expiryYear"))
-	}
-	if x.CardHolderEmail == "" {
-		return Required(FieldPath(path, "cardHolderEmail"))
-	}
 	if x.CardHolderName == "" {
 		return Required(FieldPath(path, "cardHolderName"))
 	}
@@ -1104,9 +1059,6 @@ func (x *BillingSetPaymentMethodIntentV2) Validate(path string) error {
 	if x.PaymentMethodId == "" {
 		return Required(FieldPath(path, "paymentMethodId"))
 	}
-	if x.CardHolderEmail == "" {
-		return Required(FieldPath(path, "cardHolderEmail"))
-	}
 	if x.CardHolderName == "" {
 		return Required(FieldPath(path, "cardHolderName"))
 	}
@@ -1126,14 +1078,8 @@ type BillingSetPaymentMethodResult struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *BillingSetPaymentMethodResult) Validate(path string) error {
-	if x.LastFour == "" {
-		return Required(FieldPath(path, "lastFour"))
-	}
 	if x.CardHolderName == "" {
 		return Required(FieldPath(path, "cardHolderName"))
-	}
-	if x.CardHolderEmail == "" {
-		return Required(FieldPath(path, "cardHolderEmail"))
 	}
 	return nil
 }
@@ -1162,27 +1108,6 @@ type BootProof struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *BootProof) Validate(path string) error {
-	if x.EphemeralPublicKeyHex == "" {
-		return Required(FieldPath(path, "ephemeralPublicKeyHex"))
-	}
-	if x.AwsAttestationDocB64 == "" {
-		return Required(FieldPath(path, "awsAttestationDocB64"))
-	}
-	if x.QosManifestB64 == "" {
-		return Required(FieldPath(path, "qosManifestB64"))
-	}
-	if x.QosManifestEnvelopeB64 == "" {
-		return Required(FieldPath(path, "qosManifestEnvelopeB64"))
-	}
-	if x.DeploymentLabel == "" {
-		return Required(FieldPath(path, "deploymentLabel"))
-	}
-	if x.EnclaveApp == "" {
-		return Required(FieldPath(path, "enclaveApp"))
-	}
-	if x.Owner == "" {
-		return Required(FieldPath(path, "owner"))
-	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
 	}
@@ -1211,12 +1136,7 @@ type ClaimEarnFeesIntent struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *ClaimEarnFeesIntent) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
-	return nil
-}
+func (x *ClaimEarnFeesIntent) Validate(path string) error { return nil }
 
 // ClaimEarnFeesRequest is the swagger definition v1ClaimEarnFeesRequest.
 type ClaimEarnFeesRequest struct {
@@ -1347,9 +1267,6 @@ func (x *ClientSignature) Validate(path string) error {
 	}
 	if !x.Scheme.Valid() {
 		return InvalidValue(FieldPath(path, "scheme"), string(x.Scheme))
-	}
-	if x.Message == "" {
-		return Required(FieldPath(path, "message"))
 	}
 	if x.Signature == "" {
 		return Required(FieldPath(path, "signature"))
@@ -1684,12 +1601,6 @@ func (x *CreateFiatOnRampCredentialIntent) Validate(path string) error {
 	if !x.OnrampProvider.Valid() {
 		return InvalidValue(FieldPath(path, "onrampProvider"), string(x.OnrampProvider))
 	}
-	if x.PublishableApiKey == "" {
-		return Required(FieldPath(path, "publishableApiKey"))
-	}
-	if x.EncryptedSecretApiKey == "" {
-		return Required(FieldPath(path, "encryptedSecretApiKey"))
-	}
 	return nil
 }
 
@@ -1836,9 +1747,6 @@ func (x *CreateMfaPolicyIntent) Validate(path string) error {
 	if x.MfaPolicyName == "" {
 		return Required(FieldPath(path, "mfaPolicyName"))
 	}
-	if x.Condition == "" {
-		return Required(FieldPath(path, "condition"))
-	}
 	if x.RequiredAuthenticationMethods == nil {
 		return Required(FieldPath(path, "requiredAuthenticationMethods"))
 	}
@@ -1919,9 +1827,6 @@ func (x *CreateOauth2CredentialIntent) Validate(path string) error {
 	}
 	if x.ClientId == "" {
 		return Required(FieldPath(path, "clientId"))
-	}
-	if x.EncryptedClientSecret == "" {
-		return Required(FieldPath(path, "encryptedClientSecret"))
 	}
 	return nil
 }
@@ -2107,9 +2012,6 @@ func (x *CreateOrganizationIntent) Validate(path string) error {
 	if x.OrganizationName == "" {
 		return Required(FieldPath(path, "organizationName"))
 	}
-	if x.RootEmail == "" {
-		return Required(FieldPath(path, "rootEmail"))
-	}
 	if err := x.RootAuthenticator.Validate(FieldPath(path, "rootAuthenticator")); err != nil {
 		return err
 	}
@@ -2133,9 +2035,6 @@ type CreateOrganizationIntentV2 struct {
 func (x *CreateOrganizationIntentV2) Validate(path string) error {
 	if x.OrganizationName == "" {
 		return Required(FieldPath(path, "organizationName"))
-	}
-	if x.RootEmail == "" {
-		return Required(FieldPath(path, "rootEmail"))
 	}
 	if err := x.RootAuthenticator.Validate(FieldPath(path, "rootAuthenticator")); err != nil {
 		return err
@@ -2322,9 +2221,6 @@ func (x *CreatePolicyIntentV3) Validate(path string) error {
 	}
 	if !x.Effect.Valid() {
 		return InvalidValue(FieldPath(path, "effect"), string(x.Effect))
-	}
-	if x.Notes == "" {
-		return Required(FieldPath(path, "notes"))
 	}
 	return nil
 }
@@ -2631,15 +2527,6 @@ func (x *CreateReadOnlySessionResult) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
 	}
-	if x.Username == "" {
-		return Required(FieldPath(path, "username"))
-	}
-	if x.Session == "" {
-		return Required(FieldPath(path, "session"))
-	}
-	if x.SessionExpiry == "" {
-		return Required(FieldPath(path, "sessionExpiry"))
-	}
 	return nil
 }
 
@@ -2660,9 +2547,6 @@ type CreateReadWriteSessionIntent struct {
 func (x *CreateReadWriteSessionIntent) Validate(path string) error {
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
-	}
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
 	}
 	return nil
 }
@@ -2752,14 +2636,8 @@ func (x *CreateReadWriteSessionResult) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
 	}
-	if x.Username == "" {
-		return Required(FieldPath(path, "username"))
-	}
 	if x.ApiKeyId == "" {
 		return Required(FieldPath(path, "apiKeyId"))
-	}
-	if x.CredentialBundle == "" {
-		return Required(FieldPath(path, "credentialBundle"))
 	}
 	return nil
 }
@@ -2792,14 +2670,8 @@ func (x *CreateReadWriteSessionResultV2) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
 	}
-	if x.Username == "" {
-		return Required(FieldPath(path, "username"))
-	}
 	if x.ApiKeyId == "" {
 		return Required(FieldPath(path, "apiKeyId"))
-	}
-	if x.CredentialBundle == "" {
-		return Required(FieldPath(path, "credentialBundle"))
 	}
 	return nil
 }
@@ -2821,9 +2693,6 @@ type CreateSessionProfileIntent struct {
 func (x *CreateSessionProfileIntent) Validate(path string) error {
 	if x.SessionProfileName == "" {
 		return Required(FieldPath(path, "sessionProfileName"))
-	}
-	if x.Scope == "" {
-		return Required(FieldPath(path, "scope"))
 	}
 	return nil
 }
@@ -2892,12 +2761,6 @@ type CreateSmartContractInterfaceIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *CreateSmartContractInterfaceIntent) Validate(path string) error {
-	if x.SmartContractAddress == "" {
-		return Required(FieldPath(path, "smartContractAddress"))
-	}
-	if x.SmartContractInterface == "" {
-		return Required(FieldPath(path, "smartContractInterface"))
-	}
 	if x.Type == "" {
 		return Required(FieldPath(path, "type"))
 	}
@@ -3458,15 +3321,6 @@ func (x *CreateSwapQuoteIntent) Validate(path string) error {
 	if x.SignWith == "" {
 		return Required(FieldPath(path, "signWith"))
 	}
-	if x.InputToken == "" {
-		return Required(FieldPath(path, "inputToken"))
-	}
-	if x.OutputToken == "" {
-		return Required(FieldPath(path, "outputToken"))
-	}
-	if x.InputAmount == "" {
-		return Required(FieldPath(path, "inputAmount"))
-	}
 	return nil
 }
 
@@ -3674,20 +3528,8 @@ func (x *CreateTvcDeploymentIntent) Validate(path string) error {
 	if x.AppId == "" {
 		return Required(FieldPath(path, "appId"))
 	}
-	if x.QosVersion == "" {
-		return Required(FieldPath(path, "qosVersion"))
-	}
-	if x.PivotContainerImageUrl == "" {
-		return Required(FieldPath(path, "pivotContainerImageUrl"))
-	}
-	if x.PivotPath == "" {
-		return Required(FieldPath(path, "pivotPath"))
-	}
 	if x.PivotArgs == nil {
 		return Required(FieldPath(path, "pivotArgs"))
-	}
-	if x.ExpectedPivotDigest == "" {
-		return Required(FieldPath(path, "expectedPivotDigest"))
 	}
 	if x.HealthCheckType == "" {
 		return Required(FieldPath(path, "healthCheckType"))
@@ -4361,9 +4203,6 @@ type CreateWebhookEndpointIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *CreateWebhookEndpointIntent) Validate(path string) error {
-	if x.Url == "" {
-		return Required(FieldPath(path, "url"))
-	}
 	if x.Name == "" {
 		return Required(FieldPath(path, "name"))
 	}
@@ -5394,12 +5233,7 @@ type DeleteSubOrganizationResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *DeleteSubOrganizationResult) Validate(path string) error {
-	if x.SubOrganizationUuid == "" {
-		return Required(FieldPath(path, "subOrganizationUuid"))
-	}
-	return nil
-}
+func (x *DeleteSubOrganizationResult) Validate(path string) error { return nil }
 
 // DeleteTvcAppAndDeploymentsIntent is the swagger definition v1DeleteTvcAppAndDeploymentsIntent.
 type DeleteTvcAppAndDeploymentsIntent struct {
@@ -5945,20 +5779,11 @@ var earnDeployWrapperIntentChainCaip2Values = []string{"eip155:1", "eip155:8453"
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EarnDeployWrapperIntent) Validate(path string) error {
-	if x.VaultAddress == "" {
-		return Required(FieldPath(path, "vaultAddress"))
-	}
 	if x.ChainCaip2 == "" {
 		return Required(FieldPath(path, "chainCaip2"))
 	}
 	if !slices.Contains(earnDeployWrapperIntentChainCaip2Values, x.ChainCaip2) {
 		return InvalidValue(FieldPath(path, "chainCaip2"), x.ChainCaip2)
-	}
-	if x.ClientFeeBps == "" {
-		return Required(FieldPath(path, "clientFeeBps"))
-	}
-	if x.ClientFeeWallet == "" {
-		return Required(FieldPath(path, "clientFeeWallet"))
 	}
 	return nil
 }
@@ -6010,12 +5835,6 @@ type EarnDeployWrapperResult struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EarnDeployWrapperResult) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
-	if x.SplitterAddress == "" {
-		return Required(FieldPath(path, "splitterAddress"))
-	}
 	if x.DeployRequestId == "" {
 		return Required(FieldPath(path, "deployRequestId"))
 	}
@@ -6041,14 +5860,8 @@ var earnDepositIntentChainCaip2Values = []string{"eip155:1", "eip155:8453", "eip
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EarnDepositIntent) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
 	if x.SignWith == "" {
 		return Required(FieldPath(path, "signWith"))
-	}
-	if x.Assets == "" {
-		return Required(FieldPath(path, "assets"))
 	}
 	if x.ChainCaip2 == "" {
 		return Required(FieldPath(path, "chainCaip2"))
@@ -6239,12 +6052,7 @@ type EarnSetWrapperStateIntent struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *EarnSetWrapperStateIntent) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
-	return nil
-}
+func (x *EarnSetWrapperStateIntent) Validate(path string) error { return nil }
 
 // EarnSetWrapperStateRequest is the swagger definition v1EarnSetWrapperStateRequest.
 type EarnSetWrapperStateRequest struct {
@@ -6290,12 +6098,7 @@ type EarnSetWrapperStateResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *EarnSetWrapperStateResult) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
-	return nil
-}
+func (x *EarnSetWrapperStateResult) Validate(path string) error { return nil }
 
 // EarnValueDisplay is the swagger definition v1EarnValueDisplay.
 type EarnValueDisplay struct {
@@ -6364,9 +6167,6 @@ var earnWithdrawIntentChainCaip2Values = []string{"eip155:1", "eip155:8453", "ei
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EarnWithdrawIntent) Validate(path string) error {
-	if x.WrapperAddress == "" {
-		return Required(FieldPath(path, "wrapperAddress"))
-	}
 	if x.SignWith == "" {
 		return Required(FieldPath(path, "signWith"))
 	}
@@ -6375,9 +6175,6 @@ func (x *EarnWithdrawIntent) Validate(path string) error {
 	}
 	if !slices.Contains(earnWithdrawIntentChainCaip2Values, x.ChainCaip2) {
 		return InvalidValue(FieldPath(path, "chainCaip2"), x.ChainCaip2)
-	}
-	if x.AmountValue == "" {
-		return Required(FieldPath(path, "amountValue"))
 	}
 	return nil
 }
@@ -6491,9 +6288,6 @@ type EmailAuthIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EmailAuthIntent) Validate(path string) error {
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -6530,9 +6324,6 @@ type EmailAuthIntentV2 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EmailAuthIntentV2) Validate(path string) error {
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -6569,9 +6360,6 @@ type EmailAuthIntentV3 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EmailAuthIntentV3) Validate(path string) error {
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -6705,21 +6493,6 @@ func (x *EmailEvent) Validate(path string) error {
 	if x.MessageId == "" {
 		return Required(FieldPath(path, "messageId"))
 	}
-	if x.EventType == "" {
-		return Required(FieldPath(path, "eventType"))
-	}
-	if x.FromAddress == "" {
-		return Required(FieldPath(path, "fromAddress"))
-	}
-	if x.ToAddress == "" {
-		return Required(FieldPath(path, "toAddress"))
-	}
-	if x.Timestamp == "" {
-		return Required(FieldPath(path, "timestamp"))
-	}
-	if x.CreatedAt == "" {
-		return Required(FieldPath(path, "createdAt"))
-	}
 	if err := x.Details.Validate(FieldPath(path, "details")); err != nil {
 		return err
 	}
@@ -6783,12 +6556,7 @@ type EthCallParams struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *EthCallParams) Validate(path string) error {
-	if x.To == "" {
-		return Required(FieldPath(path, "to"))
-	}
-	return nil
-}
+func (x *EthCallParams) Validate(path string) error { return nil }
 
 // EthFailureDetails is the swagger definition v1EthFailureDetails.
 type EthFailureDetails struct {
@@ -6874,12 +6642,7 @@ type EthSendRawTransactionResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *EthSendRawTransactionResult) Validate(path string) error {
-	if x.TransactionHash == "" {
-		return Required(FieldPath(path, "transactionHash"))
-	}
-	return nil
-}
+func (x *EthSendRawTransactionResult) Validate(path string) error { return nil }
 
 // EthSendTransactionIntent is the swagger definition v1EthSendTransactionIntent.
 type EthSendTransactionIntent struct {
@@ -6914,17 +6677,11 @@ var ethSendTransactionIntentCaip2Values = []string{"eip155:1", "eip155:11155111"
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EthSendTransactionIntent) Validate(path string) error {
-	if x.From == "" {
-		return Required(FieldPath(path, "from"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
 	if !slices.Contains(ethSendTransactionIntentCaip2Values, x.Caip2) {
 		return InvalidValue(FieldPath(path, "caip2"), x.Caip2)
-	}
-	if x.To == "" {
-		return Required(FieldPath(path, "to"))
 	}
 	return nil
 }
@@ -6958,9 +6715,6 @@ var ethSendTransactionIntentV2Caip2Values = []string{"eip155:1", "eip155:1115511
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EthSendTransactionIntentV2) Validate(path string) error {
-	if x.From == "" {
-		return Required(FieldPath(path, "from"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
@@ -7079,9 +6833,6 @@ var ethTransactionHistoryItemStatusValues = []string{"CONFIRMED", "FINALIZED"}
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EthTransactionHistoryItem) Validate(path string) error {
-	if x.TransactionHash == "" {
-		return Required(FieldPath(path, "transactionHash"))
-	}
 	if err := x.Block.Validate(FieldPath(path, "block")); err != nil {
 		return err
 	}
@@ -7090,12 +6841,6 @@ func (x *EthTransactionHistoryItem) Validate(path string) error {
 	}
 	if !slices.Contains(ethTransactionHistoryItemStatusValues, x.Status) {
 		return InvalidValue(FieldPath(path, "status"), x.Status)
-	}
-	if x.Origin == "" {
-		return Required(FieldPath(path, "origin"))
-	}
-	if x.From == "" {
-		return Required(FieldPath(path, "from"))
 	}
 	if err := x.Fee.Validate(FieldPath(path, "fee")); err != nil {
 		return err
@@ -7137,9 +6882,6 @@ var ethUndelegate7702IntentCaip2Values = []string{"eip155:1", "eip155:11155111",
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *EthUndelegate7702Intent) Validate(path string) error {
-	if x.From == "" {
-		return Required(FieldPath(path, "from"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
@@ -7220,24 +6962,7 @@ type ExecuteSwapIntent struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *ExecuteSwapIntent) Validate(path string) error {
-	if x.InputToken == "" {
-		return Required(FieldPath(path, "inputToken"))
-	}
-	if x.OutputToken == "" {
-		return Required(FieldPath(path, "outputToken"))
-	}
-	if x.InputAmount == "" {
-		return Required(FieldPath(path, "inputAmount"))
-	}
-	if x.WalletAccount == "" {
-		return Required(FieldPath(path, "walletAccount"))
-	}
-	if x.MinOutputAmount == "" {
-		return Required(FieldPath(path, "minOutputAmount"))
-	}
-	return nil
-}
+func (x *ExecuteSwapIntent) Validate(path string) error { return nil }
 
 // ExecuteSwapIntentV2 is the swagger definition v1ExecuteSwapIntentV2.
 type ExecuteSwapIntentV2 struct {
@@ -7268,21 +6993,6 @@ type ExecuteSwapIntentV2 struct {
 func (x *ExecuteSwapIntentV2) Validate(path string) error {
 	if x.QuoteId == "" {
 		return Required(FieldPath(path, "quoteId"))
-	}
-	if x.InputToken == "" {
-		return Required(FieldPath(path, "inputToken"))
-	}
-	if x.InputAmount == "" {
-		return Required(FieldPath(path, "inputAmount"))
-	}
-	if x.OutputToken == "" {
-		return Required(FieldPath(path, "outputToken"))
-	}
-	if x.QuotedOutputAmount == "" {
-		return Required(FieldPath(path, "quotedOutputAmount"))
-	}
-	if x.MinOutputAmount == "" {
-		return Required(FieldPath(path, "minOutputAmount"))
 	}
 	return nil
 }
@@ -7408,9 +7118,6 @@ func (x *ExportPrivateKeyResult) Validate(path string) error {
 	if x.PrivateKeyId == "" {
 		return Required(FieldPath(path, "privateKeyId"))
 	}
-	if x.ExportBundle == "" {
-		return Required(FieldPath(path, "exportBundle"))
-	}
 	return nil
 }
 
@@ -7521,9 +7228,6 @@ type ExportWalletAccountIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *ExportWalletAccountIntent) Validate(path string) error {
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -7574,15 +7278,7 @@ type ExportWalletAccountResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *ExportWalletAccountResult) Validate(path string) error {
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
-	if x.ExportBundle == "" {
-		return Required(FieldPath(path, "exportBundle"))
-	}
-	return nil
-}
+func (x *ExportWalletAccountResult) Validate(path string) error { return nil }
 
 // ExportWalletIntent is the swagger definition v1ExportWalletIntent.
 type ExportWalletIntent struct {
@@ -7656,9 +7352,6 @@ type ExportWalletResult struct {
 func (x *ExportWalletResult) Validate(path string) error {
 	if x.WalletId == "" {
 		return Required(FieldPath(path, "walletId"))
-	}
-	if x.ExportBundle == "" {
-		return Required(FieldPath(path, "exportBundle"))
 	}
 	return nil
 }
@@ -7805,20 +7498,11 @@ func (x *Externaldatav1SmartContractInterface) Validate(path string) error {
 	if x.SmartContractInterfaceId == "" {
 		return Required(FieldPath(path, "smartContractInterfaceId"))
 	}
-	if x.SmartContractAddress == "" {
-		return Required(FieldPath(path, "smartContractAddress"))
-	}
-	if x.SmartContractInterface == "" {
-		return Required(FieldPath(path, "smartContractInterface"))
-	}
 	if x.Type == "" {
 		return Required(FieldPath(path, "type"))
 	}
 	if x.Label == "" {
 		return Required(FieldPath(path, "label"))
-	}
-	if x.Notes == "" {
-		return Required(FieldPath(path, "notes"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -7837,15 +7521,7 @@ type Externaldatav1Timestamp struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *Externaldatav1Timestamp) Validate(path string) error {
-	if x.Seconds == "" {
-		return Required(FieldPath(path, "seconds"))
-	}
-	if x.Nanos == "" {
-		return Required(FieldPath(path, "nanos"))
-	}
-	return nil
-}
+func (x *Externaldatav1Timestamp) Validate(path string) error { return nil }
 
 // Feature is the swagger definition v1Feature.
 type Feature struct {
@@ -7935,12 +7611,6 @@ func (x *FiatOnRampCredential) Validate(path string) error {
 	}
 	if !x.OnrampProvider.Valid() {
 		return InvalidValue(FieldPath(path, "onrampProvider"), string(x.OnrampProvider))
-	}
-	if x.PublishableApiKey == "" {
-		return Required(FieldPath(path, "publishableApiKey"))
-	}
-	if x.EncryptedSecretApiKey == "" {
-		return Required(FieldPath(path, "encryptedSecretApiKey"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -8359,9 +8029,6 @@ func (x *GetBootProofRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.EphemeralKey == "" {
-		return Required(FieldPath(path, "ephemeralKey"))
-	}
 	return nil
 }
 
@@ -8568,15 +8235,7 @@ type GetGasUsageResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *GetGasUsageResponse) Validate(path string) error {
-	if x.WindowLimitUsd == "" {
-		return Required(FieldPath(path, "windowLimitUsd"))
-	}
-	if x.UsageUsd == "" {
-		return Required(FieldPath(path, "usageUsd"))
-	}
-	return nil
-}
+func (x *GetGasUsageResponse) Validate(path string) error { return nil }
 
 // GetIpAllowlistRequest is the swagger definition v1GetIpAllowlistRequest.
 type GetIpAllowlistRequest struct {
@@ -8773,9 +8432,6 @@ func (x *GetNoncesRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
@@ -8898,12 +8554,7 @@ type GetOnRampTransactionStatusResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *GetOnRampTransactionStatusResponse) Validate(path string) error {
-	if x.TransactionStatus == "" {
-		return Required(FieldPath(path, "transactionStatus"))
-	}
-	return nil
-}
+func (x *GetOnRampTransactionStatusResponse) Validate(path string) error { return nil }
 
 // GetOrganizationConfigsRequest is the swagger definition v1GetOrganizationConfigsRequest.
 type GetOrganizationConfigsRequest struct {
@@ -9181,9 +8832,6 @@ type GetSendTransactionStatusResponse struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *GetSendTransactionStatusResponse) Validate(path string) error {
-	if x.TxStatus == "" {
-		return Required(FieldPath(path, "txStatus"))
-	}
 	if x.Eth != nil {
 		if err := x.Eth.Validate(FieldPath(path, "eth")); err != nil {
 			return err
@@ -9434,31 +9082,10 @@ type GetSwapStatusResponse struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *GetSwapStatusResponse) Validate(path string) error {
-	if x.Status == "" {
-		return Required(FieldPath(path, "status"))
-	}
-	if x.SwapKind == "" {
-		return Required(FieldPath(path, "swapKind"))
-	}
-	if x.Provider == "" {
-		return Required(FieldPath(path, "provider"))
-	}
-	if x.InputToken == "" {
-		return Required(FieldPath(path, "inputToken"))
-	}
-	if x.OutputToken == "" {
-		return Required(FieldPath(path, "outputToken"))
-	}
-	if x.InputAmount == "" {
-		return Required(FieldPath(path, "inputAmount"))
-	}
 	if x.Refund != nil {
 		if err := x.Refund.Validate(FieldPath(path, "refund")); err != nil {
 			return err
 		}
-	}
-	if x.UpdatedAt == "" {
-		return Required(FieldPath(path, "updatedAt"))
 	}
 	if x.Error != nil {
 		if err := x.Error.Validate(FieldPath(path, "error")); err != nil {
@@ -9652,15 +9279,7 @@ type GetTvcDeploymentProvisioningDetailsResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *GetTvcDeploymentProvisioningDetailsResponse) Validate(path string) error {
-	if x.AttestationDocument == "" {
-		return Required(FieldPath(path, "attestationDocument"))
-	}
-	if x.ManifestEnvelope == "" {
-		return Required(FieldPath(path, "manifestEnvelope"))
-	}
-	return nil
-}
+func (x *GetTvcDeploymentProvisioningDetailsResponse) Validate(path string) error { return nil }
 
 // GetTvcDeploymentRequest is the swagger definition v1GetTvcDeploymentRequest.
 type GetTvcDeploymentRequest struct {
@@ -9725,9 +9344,6 @@ type GetTvcQosVersionsResponse struct {
 func (x *GetTvcQosVersionsResponse) Validate(path string) error {
 	if x.AvailableVersions == nil {
 		return Required(FieldPath(path, "availableVersions"))
-	}
-	if x.LatestVersion == "" {
-		return Required(FieldPath(path, "latestVersion"))
 	}
 	return nil
 }
@@ -9946,9 +9562,6 @@ func (x *GetWalletAddressBalancesRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
@@ -10084,9 +9697,6 @@ func (x *GetWhoamiResponse) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
 	}
-	if x.Username == "" {
-		return Required(FieldPath(path, "username"))
-	}
 	return nil
 }
 
@@ -10156,9 +9766,6 @@ func (x *ImportPrivateKeyIntent) Validate(path string) error {
 	}
 	if x.PrivateKeyName == "" {
 		return Required(FieldPath(path, "privateKeyName"))
-	}
-	if x.EncryptedBundle == "" {
-		return Required(FieldPath(path, "encryptedBundle"))
 	}
 	if x.Curve == "" {
 		return Required(FieldPath(path, "curve"))
@@ -10253,9 +9860,6 @@ type ImportSecretParams struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *ImportSecretParams) Validate(path string) error {
-	if x.SecretPayload == "" {
-		return Required(FieldPath(path, "secretPayload"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -10362,9 +9966,6 @@ func (x *ImportWalletIntent) Validate(path string) error {
 	if x.WalletName == "" {
 		return Required(FieldPath(path, "walletName"))
 	}
-	if x.EncryptedBundle == "" {
-		return Required(FieldPath(path, "encryptedBundle"))
-	}
 	if x.Accounts == nil {
 		return Required(FieldPath(path, "accounts"))
 	}
@@ -10465,9 +10066,6 @@ func (x *InitFiatOnRampIntent) Validate(path string) error {
 	if !x.OnrampProvider.Valid() {
 		return InvalidValue(FieldPath(path, "onrampProvider"), string(x.OnrampProvider))
 	}
-	if x.WalletAddress == "" {
-		return Required(FieldPath(path, "walletAddress"))
-	}
 	if x.Network == "" {
 		return Required(FieldPath(path, "network"))
 	}
@@ -10536,9 +10134,6 @@ type InitFiatOnRampResult struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitFiatOnRampResult) Validate(path string) error {
-	if x.OnRampUrl == "" {
-		return Required(FieldPath(path, "onRampUrl"))
-	}
 	if x.OnRampTransactionId == "" {
 		return Required(FieldPath(path, "onRampTransactionId"))
 	}
@@ -10602,12 +10197,7 @@ type InitImportPrivateKeyResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *InitImportPrivateKeyResult) Validate(path string) error {
-	if x.ImportBundle == "" {
-		return Required(FieldPath(path, "importBundle"))
-	}
-	return nil
-}
+func (x *InitImportPrivateKeyResult) Validate(path string) error { return nil }
 
 // InitImportSecretsIntent is the swagger definition v1InitImportSecretsIntent.
 type InitImportSecretsIntent struct {
@@ -10734,12 +10324,7 @@ type InitImportWalletResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *InitImportWalletResult) Validate(path string) error {
-	if x.ImportBundle == "" {
-		return Required(FieldPath(path, "importBundle"))
-	}
-	return nil
-}
+func (x *InitImportWalletResult) Validate(path string) error { return nil }
 
 // InitOtpAuthIntent is the swagger definition v1InitOtpAuthIntent.
 type InitOtpAuthIntent struct {
@@ -10764,12 +10349,6 @@ type InitOtpAuthIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpAuthIntent) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.EmailCustomization != nil {
 		if err := x.EmailCustomization.Validate(FieldPath(path, "emailCustomization")); err != nil {
 			return err
@@ -10810,12 +10389,6 @@ type InitOtpAuthIntentV2 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpAuthIntentV2) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.EmailCustomization != nil {
 		if err := x.EmailCustomization.Validate(FieldPath(path, "emailCustomization")); err != nil {
 			return err
@@ -10860,12 +10433,6 @@ type InitOtpAuthIntentV3 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpAuthIntentV3) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.AppName == "" {
 		return Required(FieldPath(path, "appName"))
 	}
@@ -10975,12 +10542,6 @@ type InitOtpIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpIntent) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.EmailCustomization != nil {
 		if err := x.EmailCustomization.Validate(FieldPath(path, "emailCustomization")); err != nil {
 			return err
@@ -11025,12 +10586,6 @@ type InitOtpIntentV2 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpIntentV2) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.AppName == "" {
 		return Required(FieldPath(path, "appName"))
 	}
@@ -11078,12 +10633,6 @@ type InitOtpIntentV3 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitOtpIntentV3) Validate(path string) error {
-	if x.OtpType == "" {
-		return Required(FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return Required(FieldPath(path, "contact"))
-	}
 	if x.AppName == "" {
 		return Required(FieldPath(path, "appName"))
 	}
@@ -11163,9 +10712,6 @@ func (x *InitOtpResultV2) Validate(path string) error {
 	if x.OtpId == "" {
 		return Required(FieldPath(path, "otpId"))
 	}
-	if x.OtpEncryptionTargetBundle == "" {
-		return Required(FieldPath(path, "otpEncryptionTargetBundle"))
-	}
 	return nil
 }
 
@@ -11190,9 +10736,6 @@ type InitUserEmailRecoveryIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitUserEmailRecoveryIntent) Validate(path string) error {
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -11225,9 +10768,6 @@ type InitUserEmailRecoveryIntentV2 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *InitUserEmailRecoveryIntentV2) Validate(path string) error {
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -12297,9 +11837,6 @@ func (x *Invitation) Validate(path string) error {
 	if x.ReceiverUserName == "" {
 		return Required(FieldPath(path, "receiverUserName"))
 	}
-	if x.ReceiverEmail == "" {
-		return Required(FieldPath(path, "receiverEmail"))
-	}
 	if x.ReceiverUserTags == nil {
 		return Required(FieldPath(path, "receiverUserTags"))
 	}
@@ -12346,9 +11883,6 @@ type InvitationParams struct {
 func (x *InvitationParams) Validate(path string) error {
 	if x.ReceiverUserName == "" {
 		return Required(FieldPath(path, "receiverUserName"))
-	}
-	if x.ReceiverUserEmail == "" {
-		return Required(FieldPath(path, "receiverUserEmail"))
 	}
 	if x.ReceiverUserTags == nil {
 		return Required(FieldPath(path, "receiverUserTags"))
@@ -12419,12 +11953,7 @@ type IpAllowlistIntentRule struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *IpAllowlistIntentRule) Validate(path string) error {
-	if x.Cidr == "" {
-		return Required(FieldPath(path, "cidr"))
-	}
-	return nil
-}
+func (x *IpAllowlistIntentRule) Validate(path string) error { return nil }
 
 // IpAllowlistRule is the swagger definition v1IpAllowlistRule.
 type IpAllowlistRule struct {
@@ -12438,12 +11967,7 @@ type IpAllowlistRule struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *IpAllowlistRule) Validate(path string) error {
-	if x.Cidr == "" {
-		return Required(FieldPath(path, "cidr"))
-	}
-	return nil
-}
+func (x *IpAllowlistRule) Validate(path string) error { return nil }
 
 // KeyValue is the swagger definition v1KeyValue.
 type KeyValue struct {
@@ -12508,9 +12032,6 @@ func (x *ListEarnPositionsRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.WalletAddress == "" {
-		return Required(FieldPath(path, "walletAddress"))
-	}
 	return nil
 }
 
@@ -12551,9 +12072,6 @@ func (x *ListEarnVaultsRequest) Validate(path string) error {
 	}
 	if x.Provider != "" && !x.Provider.Valid() {
 		return InvalidValue(FieldPath(path, "provider"), string(x.Provider))
-	}
-	if x.Caip19 == "" {
-		return Required(FieldPath(path, "caip19"))
 	}
 	if x.PaginationOptions != nil {
 		if err := x.PaginationOptions.Validate(FieldPath(path, "paginationOptions")); err != nil {
@@ -12605,9 +12123,6 @@ func (x *ListEmailEventsRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.Email == "" {
-		return Required(FieldPath(path, "email"))
-	}
 	if x.PaginationOptions != nil {
 		if err := x.PaginationOptions.Validate(FieldPath(path, "paginationOptions")); err != nil {
 			return err
@@ -12655,9 +12170,6 @@ var listEthTransactionHistoryRequestCaip2Values = []string{"eip155:1", "eip155:1
 func (x *ListEthTransactionHistoryRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
-	}
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
 	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
@@ -12864,9 +12376,6 @@ func (x *ListSolTransactionHistoryRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
 	if x.Caip2 == "" {
 		return Required(FieldPath(path, "caip2"))
 	}
@@ -13029,9 +12538,6 @@ type LogLine struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *LogLine) Validate(path string) error {
-	if x.Content == "" {
-		return Required(FieldPath(path, "content"))
-	}
 	if x.Ts != nil {
 		if err := x.Ts.Validate(FieldPath(path, "ts")); err != nil {
 			return err
@@ -13081,9 +12587,6 @@ func (x *MfaPolicy) Validate(path string) error {
 	}
 	if x.MfaPolicyName == "" {
 		return Required(FieldPath(path, "mfaPolicyName"))
-	}
-	if x.Condition == "" {
-		return Required(FieldPath(path, "condition"))
 	}
 	if x.RequiredAuthenticationMethods == nil {
 		return Required(FieldPath(path, "requiredAuthenticationMethods"))
@@ -13219,15 +12722,6 @@ func (x *Oauth2AuthenticateIntent) Validate(path string) error {
 	if x.Oauth2CredentialId == "" {
 		return Required(FieldPath(path, "oauth2CredentialId"))
 	}
-	if x.AuthCode == "" {
-		return Required(FieldPath(path, "authCode"))
-	}
-	if x.RedirectUri == "" {
-		return Required(FieldPath(path, "redirectUri"))
-	}
-	if x.CodeVerifier == "" {
-		return Required(FieldPath(path, "codeVerifier"))
-	}
 	if x.Nonce == "" {
 		return Required(FieldPath(path, "nonce"))
 	}
@@ -13276,12 +12770,7 @@ type Oauth2AuthenticateResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *Oauth2AuthenticateResult) Validate(path string) error {
-	if x.OidcToken == "" {
-		return Required(FieldPath(path, "oidcToken"))
-	}
-	return nil
-}
+func (x *Oauth2AuthenticateResult) Validate(path string) error { return nil }
 
 // Oauth2Credential is the swagger definition v1Oauth2Credential.
 type Oauth2Credential struct {
@@ -13316,9 +12805,6 @@ func (x *Oauth2Credential) Validate(path string) error {
 	}
 	if x.ClientId == "" {
 		return Required(FieldPath(path, "clientId"))
-	}
-	if x.EncryptedClientSecret == "" {
-		return Required(FieldPath(path, "encryptedClientSecret"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -13358,9 +12844,6 @@ type OauthIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *OauthIntent) Validate(path string) error {
-	if x.OidcToken == "" {
-		return Required(FieldPath(path, "oidcToken"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -13384,9 +12867,6 @@ type OauthLoginIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *OauthLoginIntent) Validate(path string) error {
-	if x.OidcToken == "" {
-		return Required(FieldPath(path, "oidcToken"))
-	}
 	if x.PublicKey == "" {
 		return Required(FieldPath(path, "publicKey"))
 	}
@@ -13435,12 +12915,7 @@ type OauthLoginResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *OauthLoginResult) Validate(path string) error {
-	if x.Session == "" {
-		return Required(FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *OauthLoginResult) Validate(path string) error { return nil }
 
 // OauthProvider is the swagger definition v1OauthProvider.
 type OauthProvider struct {
@@ -13467,15 +12942,6 @@ func (x *OauthProvider) Validate(path string) error {
 	if x.ProviderName == "" {
 		return Required(FieldPath(path, "providerName"))
 	}
-	if x.Issuer == "" {
-		return Required(FieldPath(path, "issuer"))
-	}
-	if x.Audience == "" {
-		return Required(FieldPath(path, "audience"))
-	}
-	if x.Subject == "" {
-		return Required(FieldPath(path, "subject"))
-	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
 	}
@@ -13498,9 +12964,6 @@ type OauthProviderParams struct {
 func (x *OauthProviderParams) Validate(path string) error {
 	if x.ProviderName == "" {
 		return Required(FieldPath(path, "providerName"))
-	}
-	if x.OidcToken == "" {
-		return Required(FieldPath(path, "oidcToken"))
 	}
 	return nil
 }
@@ -13582,9 +13045,6 @@ func (x *OauthResult) Validate(path string) error {
 	if x.ApiKeyId == "" {
 		return Required(FieldPath(path, "apiKeyId"))
 	}
-	if x.CredentialBundle == "" {
-		return Required(FieldPath(path, "credentialBundle"))
-	}
 	return nil
 }
 
@@ -13600,18 +13060,7 @@ type OidcClaims struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *OidcClaims) Validate(path string) error {
-	if x.Iss == "" {
-		return Required(FieldPath(path, "iss"))
-	}
-	if x.Sub == "" {
-		return Required(FieldPath(path, "sub"))
-	}
-	if x.Aud == "" {
-		return Required(FieldPath(path, "aud"))
-	}
-	return nil
-}
+func (x *OidcClaims) Validate(path string) error { return nil }
 
 // Operator is the swagger definition v1Operator.
 type Operator string
@@ -13722,9 +13171,6 @@ func (x *OtpAuthIntent) Validate(path string) error {
 	if x.OtpId == "" {
 		return Required(FieldPath(path, "otpId"))
 	}
-	if x.OtpCode == "" {
-		return Required(FieldPath(path, "otpCode"))
-	}
 	if x.TargetPublicKey == "" {
 		return Required(FieldPath(path, "targetPublicKey"))
 	}
@@ -13803,9 +13249,6 @@ type OtpLoginIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *OtpLoginIntent) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return Required(FieldPath(path, "verificationToken"))
-	}
 	if x.PublicKey == "" {
 		return Required(FieldPath(path, "publicKey"))
 	}
@@ -13836,9 +13279,6 @@ type OtpLoginIntentV2 struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *OtpLoginIntentV2) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return Required(FieldPath(path, "verificationToken"))
-	}
 	if x.PublicKey == "" {
 		return Required(FieldPath(path, "publicKey"))
 	}
@@ -13890,12 +13330,7 @@ type OtpLoginResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *OtpLoginResult) Validate(path string) error {
-	if x.Session == "" {
-		return Required(FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *OtpLoginResult) Validate(path string) error { return nil }
 
 // Outcome is the swagger definition v1Outcome.
 type Outcome string
@@ -14007,15 +13442,6 @@ func (x *Policy) Validate(path string) error {
 	if err := x.UpdatedAt.Validate(FieldPath(path, "updatedAt")); err != nil {
 		return err
 	}
-	if x.Notes == "" {
-		return Required(FieldPath(path, "notes"))
-	}
-	if x.Consensus == "" {
-		return Required(FieldPath(path, "consensus"))
-	}
-	if x.Condition == "" {
-		return Required(FieldPath(path, "condition"))
-	}
 	return nil
 }
 
@@ -14034,9 +13460,6 @@ type PostTvcQuorumKeyShareIntent struct {
 func (x *PostTvcQuorumKeyShareIntent) Validate(path string) error {
 	if x.DeploymentId == "" {
 		return Required(FieldPath(path, "deploymentId"))
-	}
-	if x.EphemeralPublicKeyHex == "" {
-		return Required(FieldPath(path, "ephemeralPublicKeyHex"))
 	}
 	if err := x.ShareApprovalBundle.Validate(FieldPath(path, "shareApprovalBundle")); err != nil {
 		return err
@@ -14270,9 +13693,6 @@ func (x *QuorumKeyShareApprovalBundle) Validate(path string) error {
 	if x.OperatorId == "" {
 		return Required(FieldPath(path, "operatorId"))
 	}
-	if x.ReEncryptedShareHex == "" {
-		return Required(FieldPath(path, "reEncryptedShareHex"))
-	}
 	if x.Signature == "" {
 		return Required(FieldPath(path, "signature"))
 	}
@@ -14298,23 +13718,8 @@ type ReEncryptTvcQuorumKeyShareIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *ReEncryptTvcQuorumKeyShareIntent) Validate(path string) error {
-	if x.AttestationDocB64 == "" {
-		return Required(FieldPath(path, "attestationDocB64"))
-	}
-	if x.ManifestB64 == "" {
-		return Required(FieldPath(path, "manifestB64"))
-	}
-	if x.OperatorEncryptKey == "" {
-		return Required(FieldPath(path, "operatorEncryptKey"))
-	}
-	if x.OperatorSignKey == "" {
-		return Required(FieldPath(path, "operatorSignKey"))
-	}
 	if x.DeploymentId == "" {
 		return Required(FieldPath(path, "deploymentId"))
-	}
-	if x.AppQuorumKey == "" {
-		return Required(FieldPath(path, "appQuorumKey"))
 	}
 	return nil
 }
@@ -15877,9 +15282,6 @@ func (x *SecretMetadata) Validate(path string) error {
 			return err
 		}
 	}
-	if x.CreatedAtUnixMs == "" {
-		return Required(FieldPath(path, "createdAtUnixMs"))
-	}
 	return nil
 }
 
@@ -15939,9 +15341,6 @@ func (x *SessionProfile) Validate(path string) error {
 	}
 	if x.SessionProfileName == "" {
 		return Required(FieldPath(path, "sessionProfileName"))
-	}
-	if x.Scope == "" {
-		return Required(FieldPath(path, "scope"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -16033,9 +15432,6 @@ func (x *SetOrganizationFeatureIntent) Validate(path string) error {
 	}
 	if !x.Name.Valid() {
 		return InvalidValue(FieldPath(path, "name"), string(x.Name))
-	}
-	if x.Value == "" {
-		return Required(FieldPath(path, "value"))
 	}
 	return nil
 }
@@ -16212,18 +15608,7 @@ type SignRawPayloadResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *SignRawPayloadResult) Validate(path string) error {
-	if x.R == "" {
-		return Required(FieldPath(path, "r"))
-	}
-	if x.S == "" {
-		return Required(FieldPath(path, "s"))
-	}
-	if x.V == "" {
-		return Required(FieldPath(path, "v"))
-	}
-	return nil
-}
+func (x *SignRawPayloadResult) Validate(path string) error { return nil }
 
 // SignRawPayloadsIntent is the swagger definition v1SignRawPayloadsIntent.
 type SignRawPayloadsIntent struct {
@@ -16697,12 +16082,6 @@ func (x *SolTransactionHistoryItem) Validate(path string) error {
 	if !slices.Contains(solTransactionHistoryItemStatusValues, x.Status) {
 		return InvalidValue(FieldPath(path, "status"), x.Status)
 	}
-	if x.Origin == "" {
-		return Required(FieldPath(path, "origin"))
-	}
-	if x.FeePayer == "" {
-		return Required(FieldPath(path, "feePayer"))
-	}
 	if x.Signers == nil {
 		return Required(FieldPath(path, "signers"))
 	}
@@ -16740,12 +16119,7 @@ type SolTransactionHistorySigner struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *SolTransactionHistorySigner) Validate(path string) error {
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
-	}
-	return nil
-}
+func (x *SolTransactionHistorySigner) Validate(path string) error { return nil }
 
 // SolanaConfig is the swagger definition v1SolanaConfig.
 type SolanaConfig struct {
@@ -16804,12 +16178,6 @@ type SparkClaimLeaf struct {
 func (x *SparkClaimLeaf) Validate(path string) error {
 	if x.LeafId == "" {
 		return Required(FieldPath(path, "leafId"))
-	}
-	if x.Ciphertext == "" {
-		return Required(FieldPath(path, "ciphertext"))
-	}
-	if x.SenderSignature == "" {
-		return Required(FieldPath(path, "senderSignature"))
 	}
 	return nil
 }
@@ -16961,9 +16329,6 @@ func (x *SparkEncryptedOperatorPackage) Validate(path string) error {
 	if x.OperatorId == "" {
 		return Required(FieldPath(path, "operatorId"))
 	}
-	if x.EncryptedPackage == "" {
-		return Required(FieldPath(path, "encryptedPackage"))
-	}
 	return nil
 }
 
@@ -16982,12 +16347,6 @@ type SparkFrostCommitment struct {
 func (x *SparkFrostCommitment) Validate(path string) error {
 	if x.Id == "" {
 		return Required(FieldPath(path, "id"))
-	}
-	if x.Hiding == "" {
-		return Required(FieldPath(path, "hiding"))
-	}
-	if x.Binding == "" {
-		return Required(FieldPath(path, "binding"))
 	}
 	return nil
 }
@@ -17127,18 +16486,7 @@ type SparkPartialSignature struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *SparkPartialSignature) Validate(path string) error {
-	if x.SignatureShare == "" {
-		return Required(FieldPath(path, "signatureShare"))
-	}
-	if x.Hiding == "" {
-		return Required(FieldPath(path, "hiding"))
-	}
-	if x.Binding == "" {
-		return Required(FieldPath(path, "binding"))
-	}
-	return nil
-}
+func (x *SparkPartialSignature) Validate(path string) error { return nil }
 
 // SparkPrepareLightningReceiveIntent is the swagger definition v1SparkPrepareLightningReceiveIntent.
 type SparkPrepareLightningReceiveIntent struct {
@@ -17211,9 +16559,6 @@ func (x *SparkPrepareLightningReceiveResult) Validate(path string) error {
 		if err := x.OperatorPackages[i].Validate(IndexPath(FieldPath(path, "operatorPackages"), i)); err != nil {
 			return err
 		}
-	}
-	if x.PaymentHash == "" {
-		return Required(FieldPath(path, "paymentHash"))
 	}
 	return nil
 }
@@ -17291,9 +16636,6 @@ func (x *SparkPrepareTransferResult) Validate(path string) error {
 		if err := x.OperatorPackages[i].Validate(IndexPath(FieldPath(path, "operatorPackages"), i)); err != nil {
 			return err
 		}
-	}
-	if x.TransferUserSignature == "" {
-		return Required(FieldPath(path, "transferUserSignature"))
 	}
 	if x.NewLeafPublicKeys == nil {
 		return Required(FieldPath(path, "newLeafPublicKeys"))
@@ -17403,12 +16745,6 @@ type SparkSignatureRequest struct {
 func (x *SparkSignatureRequest) Validate(path string) error {
 	if err := x.Derivation.Validate(FieldPath(path, "derivation")); err != nil {
 		return err
-	}
-	if x.Message == "" {
-		return Required(FieldPath(path, "message"))
-	}
-	if x.VerifyingKey == "" {
-		return Required(FieldPath(path, "verifyingKey"))
 	}
 	if x.OperatorCommitments == nil {
 		return Required(FieldPath(path, "operatorCommitments"))
@@ -17582,12 +16918,7 @@ type StampLoginResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *StampLoginResult) Validate(path string) error {
-	if x.Session == "" {
-		return Required(FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *StampLoginResult) Validate(path string) error { return nil }
 
 // SwapError is the swagger definition v1SwapError.
 type SwapError struct {
@@ -17604,12 +16935,6 @@ type SwapError struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *SwapError) Validate(path string) error {
-	if x.Reason == "" {
-		return Required(FieldPath(path, "reason"))
-	}
-	if x.Message == "" {
-		return Required(FieldPath(path, "message"))
-	}
 	if x.OriginTxError != nil {
 		if err := x.OriginTxError.Validate(FieldPath(path, "originTxError")); err != nil {
 			return err
@@ -17644,21 +16969,6 @@ func (x *SwapQuote) Validate(path string) error {
 	if x.QuoteId == "" {
 		return Required(FieldPath(path, "quoteId"))
 	}
-	if x.Provider == "" {
-		return Required(FieldPath(path, "provider"))
-	}
-	if x.OutputAmount == "" {
-		return Required(FieldPath(path, "outputAmount"))
-	}
-	if x.MinOutputAmount == "" {
-		return Required(FieldPath(path, "minOutputAmount"))
-	}
-	if x.ExpiresAt == "" {
-		return Required(FieldPath(path, "expiresAt"))
-	}
-	if x.ClientFeeBps == "" {
-		return Required(FieldPath(path, "clientFeeBps"))
-	}
 	return nil
 }
 
@@ -17674,15 +16984,7 @@ type SwapRefund struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *SwapRefund) Validate(path string) error {
-	if x.Asset == "" {
-		return Required(FieldPath(path, "asset"))
-	}
-	if x.Amount == "" {
-		return Required(FieldPath(path, "amount"))
-	}
-	return nil
-}
+func (x *SwapRefund) Validate(path string) error { return nil }
 
 // TagType is the swagger definition v1TagType.
 type TagType string
@@ -17779,12 +17081,6 @@ type TransactionHistoryAsset struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *TransactionHistoryAsset) Validate(path string) error {
-	if x.Caip19 == "" {
-		return Required(FieldPath(path, "caip19"))
-	}
-	if x.Symbol == "" {
-		return Required(FieldPath(path, "symbol"))
-	}
 	if x.Name == "" {
 		return Required(FieldPath(path, "name"))
 	}
@@ -17803,18 +17099,7 @@ type TransactionHistoryBlock struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *TransactionHistoryBlock) Validate(path string) error {
-	if x.Number == "" {
-		return Required(FieldPath(path, "number"))
-	}
-	if x.Hash == "" {
-		return Required(FieldPath(path, "hash"))
-	}
-	if x.Timestamp == "" {
-		return Required(FieldPath(path, "timestamp"))
-	}
-	return nil
-}
+func (x *TransactionHistoryBlock) Validate(path string) error { return nil }
 
 // TransactionHistoryDisplay is the swagger definition v1TransactionHistoryDisplay.
 type TransactionHistoryDisplay struct {
@@ -17838,15 +17123,7 @@ type TransactionHistoryFee struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *TransactionHistoryFee) Validate(path string) error {
-	if x.Amount == "" {
-		return Required(FieldPath(path, "amount"))
-	}
-	if x.Caip19 == "" {
-		return Required(FieldPath(path, "caip19"))
-	}
-	return nil
-}
+func (x *TransactionHistoryFee) Validate(path string) error { return nil }
 
 // TransactionHistoryTransfer is the swagger definition v1TransactionHistoryTransfer.
 type TransactionHistoryTransfer struct {
@@ -17877,12 +17154,6 @@ func (x *TransactionHistoryTransfer) Validate(path string) error {
 		if err := x.Asset.Validate(FieldPath(path, "asset")); err != nil {
 			return err
 		}
-	}
-	if x.Amount == "" {
-		return Required(FieldPath(path, "amount"))
-	}
-	if x.Counterparty == "" {
-		return Required(FieldPath(path, "counterparty"))
 	}
 	if x.Display != nil {
 		if err := x.Display.Validate(FieldPath(path, "display")); err != nil {
@@ -17987,9 +17258,6 @@ func (x *TvcApp) Validate(path string) error {
 	if err := x.UpdatedAt.Validate(FieldPath(path, "updatedAt")); err != nil {
 		return err
 	}
-	if x.PublicDomain == "" {
-		return Required(FieldPath(path, "publicDomain"))
-	}
 	return nil
 }
 
@@ -18014,9 +17282,6 @@ type TvcContainerSpec struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *TvcContainerSpec) Validate(path string) error {
-	if x.ContainerUrl == "" {
-		return Required(FieldPath(path, "containerUrl"))
-	}
 	if x.Path == "" {
 		return Required(FieldPath(path, "path"))
 	}
@@ -18089,9 +17354,6 @@ func (x *TvcDeployment) Validate(path string) error {
 			return err
 		}
 	}
-	if x.QosVersion == "" {
-		return Required(FieldPath(path, "qosVersion"))
-	}
 	if err := x.PivotContainer.Validate(FieldPath(path, "pivotContainer")); err != nil {
 		return err
 	}
@@ -18117,9 +17379,6 @@ type TvcDeploymentDebugLogEntry struct {
 func (x *TvcDeploymentDebugLogEntry) Validate(path string) error {
 	if err := x.Line.Validate(FieldPath(path, "line")); err != nil {
 		return err
-	}
-	if x.ReplicaLabel == "" {
-		return Required(FieldPath(path, "replicaLabel"))
 	}
 	return nil
 }
@@ -18151,9 +17410,6 @@ type TvcManifest struct {
 func (x *TvcManifest) Validate(path string) error {
 	if x.Id == "" {
 		return Required(FieldPath(path, "id"))
-	}
-	if x.Manifest == "" {
-		return Required(FieldPath(path, "manifest"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -18242,9 +17498,6 @@ func (x *TvcOperatorApproval) Validate(path string) error {
 	}
 	if err := x.Operator.Validate(FieldPath(path, "operator")); err != nil {
 		return err
-	}
-	if x.Approval == "" {
-		return Required(FieldPath(path, "approval"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -18513,12 +17766,6 @@ func (x *UpdateFiatOnRampCredentialIntent) Validate(path string) error {
 	if !x.OnrampProvider.Valid() {
 		return InvalidValue(FieldPath(path, "onrampProvider"), string(x.OnrampProvider))
 	}
-	if x.PublishableApiKey == "" {
-		return Required(FieldPath(path, "publishableApiKey"))
-	}
-	if x.EncryptedSecretApiKey == "" {
-		return Required(FieldPath(path, "encryptedSecretApiKey"))
-	}
 	return nil
 }
 
@@ -18680,9 +17927,6 @@ func (x *UpdateOauth2CredentialIntent) Validate(path string) error {
 	}
 	if x.ClientId == "" {
 		return Required(FieldPath(path, "clientId"))
-	}
-	if x.EncryptedClientSecret == "" {
-		return Required(FieldPath(path, "encryptedClientSecret"))
 	}
 	return nil
 }
@@ -19135,9 +18379,6 @@ func (x *UpdateUserEmailIntent) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
 	}
-	if x.UserEmail == "" {
-		return Required(FieldPath(path, "userEmail"))
-	}
 	return nil
 }
 
@@ -19297,9 +18538,6 @@ type UpdateUserPhoneNumberIntent struct {
 func (x *UpdateUserPhoneNumberIntent) Validate(path string) error {
 	if x.UserId == "" {
 		return Required(FieldPath(path, "userId"))
-	}
-	if x.UserPhoneNumber == "" {
-		return Required(FieldPath(path, "userPhoneNumber"))
 	}
 	return nil
 }
@@ -19671,15 +18909,6 @@ type UpsertGasUsageConfigIntent struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
 func (x *UpsertGasUsageConfigIntent) Validate(path string) error {
-	if x.OrgWindowLimitUsd == "" {
-		return Required(FieldPath(path, "orgWindowLimitUsd"))
-	}
-	if x.SubOrgWindowLimitUsd == "" {
-		return Required(FieldPath(path, "subOrgWindowLimitUsd"))
-	}
-	if x.WindowDurationMinutes == "" {
-		return Required(FieldPath(path, "windowDurationMinutes"))
-	}
 	if x.SolanaConfig != nil {
 		if err := x.SolanaConfig.Validate(FieldPath(path, "solanaConfig")); err != nil {
 			return err
@@ -20066,9 +19295,6 @@ func (x *ValidateTvcImageRequest) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.PivotContainerImageUrl == "" {
-		return Required(FieldPath(path, "pivotContainerImageUrl"))
-	}
 	return nil
 }
 
@@ -20099,9 +19325,6 @@ func (x *VerifyOtpIntent) Validate(path string) error {
 	if x.OtpId == "" {
 		return Required(FieldPath(path, "otpId"))
 	}
-	if x.OtpCode == "" {
-		return Required(FieldPath(path, "otpCode"))
-	}
 	return nil
 }
 
@@ -20120,9 +19343,6 @@ type VerifyOtpIntentV2 struct {
 func (x *VerifyOtpIntentV2) Validate(path string) error {
 	if x.OtpId == "" {
 		return Required(FieldPath(path, "otpId"))
-	}
-	if x.EncryptedOtpBundle == "" {
-		return Required(FieldPath(path, "encryptedOtpBundle"))
 	}
 	return nil
 }
@@ -20169,12 +19389,7 @@ type VerifyOtpResult struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *VerifyOtpResult) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return Required(FieldPath(path, "verificationToken"))
-	}
-	return nil
-}
+func (x *VerifyOtpResult) Validate(path string) error { return nil }
 
 // Vote is the swagger definition v1Vote.
 type Vote struct {
@@ -20221,17 +19436,11 @@ func (x *Vote) Validate(path string) error {
 	if !slices.Contains(voteSelectionValues, x.Selection) {
 		return InvalidValue(FieldPath(path, "selection"), x.Selection)
 	}
-	if x.Message == "" {
-		return Required(FieldPath(path, "message"))
-	}
 	if x.PublicKey == "" {
 		return Required(FieldPath(path, "publicKey"))
 	}
 	if x.Signature == "" {
 		return Required(FieldPath(path, "signature"))
-	}
-	if x.Scheme == "" {
-		return Required(FieldPath(path, "scheme"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -20333,9 +19542,6 @@ func (x *WalletAccount) Validate(path string) error {
 	}
 	if !x.AddressFormat.Valid() {
 		return InvalidValue(FieldPath(path, "addressFormat"), string(x.AddressFormat))
-	}
-	if x.Address == "" {
-		return Required(FieldPath(path, "address"))
 	}
 	if err := x.CreatedAt.Validate(FieldPath(path, "createdAt")); err != nil {
 		return err
@@ -20470,12 +19676,6 @@ func (x *WebAuthnStamp) Validate(path string) error {
 	if x.CredentialId == "" {
 		return Required(FieldPath(path, "credentialId"))
 	}
-	if x.ClientDataJson == "" {
-		return Required(FieldPath(path, "clientDataJson"))
-	}
-	if x.AuthenticatorData == "" {
-		return Required(FieldPath(path, "authenticatorData"))
-	}
 	if x.Signature == "" {
 		return Required(FieldPath(path, "signature"))
 	}
@@ -20507,9 +19707,6 @@ func (x *WebhookEndpointData) Validate(path string) error {
 	if x.OrganizationId == "" {
 		return Required(FieldPath(path, "organizationId"))
 	}
-	if x.Url == "" {
-		return Required(FieldPath(path, "url"))
-	}
 	if x.Name == "" {
 		return Required(FieldPath(path, "name"))
 	}
@@ -20533,9 +19730,1169 @@ type WebhookSubscriptionParams struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *FieldError naming it under path.
-func (x *WebhookSubscriptionParams) Validate(path string) error {
-	if x.EventType == "" {
-		return Required(FieldPath(path, "eventType"))
-	}
-	return nil
+func (x *WebhookSubscriptionParams) Validate(path string) error { return nil }
+
+// EmptyRefused are the required string members (definition.member) whose Validate refuses "", with
+// the reason (gen/empty.go); every other required string member accepts "" (EmptyAccepted).
+var EmptyRefused = map[string]string{
+	"apiApiKeyParams.apiKeyName":                                    "a name",
+	"apiApiKeyParams.publicKey":                                     "a public key",
+	"billingActivateBillingTierIntent.productId":                    "an identifier",
+	"billingActivateBillingTierResult.productId":                    "an identifier",
+	"billingDeletePaymentMethodIntent.paymentMethodId":              "an identifier",
+	"billingDeletePaymentMethodResult.paymentMethodId":              "an identifier",
+	"billingSetPaymentMethodIntent.cardHolderName":                  "a name",
+	"billingSetPaymentMethodIntentV2.cardHolderName":                "a name",
+	"billingSetPaymentMethodIntentV2.paymentMethodId":               "an identifier",
+	"billingSetPaymentMethodResult.cardHolderName":                  "a name",
+	"datav1Tag.tagId":                                               "an identifier",
+	"datav1Tag.tagName":                                             "a name",
+	"datav1Tag.tagType":                                             "an enum: the empty string is not one of its values",
+	"externalactivityv1PolicyEvaluation.activityId":                 "an identifier",
+	"externalactivityv1PolicyEvaluation.id":                         "an identifier",
+	"externalactivityv1PolicyEvaluation.organizationId":             "an identifier",
+	"externalactivityv1PolicyEvaluation.voteId":                     "an identifier",
+	"externaldatav1Credential.publicKey":                            "a public key",
+	"externaldatav1Credential.type":                                 "an enum: the empty string is not one of its values",
+	"externaldatav1SmartContractInterface.label":                    "a name",
+	"externaldatav1SmartContractInterface.organizationId":           "an identifier",
+	"externaldatav1SmartContractInterface.smartContractInterfaceId": "an identifier",
+	"externaldatav1SmartContractInterface.type":                     "the activity envelope",
+	"v1AcceptInvitationIntent.invitationId":                         "an identifier",
+	"v1AcceptInvitationIntent.userId":                               "an identifier",
+	"v1AcceptInvitationIntentV2.invitationId":                       "an identifier",
+	"v1AcceptInvitationIntentV2.userId":                             "an identifier",
+	"v1AcceptInvitationResult.invitationId":                         "an identifier",
+	"v1AcceptInvitationResult.userId":                               "an identifier",
+	"v1Activity.fingerprint":                                        "names the activity voted on",
+	"v1Activity.id":                                                 "an identifier",
+	"v1Activity.organizationId":                                     "an identifier",
+	"v1Activity.status":                                             "an enum: the empty string is not one of its values",
+	"v1Activity.type":                                               "an enum: the empty string is not one of its values",
+	"v1ApiKey.apiKeyId":                                             "an identifier",
+	"v1ApiKey.apiKeyName":                                           "a name",
+	"v1ApiKeyParamsV2.apiKeyName":                                   "a name",
+	"v1ApiKeyParamsV2.curveType":                                    "an enum: the empty string is not one of its values",
+	"v1ApiKeyParamsV2.publicKey":                                    "a public key",
+	"v1ApiOnlyUserParams.userName":                                  "a name",
+	"v1AppProof.publicKey":                                          "a public key",
+	"v1AppProof.scheme":                                             "an enum: the empty string is not one of its values",
+	"v1AppProof.signature":                                          "a signature",
+	"v1AppStatus.appId":                                             "an identifier",
+	"v1AppStatus.targetedDeploymentId":                              "an identifier",
+	"v1ApproveActivityIntent.fingerprint":                           "names the activity voted on",
+	"v1ApproveActivityRequest.organizationId":                       "an identifier",
+	"v1ApproveActivityRequest.timestampMs":                          "the activity envelope",
+	"v1ApproveActivityRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1Attestation.credentialId":                                    "an identifier",
+	"v1AuthenticationMethod.type":                                   "an enum: the empty string is not one of its values",
+	"v1AuthenticationMethodParams.type":                             "an enum: the empty string is not one of its values",
+	"v1Authenticator.authenticatorId":                               "an identifier",
+	"v1Authenticator.authenticatorName":                             "a name",
+	"v1Authenticator.credentialId":                                  "an identifier",
+	"v1AuthenticatorParams.authenticatorName":                       "a name",
+	"v1AuthenticatorParams.userId":                                  "an identifier",
+	"v1AuthenticatorParamsV2.authenticatorName":                     "a name",
+	"v1ClaimEarnFeesRequest.organizationId":                         "an identifier",
+	"v1ClaimEarnFeesRequest.timestampMs":                            "the activity envelope",
+	"v1ClaimEarnFeesRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1ClaimEarnFeesResult.claimRequestId":                          "an identifier",
+	"v1ClaimSwapFeesRequest.organizationId":                         "an identifier",
+	"v1ClaimSwapFeesRequest.timestampMs":                            "the activity envelope",
+	"v1ClaimSwapFeesRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1ClaimSwapFeesResult.requestId":                               "an identifier",
+	"v1ClientSignature.publicKey":                                   "a public key",
+	"v1ClientSignature.scheme":                                      "an enum: the empty string is not one of its values",
+	"v1ClientSignature.signature":                                   "a signature",
+	"v1CreateApiKeysIntent.userId":                                  "an identifier",
+	"v1CreateApiKeysIntentV2.userId":                                "an identifier",
+	"v1CreateApiKeysRequest.organizationId":                         "an identifier",
+	"v1CreateApiKeysRequest.timestampMs":                            "the activity envelope",
+	"v1CreateApiKeysRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1CreateApiOnlyUsersRequest.organizationId":                    "an identifier",
+	"v1CreateApiOnlyUsersRequest.timestampMs":                       "the activity envelope",
+	"v1CreateApiOnlyUsersRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1CreateAuthenticatorsIntent.userId":                           "an identifier",
+	"v1CreateAuthenticatorsIntentV2.userId":                         "an identifier",
+	"v1CreateAuthenticatorsRequest.organizationId":                  "an identifier",
+	"v1CreateAuthenticatorsRequest.timestampMs":                     "the activity envelope",
+	"v1CreateAuthenticatorsRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1CreateFiatOnRampCredentialIntent.onrampProvider":             "an enum: the empty string is not one of its values",
+	"v1CreateFiatOnRampCredentialRequest.organizationId":            "an identifier",
+	"v1CreateFiatOnRampCredentialRequest.timestampMs":               "the activity envelope",
+	"v1CreateFiatOnRampCredentialRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1CreateFiatOnRampCredentialResult.fiatOnRampCredentialId":     "an identifier",
+	"v1CreateInvitationsRequest.organizationId":                     "an identifier",
+	"v1CreateInvitationsRequest.timestampMs":                        "the activity envelope",
+	"v1CreateInvitationsRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1CreateMfaPolicyIntent.mfaPolicyName":                         "a name",
+	"v1CreateMfaPolicyIntent.userId":                                "an identifier",
+	"v1CreateMfaPolicyRequest.organizationId":                       "an identifier",
+	"v1CreateMfaPolicyRequest.timestampMs":                          "the activity envelope",
+	"v1CreateMfaPolicyRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1CreateMfaPolicyResult.mfaPolicyId":                           "an identifier",
+	"v1CreateOauth2CredentialIntent.clientId":                       "an identifier",
+	"v1CreateOauth2CredentialIntent.provider":                       "an enum: the empty string is not one of its values",
+	"v1CreateOauth2CredentialRequest.organizationId":                "an identifier",
+	"v1CreateOauth2CredentialRequest.timestampMs":                   "the activity envelope",
+	"v1CreateOauth2CredentialRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1CreateOauth2CredentialResult.oauth2CredentialId":             "an identifier",
+	"v1CreateOauthProvidersIntent.userId":                           "an identifier",
+	"v1CreateOauthProvidersIntentV2.userId":                         "an identifier",
+	"v1CreateOauthProvidersRequest.organizationId":                  "an identifier",
+	"v1CreateOauthProvidersRequest.timestampMs":                     "the activity envelope",
+	"v1CreateOauthProvidersRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1CreateOrganizationIntent.organizationName":                   "a name",
+	"v1CreateOrganizationIntentV2.organizationName":                 "a name",
+	"v1CreateOrganizationResult.organizationId":                     "an identifier",
+	"v1CreatePoliciesRequest.organizationId":                        "an identifier",
+	"v1CreatePoliciesRequest.timestampMs":                           "the activity envelope",
+	"v1CreatePoliciesRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1CreatePolicyIntent.effect":                                   "an enum: the empty string is not one of its values",
+	"v1CreatePolicyIntent.policyName":                               "a name",
+	"v1CreatePolicyIntentV2.effect":                                 "an enum: the empty string is not one of its values",
+	"v1CreatePolicyIntentV2.policyName":                             "a name",
+	"v1CreatePolicyIntentV3.effect":                                 "an enum: the empty string is not one of its values",
+	"v1CreatePolicyIntentV3.policyName":                             "a name",
+	"v1CreatePolicyRequest.organizationId":                          "an identifier",
+	"v1CreatePolicyRequest.timestampMs":                             "the activity envelope",
+	"v1CreatePolicyRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1CreatePolicyResult.policyId":                                 "an identifier",
+	"v1CreatePrivateKeyTagIntent.privateKeyTagName":                 "a name",
+	"v1CreatePrivateKeyTagRequest.organizationId":                   "an identifier",
+	"v1CreatePrivateKeyTagRequest.timestampMs":                      "the activity envelope",
+	"v1CreatePrivateKeyTagRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1CreatePrivateKeyTagResult.privateKeyTagId":                   "an identifier",
+	"v1CreatePrivateKeysRequest.organizationId":                     "an identifier",
+	"v1CreatePrivateKeysRequest.timestampMs":                        "the activity envelope",
+	"v1CreatePrivateKeysRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1CreateReadOnlySessionRequest.organizationId":                 "an identifier",
+	"v1CreateReadOnlySessionRequest.timestampMs":                    "the activity envelope",
+	"v1CreateReadOnlySessionRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1CreateReadOnlySessionResult.organizationId":                  "an identifier",
+	"v1CreateReadOnlySessionResult.organizationName":                "a name",
+	"v1CreateReadOnlySessionResult.userId":                          "an identifier",
+	"v1CreateReadWriteSessionIntent.targetPublicKey":                "a public key",
+	"v1CreateReadWriteSessionIntentV2.targetPublicKey":              "a public key",
+	"v1CreateReadWriteSessionRequest.organizationId":                "an identifier",
+	"v1CreateReadWriteSessionRequest.timestampMs":                   "the activity envelope",
+	"v1CreateReadWriteSessionRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1CreateReadWriteSessionResult.apiKeyId":                       "an identifier",
+	"v1CreateReadWriteSessionResult.organizationId":                 "an identifier",
+	"v1CreateReadWriteSessionResult.organizationName":               "a name",
+	"v1CreateReadWriteSessionResult.userId":                         "an identifier",
+	"v1CreateReadWriteSessionResultV2.apiKeyId":                     "an identifier",
+	"v1CreateReadWriteSessionResultV2.organizationId":               "an identifier",
+	"v1CreateReadWriteSessionResultV2.organizationName":             "a name",
+	"v1CreateReadWriteSessionResultV2.userId":                       "an identifier",
+	"v1CreateSessionProfileIntent.sessionProfileName":               "a name",
+	"v1CreateSessionProfileRequest.organizationId":                  "an identifier",
+	"v1CreateSessionProfileRequest.timestampMs":                     "the activity envelope",
+	"v1CreateSessionProfileRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1CreateSessionProfileResult.sessionProfileId":                 "an identifier",
+	"v1CreateSmartContractInterfaceIntent.label":                    "a name",
+	"v1CreateSmartContractInterfaceIntent.type":                     "an enum: the empty string is not one of its values",
+	"v1CreateSmartContractInterfaceRequest.organizationId":          "an identifier",
+	"v1CreateSmartContractInterfaceRequest.timestampMs":             "the activity envelope",
+	"v1CreateSmartContractInterfaceRequest.type":                    "an enum: the empty string is not one of its values",
+	"v1CreateSmartContractInterfaceResult.smartContractInterfaceId": "an identifier",
+	"v1CreateSubOrganizationIntent.name":                            "a name",
+	"v1CreateSubOrganizationIntentV2.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV3.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV4.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV5.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV6.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV7.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationIntentV8.subOrganizationName":           "a name",
+	"v1CreateSubOrganizationRequest.organizationId":                 "an identifier",
+	"v1CreateSubOrganizationRequest.timestampMs":                    "the activity envelope",
+	"v1CreateSubOrganizationRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1CreateSubOrganizationResult.subOrganizationId":               "an identifier",
+	"v1CreateSubOrganizationResultV3.subOrganizationId":             "an identifier",
+	"v1CreateSubOrganizationResultV4.subOrganizationId":             "an identifier",
+	"v1CreateSubOrganizationResultV5.subOrganizationId":             "an identifier",
+	"v1CreateSubOrganizationResultV6.subOrganizationId":             "an identifier",
+	"v1CreateSubOrganizationResultV7.subOrganizationId":             "an identifier",
+	"v1CreateSubOrganizationResultV8.subOrganizationId":             "an identifier",
+	"v1CreateSwapQuoteIntent.signWith":                              "names the key that signs",
+	"v1CreateSwapQuoteRequest.organizationId":                       "an identifier",
+	"v1CreateSwapQuoteRequest.timestampMs":                          "the activity envelope",
+	"v1CreateSwapQuoteRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1CreateTvcAppIntent.name":                                     "a name",
+	"v1CreateTvcAppIntent.quorumPublicKey":                          "a public key",
+	"v1CreateTvcAppRequest.organizationId":                          "an identifier",
+	"v1CreateTvcAppRequest.timestampMs":                             "the activity envelope",
+	"v1CreateTvcAppRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1CreateTvcAppResult.appId":                                    "an identifier",
+	"v1CreateTvcAppResult.manifestSetId":                            "an identifier",
+	"v1CreateTvcAppResult.shareSetId":                               "an identifier",
+	"v1CreateTvcDeploymentIntent.appId":                             "an identifier",
+	"v1CreateTvcDeploymentIntent.healthCheckType":                   "an enum: the empty string is not one of its values",
+	"v1CreateTvcDeploymentRequest.organizationId":                   "an identifier",
+	"v1CreateTvcDeploymentRequest.timestampMs":                      "the activity envelope",
+	"v1CreateTvcDeploymentRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1CreateTvcDeploymentResult.deploymentId":                      "an identifier",
+	"v1CreateTvcDeploymentResult.manifestId":                        "an identifier",
+	"v1CreateTvcManifestApprovalsIntent.manifestId":                 "an identifier",
+	"v1CreateTvcManifestApprovalsRequest.organizationId":            "an identifier",
+	"v1CreateTvcManifestApprovalsRequest.timestampMs":               "the activity envelope",
+	"v1CreateTvcManifestApprovalsRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1CreateTvcOperatorIntent.operatorName":                        "a name",
+	"v1CreateTvcOperatorIntent.path":                                "a derivation path",
+	"v1CreateTvcOperatorRequest.organizationId":                     "an identifier",
+	"v1CreateTvcOperatorRequest.timestampMs":                        "the activity envelope",
+	"v1CreateTvcOperatorRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1CreateTvcOperatorResult.encryptPublicKey":                    "a public key",
+	"v1CreateTvcOperatorResult.operatorId":                          "an identifier",
+	"v1CreateTvcOperatorResult.signPublicKey":                       "a public key",
+	"v1CreateTvcOperatorResult.walletId":                            "an identifier",
+	"v1CreateTvcQuorumKeyRequest.organizationId":                    "an identifier",
+	"v1CreateTvcQuorumKeyRequest.timestampMs":                       "the activity envelope",
+	"v1CreateTvcQuorumKeyRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1CreateTvcQuorumKeyResult.quorumKeyId":                        "an identifier",
+	"v1CreateTvcQuorumKeyResult.quorumPublicKey":                    "a public key",
+	"v1CreateUserTagIntent.userTagName":                             "a name",
+	"v1CreateUserTagRequest.organizationId":                         "an identifier",
+	"v1CreateUserTagRequest.timestampMs":                            "the activity envelope",
+	"v1CreateUserTagRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1CreateUserTagResult.userTagId":                               "an identifier",
+	"v1CreateUsersRequest.organizationId":                           "an identifier",
+	"v1CreateUsersRequest.timestampMs":                              "the activity envelope",
+	"v1CreateUsersRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1CreateWalletAccountsIntent.walletId":                         "an identifier",
+	"v1CreateWalletAccountsRequest.organizationId":                  "an identifier",
+	"v1CreateWalletAccountsRequest.timestampMs":                     "the activity envelope",
+	"v1CreateWalletAccountsRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1CreateWalletIntent.walletName":                               "a name",
+	"v1CreateWalletRequest.organizationId":                          "an identifier",
+	"v1CreateWalletRequest.timestampMs":                             "the activity envelope",
+	"v1CreateWalletRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1CreateWalletResult.walletId":                                 "an identifier",
+	"v1CreateWebhookEndpointIntent.name":                            "a name",
+	"v1CreateWebhookEndpointRequest.organizationId":                 "an identifier",
+	"v1CreateWebhookEndpointRequest.timestampMs":                    "the activity envelope",
+	"v1CreateWebhookEndpointRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1CreateWebhookEndpointResult.endpointId":                      "an identifier",
+	"v1DeleteApiKeysIntent.userId":                                  "an identifier",
+	"v1DeleteApiKeysRequest.organizationId":                         "an identifier",
+	"v1DeleteApiKeysRequest.timestampMs":                            "the activity envelope",
+	"v1DeleteApiKeysRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1DeleteAuthenticatorsIntent.userId":                           "an identifier",
+	"v1DeleteAuthenticatorsRequest.organizationId":                  "an identifier",
+	"v1DeleteAuthenticatorsRequest.timestampMs":                     "the activity envelope",
+	"v1DeleteAuthenticatorsRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1DeleteFiatOnRampCredentialIntent.fiatOnrampCredentialId":     "an identifier",
+	"v1DeleteFiatOnRampCredentialRequest.organizationId":            "an identifier",
+	"v1DeleteFiatOnRampCredentialRequest.timestampMs":               "the activity envelope",
+	"v1DeleteFiatOnRampCredentialRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1DeleteFiatOnRampCredentialResult.fiatOnRampCredentialId":     "an identifier",
+	"v1DeleteInvitationIntent.invitationId":                         "an identifier",
+	"v1DeleteInvitationRequest.organizationId":                      "an identifier",
+	"v1DeleteInvitationRequest.timestampMs":                         "the activity envelope",
+	"v1DeleteInvitationRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1DeleteInvitationResult.invitationId":                         "an identifier",
+	"v1DeleteMfaPolicyIntent.mfaPolicyId":                           "an identifier",
+	"v1DeleteMfaPolicyIntent.userId":                                "an identifier",
+	"v1DeleteMfaPolicyRequest.organizationId":                       "an identifier",
+	"v1DeleteMfaPolicyRequest.timestampMs":                          "the activity envelope",
+	"v1DeleteMfaPolicyRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1DeleteMfaPolicyResult.mfaPolicyId":                           "an identifier",
+	"v1DeleteOauth2CredentialIntent.oauth2CredentialId":             "an identifier",
+	"v1DeleteOauth2CredentialRequest.organizationId":                "an identifier",
+	"v1DeleteOauth2CredentialRequest.timestampMs":                   "the activity envelope",
+	"v1DeleteOauth2CredentialRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1DeleteOauth2CredentialResult.oauth2CredentialId":             "an identifier",
+	"v1DeleteOauthProvidersIntent.userId":                           "an identifier",
+	"v1DeleteOauthProvidersRequest.organizationId":                  "an identifier",
+	"v1DeleteOauthProvidersRequest.timestampMs":                     "the activity envelope",
+	"v1DeleteOauthProvidersRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1DeleteOrganizationIntent.organizationId":                     "an identifier",
+	"v1DeleteOrganizationResult.organizationId":                     "an identifier",
+	"v1DeletePoliciesRequest.organizationId":                        "an identifier",
+	"v1DeletePoliciesRequest.timestampMs":                           "the activity envelope",
+	"v1DeletePoliciesRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1DeletePolicyIntent.policyId":                                 "an identifier",
+	"v1DeletePolicyRequest.organizationId":                          "an identifier",
+	"v1DeletePolicyRequest.timestampMs":                             "the activity envelope",
+	"v1DeletePolicyRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1DeletePolicyResult.policyId":                                 "an identifier",
+	"v1DeletePrivateKeyTagsRequest.organizationId":                  "an identifier",
+	"v1DeletePrivateKeyTagsRequest.timestampMs":                     "the activity envelope",
+	"v1DeletePrivateKeyTagsRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1DeletePrivateKeysRequest.organizationId":                     "an identifier",
+	"v1DeletePrivateKeysRequest.timestampMs":                        "the activity envelope",
+	"v1DeletePrivateKeysRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1DeleteSmartContractInterfaceIntent.smartContractInterfaceId": "an identifier",
+	"v1DeleteSmartContractInterfaceRequest.organizationId":          "an identifier",
+	"v1DeleteSmartContractInterfaceRequest.timestampMs":             "the activity envelope",
+	"v1DeleteSmartContractInterfaceRequest.type":                    "an enum: the empty string is not one of its values",
+	"v1DeleteSmartContractInterfaceResult.smartContractInterfaceId": "an identifier",
+	"v1DeleteSubOrganizationRequest.organizationId":                 "an identifier",
+	"v1DeleteSubOrganizationRequest.timestampMs":                    "the activity envelope",
+	"v1DeleteSubOrganizationRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1DeleteTvcAppAndDeploymentsIntent.appId":                      "an identifier",
+	"v1DeleteTvcAppAndDeploymentsRequest.organizationId":            "an identifier",
+	"v1DeleteTvcAppAndDeploymentsRequest.timestampMs":               "the activity envelope",
+	"v1DeleteTvcAppAndDeploymentsRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1DeleteTvcAppAndDeploymentsResult.appId":                      "an identifier",
+	"v1DeleteTvcDeploymentIntent.deploymentId":                      "an identifier",
+	"v1DeleteTvcDeploymentRequest.organizationId":                   "an identifier",
+	"v1DeleteTvcDeploymentRequest.timestampMs":                      "the activity envelope",
+	"v1DeleteTvcDeploymentRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1DeleteTvcDeploymentResult.deploymentId":                      "an identifier",
+	"v1DeleteUserTagsRequest.organizationId":                        "an identifier",
+	"v1DeleteUserTagsRequest.timestampMs":                           "the activity envelope",
+	"v1DeleteUserTagsRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1DeleteUsersRequest.organizationId":                           "an identifier",
+	"v1DeleteUsersRequest.timestampMs":                              "the activity envelope",
+	"v1DeleteUsersRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1DeleteWalletAccountsRequest.organizationId":                  "an identifier",
+	"v1DeleteWalletAccountsRequest.timestampMs":                     "the activity envelope",
+	"v1DeleteWalletAccountsRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1DeleteWalletsRequest.organizationId":                         "an identifier",
+	"v1DeleteWalletsRequest.timestampMs":                            "the activity envelope",
+	"v1DeleteWalletsRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1DeleteWebhookEndpointIntent.endpointId":                      "an identifier",
+	"v1DeleteWebhookEndpointRequest.organizationId":                 "an identifier",
+	"v1DeleteWebhookEndpointRequest.timestampMs":                    "the activity envelope",
+	"v1DeleteWebhookEndpointRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1DeleteWebhookEndpointResult.endpointId":                      "an identifier",
+	"v1DeploymentStatus.deploymentId":                               "an identifier",
+	"v1DisablePrivateKeyIntent.privateKeyId":                        "an identifier",
+	"v1DisablePrivateKeyResult.privateKeyId":                        "an identifier",
+	"v1EarnDeployWrapperIntent.chainCaip2":                          "an enum: the empty string is not one of its values",
+	"v1EarnDeployWrapperRequest.organizationId":                     "an identifier",
+	"v1EarnDeployWrapperRequest.timestampMs":                        "the activity envelope",
+	"v1EarnDeployWrapperRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1EarnDeployWrapperResult.deployRequestId":                     "an identifier",
+	"v1EarnDepositIntent.chainCaip2":                                "an enum: the empty string is not one of its values",
+	"v1EarnDepositIntent.signWith":                                  "names the key that signs",
+	"v1EarnDepositRequest.organizationId":                           "an identifier",
+	"v1EarnDepositRequest.timestampMs":                              "the activity envelope",
+	"v1EarnDepositRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1EarnDepositResult.depositRequestId":                          "an identifier",
+	"v1EarnSetWrapperStateRequest.organizationId":                   "an identifier",
+	"v1EarnSetWrapperStateRequest.timestampMs":                      "the activity envelope",
+	"v1EarnSetWrapperStateRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1EarnWithdrawIntent.chainCaip2":                               "an enum: the empty string is not one of its values",
+	"v1EarnWithdrawIntent.signWith":                                 "names the key that signs",
+	"v1EarnWithdrawRequest.organizationId":                          "an identifier",
+	"v1EarnWithdrawRequest.timestampMs":                             "the activity envelope",
+	"v1EarnWithdrawRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1EarnWithdrawResult.withdrawRequestId":                        "an identifier",
+	"v1EmailAuthCustomizationParams.appName":                        "a name",
+	"v1EmailAuthIntent.targetPublicKey":                             "a public key",
+	"v1EmailAuthIntentV2.targetPublicKey":                           "a public key",
+	"v1EmailAuthIntentV3.targetPublicKey":                           "a public key",
+	"v1EmailAuthRequest.organizationId":                             "an identifier",
+	"v1EmailAuthRequest.timestampMs":                                "the activity envelope",
+	"v1EmailAuthRequest.type":                                       "an enum: the empty string is not one of its values",
+	"v1EmailAuthResult.apiKeyId":                                    "an identifier",
+	"v1EmailAuthResult.userId":                                      "an identifier",
+	"v1EmailEvent.id":                                               "an identifier",
+	"v1EmailEvent.messageId":                                        "an identifier",
+	"v1EmailEvent.organizationId":                                   "an identifier",
+	"v1EnableAuthProxyResult.userId":                                "an identifier",
+	"v1EthSendRawTransactionIntent.caip2":                           "an enum: the empty string is not one of its values",
+	"v1EthSendRawTransactionIntent.signedTransaction":               "the data to sign or send",
+	"v1EthSendRawTransactionRequest.organizationId":                 "an identifier",
+	"v1EthSendRawTransactionRequest.timestampMs":                    "the activity envelope",
+	"v1EthSendRawTransactionRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1EthSendTransactionIntent.caip2":                              "an enum: the empty string is not one of its values",
+	"v1EthSendTransactionIntentV2.caip2":                            "an enum: the empty string is not one of its values",
+	"v1EthSendTransactionRequest.organizationId":                    "an identifier",
+	"v1EthSendTransactionRequest.timestampMs":                       "the activity envelope",
+	"v1EthSendTransactionRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1EthSendTransactionResult.sendTransactionStatusId":            "an identifier",
+	"v1EthSendTransactionResultV2.sendTransactionStatusId":          "an identifier",
+	"v1EthTransactionHistoryItem.status":                            "an enum: the empty string is not one of its values",
+	"v1EthUndelegate7702Intent.caip2":                               "an enum: the empty string is not one of its values",
+	"v1EthUndelegate7702Request.organizationId":                     "an identifier",
+	"v1EthUndelegate7702Request.timestampMs":                        "the activity envelope",
+	"v1EthUndelegate7702Request.type":                               "an enum: the empty string is not one of its values",
+	"v1EthUndelegate7702Result.sendTransactionStatusId":             "an identifier",
+	"v1ExecuteSwapIntentV2.quoteId":                                 "an identifier",
+	"v1ExecuteSwapRequest.organizationId":                           "an identifier",
+	"v1ExecuteSwapRequest.timestampMs":                              "the activity envelope",
+	"v1ExecuteSwapRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1ExecuteSwapResult.swapRequestId":                             "an identifier",
+	"v1ExportPrivateKeyIntent.privateKeyId":                         "an identifier",
+	"v1ExportPrivateKeyIntent.targetPublicKey":                      "a public key",
+	"v1ExportPrivateKeyRequest.organizationId":                      "an identifier",
+	"v1ExportPrivateKeyRequest.timestampMs":                         "the activity envelope",
+	"v1ExportPrivateKeyRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1ExportPrivateKeyResult.privateKeyId":                         "an identifier",
+	"v1ExportSecretParams.encryptionSuite":                          "an enum: the empty string is not one of its values",
+	"v1ExportSecretParams.secretId":                                 "an identifier",
+	"v1ExportSecretParams.targetPublicKey":                          "a public key",
+	"v1ExportSecretsRequest.organizationId":                         "an identifier",
+	"v1ExportSecretsRequest.timestampMs":                            "the activity envelope",
+	"v1ExportSecretsRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1ExportWalletAccountIntent.targetPublicKey":                   "a public key",
+	"v1ExportWalletAccountRequest.organizationId":                   "an identifier",
+	"v1ExportWalletAccountRequest.timestampMs":                      "the activity envelope",
+	"v1ExportWalletAccountRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1ExportWalletIntent.targetPublicKey":                          "a public key",
+	"v1ExportWalletIntent.walletId":                                 "an identifier",
+	"v1ExportWalletRequest.organizationId":                          "an identifier",
+	"v1ExportWalletRequest.timestampMs":                             "the activity envelope",
+	"v1ExportWalletRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1ExportWalletResult.walletId":                                 "an identifier",
+	"v1FiatOnRampCredential.fiatOnrampCredentialId":                 "an identifier",
+	"v1FiatOnRampCredential.onrampProvider":                         "an enum: the empty string is not one of its values",
+	"v1FiatOnRampCredential.organizationId":                         "an identifier",
+	"v1GetActivitiesRequest.organizationId":                         "an identifier",
+	"v1GetActivityRequest.activityId":                               "an identifier",
+	"v1GetActivityRequest.organizationId":                           "an identifier",
+	"v1GetApiKeyRequest.apiKeyId":                                   "an identifier",
+	"v1GetApiKeyRequest.organizationId":                             "an identifier",
+	"v1GetApiKeysRequest.organizationId":                            "an identifier",
+	"v1GetAppProofsRequest.activityId":                              "an identifier",
+	"v1GetAppProofsRequest.organizationId":                          "an identifier",
+	"v1GetAppStatusRequest.appId":                                   "an identifier",
+	"v1GetAppStatusRequest.organizationId":                          "an identifier",
+	"v1GetAuthenticatorRequest.authenticatorId":                     "an identifier",
+	"v1GetAuthenticatorRequest.organizationId":                      "an identifier",
+	"v1GetAuthenticatorsRequest.organizationId":                     "an identifier",
+	"v1GetAuthenticatorsRequest.userId":                             "an identifier",
+	"v1GetBootProofRequest.organizationId":                          "an identifier",
+	"v1GetClaimEarnFeesStatusRequest.claimRequestId":                "an identifier",
+	"v1GetClaimEarnFeesStatusRequest.organizationId":                "an identifier",
+	"v1GetClaimEarnFeesStatusResponse.status":                       "an enum: the empty string is not one of its values",
+	"v1GetEarnDeployStatusRequest.deployRequestId":                  "an identifier",
+	"v1GetEarnDeployStatusRequest.organizationId":                   "an identifier",
+	"v1GetEarnDeployStatusResponse.status":                          "an enum: the empty string is not one of its values",
+	"v1GetEarnDepositStatusRequest.depositRequestId":                "an identifier",
+	"v1GetEarnDepositStatusRequest.organizationId":                  "an identifier",
+	"v1GetEarnDepositStatusResponse.status":                         "an enum: the empty string is not one of its values",
+	"v1GetEarnWithdrawStatusRequest.organizationId":                 "an identifier",
+	"v1GetEarnWithdrawStatusRequest.withdrawRequestId":              "an identifier",
+	"v1GetEarnWithdrawStatusResponse.status":                        "an enum: the empty string is not one of its values",
+	"v1GetGasUsageRequest.organizationId":                           "an identifier",
+	"v1GetIpAllowlistRequest.organizationId":                        "an identifier",
+	"v1GetLatestBootProofRequest.appName":                           "a name",
+	"v1GetLatestBootProofRequest.organizationId":                    "an identifier",
+	"v1GetMfaPoliciesRequest.organizationId":                        "an identifier",
+	"v1GetMfaPoliciesRequest.userId":                                "an identifier",
+	"v1GetMfaPolicyRequest.mfaPolicyId":                             "an identifier",
+	"v1GetMfaPolicyRequest.organizationId":                          "an identifier",
+	"v1GetMfaPolicyRequest.userId":                                  "an identifier",
+	"v1GetMfaStatusRequest.activityId":                              "an identifier",
+	"v1GetMfaStatusRequest.organizationId":                          "an identifier",
+	"v1GetNoncesRequest.caip2":                                      "an enum: the empty string is not one of its values",
+	"v1GetNoncesRequest.organizationId":                             "an identifier",
+	"v1GetOauth2CredentialRequest.oauth2CredentialId":               "an identifier",
+	"v1GetOauth2CredentialRequest.organizationId":                   "an identifier",
+	"v1GetOauthProvidersRequest.organizationId":                     "an identifier",
+	"v1GetOnRampTransactionStatusRequest.organizationId":            "an identifier",
+	"v1GetOnRampTransactionStatusRequest.transactionId":             "an identifier",
+	"v1GetOrganizationConfigsRequest.organizationId":                "an identifier",
+	"v1GetOrganizationRequest.organizationId":                       "an identifier",
+	"v1GetPoliciesRequest.organizationId":                           "an identifier",
+	"v1GetPolicyEvaluationsRequest.activityId":                      "an identifier",
+	"v1GetPolicyEvaluationsRequest.organizationId":                  "an identifier",
+	"v1GetPolicyRequest.organizationId":                             "an identifier",
+	"v1GetPolicyRequest.policyId":                                   "an identifier",
+	"v1GetPrivateKeyRequest.organizationId":                         "an identifier",
+	"v1GetPrivateKeyRequest.privateKeyId":                           "an identifier",
+	"v1GetPrivateKeysRequest.organizationId":                        "an identifier",
+	"v1GetSendTransactionStatusRequest.organizationId":              "an identifier",
+	"v1GetSendTransactionStatusRequest.sendTransactionStatusId":     "an identifier",
+	"v1GetSessionProfileRequest.organizationId":                     "an identifier",
+	"v1GetSessionProfileRequest.sessionProfileId":                   "an identifier",
+	"v1GetSessionProfilesRequest.organizationId":                    "an identifier",
+	"v1GetSmartContractInterfaceRequest.organizationId":             "an identifier",
+	"v1GetSmartContractInterfaceRequest.smartContractInterfaceId":   "an identifier",
+	"v1GetSmartContractInterfacesRequest.organizationId":            "an identifier",
+	"v1GetSubOrgIdsRequest.organizationId":                          "an identifier",
+	"v1GetSwapStatusRequest.organizationId":                         "an identifier",
+	"v1GetSwapStatusRequest.swapRequestId":                          "an identifier",
+	"v1GetTvcAppDeploymentsRequest.appId":                           "an identifier",
+	"v1GetTvcAppDeploymentsRequest.organizationId":                  "an identifier",
+	"v1GetTvcAppRequest.organizationId":                             "an identifier",
+	"v1GetTvcAppRequest.tvcAppId":                                   "an identifier",
+	"v1GetTvcAppsRequest.organizationId":                            "an identifier",
+	"v1GetTvcDeploymentDebugLogsRequest.deploymentId":               "an identifier",
+	"v1GetTvcDeploymentDebugLogsRequest.organizationId":             "an identifier",
+	"v1GetTvcDeploymentProvisioningDetailsRequest.deploymentId":     "an identifier",
+	"v1GetTvcDeploymentProvisioningDetailsRequest.organizationId":   "an identifier",
+	"v1GetTvcDeploymentRequest.deploymentId":                        "an identifier",
+	"v1GetTvcDeploymentRequest.organizationId":                      "an identifier",
+	"v1GetTvcQosVersionsRequest.organizationId":                     "an identifier",
+	"v1GetUserRequest.organizationId":                               "an identifier",
+	"v1GetUserRequest.userId":                                       "an identifier",
+	"v1GetUsersRequest.organizationId":                              "an identifier",
+	"v1GetVerifiedSubOrgIdsRequest.organizationId":                  "an identifier",
+	"v1GetWalletAccountRequest.organizationId":                      "an identifier",
+	"v1GetWalletAccountRequest.walletId":                            "an identifier",
+	"v1GetWalletAccountsRequest.organizationId":                     "an identifier",
+	"v1GetWalletAddressBalancesRequest.caip2":                       "an enum: the empty string is not one of its values",
+	"v1GetWalletAddressBalancesRequest.organizationId":              "an identifier",
+	"v1GetWalletRequest.organizationId":                             "an identifier",
+	"v1GetWalletRequest.walletId":                                   "an identifier",
+	"v1GetWalletsRequest.organizationId":                            "an identifier",
+	"v1GetWhoamiRequest.organizationId":                             "an identifier",
+	"v1GetWhoamiResponse.organizationId":                            "an identifier",
+	"v1GetWhoamiResponse.organizationName":                          "a name",
+	"v1GetWhoamiResponse.userId":                                    "an identifier",
+	"v1ImportPrivateKeyIntent.curve":                                "an enum: the empty string is not one of its values",
+	"v1ImportPrivateKeyIntent.privateKeyName":                       "a name",
+	"v1ImportPrivateKeyIntent.userId":                               "an identifier",
+	"v1ImportPrivateKeyRequest.organizationId":                      "an identifier",
+	"v1ImportPrivateKeyRequest.timestampMs":                         "the activity envelope",
+	"v1ImportPrivateKeyRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1ImportPrivateKeyResult.privateKeyId":                         "an identifier",
+	"v1ImportSecretParams.encryptionSuite":                          "an enum: the empty string is not one of its values",
+	"v1ImportSecretParams.targetPublicKey":                          "a public key",
+	"v1ImportSecretsRequest.organizationId":                         "an identifier",
+	"v1ImportSecretsRequest.timestampMs":                            "the activity envelope",
+	"v1ImportSecretsRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1ImportWalletIntent.userId":                                   "an identifier",
+	"v1ImportWalletIntent.walletName":                               "a name",
+	"v1ImportWalletRequest.organizationId":                          "an identifier",
+	"v1ImportWalletRequest.timestampMs":                             "the activity envelope",
+	"v1ImportWalletRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1ImportWalletResult.walletId":                                 "an identifier",
+	"v1InitFiatOnRampIntent.cryptoCurrencyCode":                     "an enum: the empty string is not one of its values",
+	"v1InitFiatOnRampIntent.network":                                "an enum: the empty string is not one of its values",
+	"v1InitFiatOnRampIntent.onrampProvider":                         "an enum: the empty string is not one of its values",
+	"v1InitFiatOnRampRequest.organizationId":                        "an identifier",
+	"v1InitFiatOnRampRequest.timestampMs":                           "the activity envelope",
+	"v1InitFiatOnRampRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1InitFiatOnRampResult.onRampTransactionId":                    "an identifier",
+	"v1InitImportPrivateKeyIntent.userId":                           "an identifier",
+	"v1InitImportPrivateKeyRequest.organizationId":                  "an identifier",
+	"v1InitImportPrivateKeyRequest.timestampMs":                     "the activity envelope",
+	"v1InitImportPrivateKeyRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1InitImportSecretsIntent.encryptionSuite":                     "an enum: the empty string is not one of its values",
+	"v1InitImportSecretsRequest.organizationId":                     "an identifier",
+	"v1InitImportSecretsRequest.timestampMs":                        "the activity envelope",
+	"v1InitImportSecretsRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1InitImportWalletIntent.userId":                               "an identifier",
+	"v1InitImportWalletRequest.organizationId":                      "an identifier",
+	"v1InitImportWalletRequest.timestampMs":                         "the activity envelope",
+	"v1InitImportWalletRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1InitOtpAuthIntentV3.appName":                                 "a name",
+	"v1InitOtpAuthRequest.organizationId":                           "an identifier",
+	"v1InitOtpAuthRequest.timestampMs":                              "the activity envelope",
+	"v1InitOtpAuthRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1InitOtpAuthResult.otpId":                                     "an identifier",
+	"v1InitOtpAuthResultV2.otpId":                                   "an identifier",
+	"v1InitOtpIntentV2.appName":                                     "a name",
+	"v1InitOtpIntentV3.appName":                                     "a name",
+	"v1InitOtpRequest.organizationId":                               "an identifier",
+	"v1InitOtpRequest.timestampMs":                                  "the activity envelope",
+	"v1InitOtpRequest.type":                                         "an enum: the empty string is not one of its values",
+	"v1InitOtpResult.otpId":                                         "an identifier",
+	"v1InitOtpResultV2.otpId":                                       "an identifier",
+	"v1InitUserEmailRecoveryIntent.targetPublicKey":                 "a public key",
+	"v1InitUserEmailRecoveryIntentV2.targetPublicKey":               "a public key",
+	"v1InitUserEmailRecoveryRequest.organizationId":                 "an identifier",
+	"v1InitUserEmailRecoveryRequest.timestampMs":                    "the activity envelope",
+	"v1InitUserEmailRecoveryRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1InitUserEmailRecoveryResult.userId":                          "an identifier",
+	"v1Invitation.accessType":                                       "an enum: the empty string is not one of its values",
+	"v1Invitation.invitationId":                                     "an identifier",
+	"v1Invitation.receiverUserName":                                 "a name",
+	"v1Invitation.senderUserId":                                     "an identifier",
+	"v1Invitation.status":                                           "an enum: the empty string is not one of its values",
+	"v1InvitationParams.accessType":                                 "an enum: the empty string is not one of its values",
+	"v1InvitationParams.receiverUserName":                           "a name",
+	"v1InvitationParams.senderUserId":                               "an identifier",
+	"v1IpAllowlist.organizationId":                                  "an identifier",
+	"v1ListEarnEnabledVaultsRequest.organizationId":                 "an identifier",
+	"v1ListEarnPositionsRequest.organizationId":                     "an identifier",
+	"v1ListEarnVaultsRequest.organizationId":                        "an identifier",
+	"v1ListEmailEventsRequest.organizationId":                       "an identifier",
+	"v1ListEthTransactionHistoryRequest.caip2":                      "an enum: the empty string is not one of its values",
+	"v1ListEthTransactionHistoryRequest.organizationId":             "an identifier",
+	"v1ListFiatOnRampCredentialsRequest.organizationId":             "an identifier",
+	"v1ListOauth2CredentialsRequest.organizationId":                 "an identifier",
+	"v1ListPrivateKeyTagsRequest.organizationId":                    "an identifier",
+	"v1ListSecretsRequest.organizationId":                           "an identifier",
+	"v1ListSolTransactionHistoryRequest.caip2":                      "an enum: the empty string is not one of its values",
+	"v1ListSolTransactionHistoryRequest.organizationId":             "an identifier",
+	"v1ListSupportedAssetsRequest.caip2":                            "an enum: the empty string is not one of its values",
+	"v1ListSupportedAssetsRequest.organizationId":                   "an identifier",
+	"v1ListUserTagsRequest.organizationId":                          "an identifier",
+	"v1ListWebhookEndpointsRequest.organizationId":                  "an identifier",
+	"v1LoginUsage.publicKey":                                        "a public key",
+	"v1MfaPolicy.mfaPolicyId":                                       "an identifier",
+	"v1MfaPolicy.mfaPolicyName":                                     "a name",
+	"v1MfaStatus.mfaPolicyId":                                       "an identifier",
+	"v1MfaStatus.userId":                                            "an identifier",
+	"v1Oauth2AuthenticateIntent.nonce":                              "binds the token to the client's key",
+	"v1Oauth2AuthenticateIntent.oauth2CredentialId":                 "an identifier",
+	"v1Oauth2AuthenticateRequest.organizationId":                    "an identifier",
+	"v1Oauth2AuthenticateRequest.timestampMs":                       "the activity envelope",
+	"v1Oauth2AuthenticateRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1Oauth2Credential.clientId":                                   "an identifier",
+	"v1Oauth2Credential.oauth2CredentialId":                         "an identifier",
+	"v1Oauth2Credential.organizationId":                             "an identifier",
+	"v1Oauth2Credential.provider":                                   "an enum: the empty string is not one of its values",
+	"v1OauthIntent.targetPublicKey":                                 "a public key",
+	"v1OauthLoginIntent.publicKey":                                  "a public key",
+	"v1OauthLoginRequest.organizationId":                            "an identifier",
+	"v1OauthLoginRequest.timestampMs":                               "the activity envelope",
+	"v1OauthLoginRequest.type":                                      "an enum: the empty string is not one of its values",
+	"v1OauthProvider.providerId":                                    "an identifier",
+	"v1OauthProvider.providerName":                                  "a name",
+	"v1OauthProviderParams.providerName":                            "a name",
+	"v1OauthProviderParamsV2.providerName":                          "a name",
+	"v1OauthRequest.organizationId":                                 "an identifier",
+	"v1OauthRequest.timestampMs":                                    "the activity envelope",
+	"v1OauthRequest.type":                                           "an enum: the empty string is not one of its values",
+	"v1OauthResult.apiKeyId":                                        "an identifier",
+	"v1OauthResult.userId":                                          "an identifier",
+	"v1OtpAuthIntent.otpId":                                         "an identifier",
+	"v1OtpAuthIntent.targetPublicKey":                               "a public key",
+	"v1OtpAuthRequest.organizationId":                               "an identifier",
+	"v1OtpAuthRequest.timestampMs":                                  "the activity envelope",
+	"v1OtpAuthRequest.type":                                         "an enum: the empty string is not one of its values",
+	"v1OtpAuthResult.userId":                                        "an identifier",
+	"v1OtpLoginIntent.publicKey":                                    "a public key",
+	"v1OtpLoginIntentV2.publicKey":                                  "a public key",
+	"v1OtpLoginRequest.organizationId":                              "an identifier",
+	"v1OtpLoginRequest.timestampMs":                                 "the activity envelope",
+	"v1OtpLoginRequest.type":                                        "an enum: the empty string is not one of its values",
+	"v1Policy.effect":                                               "an enum: the empty string is not one of its values",
+	"v1Policy.policyId":                                             "an identifier",
+	"v1Policy.policyName":                                           "a name",
+	"v1PostTvcQuorumKeyShareIntent.deploymentId":                    "an identifier",
+	"v1PostTvcQuorumKeyShareRequest.organizationId":                 "an identifier",
+	"v1PostTvcQuorumKeyShareRequest.timestampMs":                    "the activity envelope",
+	"v1PostTvcQuorumKeyShareRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1PostTvcQuorumKeyShareResult.provisioningShareId":             "an identifier",
+	"v1PrivateKey.curve":                                            "an enum: the empty string is not one of its values",
+	"v1PrivateKey.privateKeyId":                                     "an identifier",
+	"v1PrivateKey.privateKeyName":                                   "a name",
+	"v1PrivateKey.publicKey":                                        "a public key",
+	"v1PrivateKeyParams.curve":                                      "an enum: the empty string is not one of its values",
+	"v1PrivateKeyParams.privateKeyName":                             "a name",
+	"v1PublicKeyCredentialWithAttestation.id":                       "an identifier",
+	"v1PublicKeyCredentialWithAttestation.rawId":                    "an identifier",
+	"v1PublicKeyCredentialWithAttestation.type":                     "an enum: the empty string is not one of its values",
+	"v1QuorumKeyShareApprovalBundle.operatorId":                     "an identifier",
+	"v1QuorumKeyShareApprovalBundle.signature":                      "a signature",
+	"v1ReEncryptTvcQuorumKeyShareIntent.deploymentId":               "an identifier",
+	"v1ReEncryptTvcQuorumKeyShareRequest.organizationId":            "an identifier",
+	"v1ReEncryptTvcQuorumKeyShareRequest.timestampMs":               "the activity envelope",
+	"v1ReEncryptTvcQuorumKeyShareRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1ReEncryptTvcQuorumKeyShareResult.provisioningShareId":        "an identifier",
+	"v1RecoverUserIntent.userId":                                    "an identifier",
+	"v1RecoverUserRequest.organizationId":                           "an identifier",
+	"v1RecoverUserRequest.timestampMs":                              "the activity envelope",
+	"v1RecoverUserRequest.type":                                     "an enum: the empty string is not one of its values",
+	"v1RejectActivityIntent.fingerprint":                            "names the activity voted on",
+	"v1RejectActivityRequest.organizationId":                        "an identifier",
+	"v1RejectActivityRequest.timestampMs":                           "the activity envelope",
+	"v1RejectActivityRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1RemoveIpAllowlistRequest.organizationId":                     "an identifier",
+	"v1RemoveIpAllowlistRequest.timestampMs":                        "the activity envelope",
+	"v1RemoveIpAllowlistRequest.type":                               "an enum: the empty string is not one of its values",
+	"v1RemoveOrganizationFeatureIntent.name":                        "an enum: the empty string is not one of its values",
+	"v1RemoveOrganizationFeatureRequest.organizationId":             "an identifier",
+	"v1RemoveOrganizationFeatureRequest.timestampMs":                "the activity envelope",
+	"v1RemoveOrganizationFeatureRequest.type":                       "an enum: the empty string is not one of its values",
+	"v1RestoreTvcDeploymentIntent.deploymentId":                     "an identifier",
+	"v1RestoreTvcDeploymentRequest.organizationId":                  "an identifier",
+	"v1RestoreTvcDeploymentRequest.timestampMs":                     "the activity envelope",
+	"v1RestoreTvcDeploymentRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1RestoreTvcDeploymentResult.deploymentId":                     "an identifier",
+	"v1RootUserParams.userName":                                     "a name",
+	"v1RootUserParamsV2.userName":                                   "a name",
+	"v1RootUserParamsV3.userName":                                   "a name",
+	"v1RootUserParamsV4.userName":                                   "a name",
+	"v1RootUserParamsV5.userName":                                   "a name",
+	"v1SecretMetadata.secretId":                                     "an identifier",
+	"v1SessionProfile.sessionProfileId":                             "an identifier",
+	"v1SessionProfile.sessionProfileName":                           "a name",
+	"v1SetIpAllowlistRequest.organizationId":                        "an identifier",
+	"v1SetIpAllowlistRequest.timestampMs":                           "the activity envelope",
+	"v1SetIpAllowlistRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1SetOrganizationFeatureIntent.name":                           "an enum: the empty string is not one of its values",
+	"v1SetOrganizationFeatureRequest.organizationId":                "an identifier",
+	"v1SetOrganizationFeatureRequest.timestampMs":                   "the activity envelope",
+	"v1SetOrganizationFeatureRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadIntent.encoding":                               "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadIntent.hashFunction":                           "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadIntent.payload":                                "the data to sign or send",
+	"v1SignRawPayloadIntent.privateKeyId":                           "an identifier",
+	"v1SignRawPayloadIntentV2.encoding":                             "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadIntentV2.hashFunction":                         "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadIntentV2.payload":                              "the data to sign or send",
+	"v1SignRawPayloadIntentV2.signWith":                             "names the key that signs",
+	"v1SignRawPayloadRequest.organizationId":                        "an identifier",
+	"v1SignRawPayloadRequest.timestampMs":                           "the activity envelope",
+	"v1SignRawPayloadRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadsIntent.encoding":                              "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadsIntent.hashFunction":                          "an enum: the empty string is not one of its values",
+	"v1SignRawPayloadsIntent.signWith":                              "names the key that signs",
+	"v1SignRawPayloadsRequest.organizationId":                       "an identifier",
+	"v1SignRawPayloadsRequest.timestampMs":                          "the activity envelope",
+	"v1SignRawPayloadsRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1SignTransactionIntent.privateKeyId":                          "an identifier",
+	"v1SignTransactionIntent.type":                                  "an enum: the empty string is not one of its values",
+	"v1SignTransactionIntent.unsignedTransaction":                   "the data to sign or send",
+	"v1SignTransactionIntentV2.signWith":                            "names the key that signs",
+	"v1SignTransactionIntentV2.type":                                "an enum: the empty string is not one of its values",
+	"v1SignTransactionIntentV2.unsignedTransaction":                 "the data to sign or send",
+	"v1SignTransactionRequest.organizationId":                       "an identifier",
+	"v1SignTransactionRequest.timestampMs":                          "the activity envelope",
+	"v1SignTransactionRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1SignTransactionResult.signedTransaction":                     "the data to sign or send",
+	"v1SolSendTransactionIntent.caip2":                              "an enum: the empty string is not one of its values",
+	"v1SolSendTransactionIntent.signWith":                           "names the key that signs",
+	"v1SolSendTransactionIntent.unsignedTransaction":                "the data to sign or send",
+	"v1SolSendTransactionIntentV2.caip2":                            "an enum: the empty string is not one of its values",
+	"v1SolSendTransactionIntentV2.unsignedTransaction":              "the data to sign or send",
+	"v1SolSendTransactionRequest.organizationId":                    "an identifier",
+	"v1SolSendTransactionRequest.timestampMs":                       "the activity envelope",
+	"v1SolSendTransactionRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1SolSendTransactionResult.sendTransactionStatusId":            "an identifier",
+	"v1SolSendTransactionResultV2.sendTransactionStatusId":          "an identifier",
+	"v1SolTransactionHistoryItem.signature":                         "a signature",
+	"v1SolTransactionHistoryItem.status":                            "an enum: the empty string is not one of its values",
+	"v1SparkClaimLeaf.leafId":                                       "an identifier",
+	"v1SparkClaimPackage.senderIdentityPublicKey":                   "a public key",
+	"v1SparkClaimPackage.transferId":                                "an identifier",
+	"v1SparkClaimTransferIntent.signWith":                           "names the key that signs",
+	"v1SparkClaimTransferRequest.organizationId":                    "an identifier",
+	"v1SparkClaimTransferRequest.timestampMs":                       "the activity envelope",
+	"v1SparkClaimTransferRequest.type":                              "an enum: the empty string is not one of its values",
+	"v1SparkEncryptedOperatorPackage.operatorId":                    "an identifier",
+	"v1SparkFrostCommitment.id":                                     "an identifier",
+	"v1SparkLeafPublicKey.leafId":                                   "an identifier",
+	"v1SparkLeafPublicKey.publicKey":                                "a public key",
+	"v1SparkOperatorRecipient.encryptionPublicKey":                  "a public key",
+	"v1SparkOperatorRecipient.operatorId":                           "an identifier",
+	"v1SparkPrepareLightningReceiveIntent.signWith":                 "names the key that signs",
+	"v1SparkPrepareLightningReceiveRequest.organizationId":          "an identifier",
+	"v1SparkPrepareLightningReceiveRequest.timestampMs":             "the activity envelope",
+	"v1SparkPrepareLightningReceiveRequest.type":                    "an enum: the empty string is not one of its values",
+	"v1SparkPrepareTransferIntent.signWith":                         "names the key that signs",
+	"v1SparkPrepareTransferRequest.organizationId":                  "an identifier",
+	"v1SparkPrepareTransferRequest.timestampMs":                     "the activity envelope",
+	"v1SparkPrepareTransferRequest.type":                            "an enum: the empty string is not one of its values",
+	"v1SparkSignFrostIntent.signWith":                               "names the key that signs",
+	"v1SparkSignFrostRequest.organizationId":                        "an identifier",
+	"v1SparkSignFrostRequest.timestampMs":                           "the activity envelope",
+	"v1SparkSignFrostRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1SparkSigningLeafDerivation.leafId":                           "an identifier",
+	"v1SparkTransferLeaf.leafId":                                    "an identifier",
+	"v1SparkTransferPackage.receiverPublicKey":                      "a public key",
+	"v1SparkTransferPackage.transferId":                             "an identifier",
+	"v1StampLoginIntent.publicKey":                                  "a public key",
+	"v1StampLoginRequest.organizationId":                            "an identifier",
+	"v1StampLoginRequest.timestampMs":                               "the activity envelope",
+	"v1StampLoginRequest.type":                                      "an enum: the empty string is not one of its values",
+	"v1SwapQuote.quoteId":                                           "an identifier",
+	"v1TestRateLimitsRequest.organizationId":                        "an identifier",
+	"v1TokenUsage.tokenId":                                          "an identifier",
+	"v1TokenUsage.type":                                             "an enum: the empty string is not one of its values",
+	"v1TransactionHistoryAsset.name":                                "a name",
+	"v1TransactionHistoryTransfer.direction":                        "an enum: the empty string is not one of its values",
+	"v1TvcApp.id":                                                   "an identifier",
+	"v1TvcApp.name":                                                 "a name",
+	"v1TvcApp.organizationId":                                       "an identifier",
+	"v1TvcApp.quorumPublicKey":                                      "a public key",
+	"v1TvcContainerSpec.healthCheckType":                            "an enum: the empty string is not one of its values",
+	"v1TvcContainerSpec.path":                                       "a derivation path",
+	"v1TvcDeployment.appId":                                         "an identifier",
+	"v1TvcDeployment.id":                                            "an identifier",
+	"v1TvcDeployment.organizationId":                                "an identifier",
+	"v1TvcManifest.id":                                              "an identifier",
+	"v1TvcManifestApproval.operatorId":                              "an identifier",
+	"v1TvcManifestApproval.signature":                               "a signature",
+	"v1TvcOperator.id":                                              "an identifier",
+	"v1TvcOperator.name":                                            "a name",
+	"v1TvcOperator.publicKey":                                       "a public key",
+	"v1TvcOperatorApproval.id":                                      "an identifier",
+	"v1TvcOperatorApproval.manifestId":                              "an identifier",
+	"v1TvcOperatorParams.name":                                      "a name",
+	"v1TvcOperatorParams.publicKey":                                 "a public key",
+	"v1TvcOperatorSet.id":                                           "an identifier",
+	"v1TvcOperatorSet.name":                                         "a name",
+	"v1TvcOperatorSet.organizationId":                               "an identifier",
+	"v1TvcOperatorSetParams.name":                                   "a name",
+	"v1UpdateFiatOnRampCredentialIntent.fiatOnrampCredentialId":     "an identifier",
+	"v1UpdateFiatOnRampCredentialIntent.onrampProvider":             "an enum: the empty string is not one of its values",
+	"v1UpdateFiatOnRampCredentialRequest.organizationId":            "an identifier",
+	"v1UpdateFiatOnRampCredentialRequest.timestampMs":               "the activity envelope",
+	"v1UpdateFiatOnRampCredentialRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1UpdateFiatOnRampCredentialResult.fiatOnRampCredentialId":     "an identifier",
+	"v1UpdateMfaPolicyIntent.mfaPolicyId":                           "an identifier",
+	"v1UpdateMfaPolicyIntent.userId":                                "an identifier",
+	"v1UpdateMfaPolicyRequest.organizationId":                       "an identifier",
+	"v1UpdateMfaPolicyRequest.timestampMs":                          "the activity envelope",
+	"v1UpdateMfaPolicyRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1UpdateMfaPolicyResult.mfaPolicyId":                           "an identifier",
+	"v1UpdateOauth2CredentialIntent.clientId":                       "an identifier",
+	"v1UpdateOauth2CredentialIntent.oauth2CredentialId":             "an identifier",
+	"v1UpdateOauth2CredentialIntent.provider":                       "an enum: the empty string is not one of its values",
+	"v1UpdateOauth2CredentialRequest.organizationId":                "an identifier",
+	"v1UpdateOauth2CredentialRequest.timestampMs":                   "the activity envelope",
+	"v1UpdateOauth2CredentialRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1UpdateOauth2CredentialResult.oauth2CredentialId":             "an identifier",
+	"v1UpdateOrganizationNameIntent.organizationName":               "a name",
+	"v1UpdateOrganizationNameRequest.organizationId":                "an identifier",
+	"v1UpdateOrganizationNameRequest.timestampMs":                   "the activity envelope",
+	"v1UpdateOrganizationNameRequest.type":                          "an enum: the empty string is not one of its values",
+	"v1UpdateOrganizationNameResult.organizationId":                 "an identifier",
+	"v1UpdateOrganizationNameResult.organizationName":               "a name",
+	"v1UpdatePolicyIntent.policyId":                                 "an identifier",
+	"v1UpdatePolicyIntentV2.policyId":                               "an identifier",
+	"v1UpdatePolicyRequest.organizationId":                          "an identifier",
+	"v1UpdatePolicyRequest.timestampMs":                             "the activity envelope",
+	"v1UpdatePolicyRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1UpdatePolicyResult.policyId":                                 "an identifier",
+	"v1UpdatePolicyResultV2.policyId":                               "an identifier",
+	"v1UpdatePrivateKeyTagIntent.privateKeyTagId":                   "an identifier",
+	"v1UpdatePrivateKeyTagRequest.organizationId":                   "an identifier",
+	"v1UpdatePrivateKeyTagRequest.timestampMs":                      "the activity envelope",
+	"v1UpdatePrivateKeyTagRequest.type":                             "an enum: the empty string is not one of its values",
+	"v1UpdatePrivateKeyTagResult.privateKeyTagId":                   "an identifier",
+	"v1UpdateRootQuorumRequest.organizationId":                      "an identifier",
+	"v1UpdateRootQuorumRequest.timestampMs":                         "the activity envelope",
+	"v1UpdateRootQuorumRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1UpdateTvcAppLiveDeploymentIntent.deploymentId":               "an identifier",
+	"v1UpdateTvcAppLiveDeploymentRequest.organizationId":            "an identifier",
+	"v1UpdateTvcAppLiveDeploymentRequest.timestampMs":               "the activity envelope",
+	"v1UpdateTvcAppLiveDeploymentRequest.type":                      "an enum: the empty string is not one of its values",
+	"v1UpdateUserEmailIntent.userId":                                "an identifier",
+	"v1UpdateUserEmailRequest.organizationId":                       "an identifier",
+	"v1UpdateUserEmailRequest.timestampMs":                          "the activity envelope",
+	"v1UpdateUserEmailRequest.type":                                 "an enum: the empty string is not one of its values",
+	"v1UpdateUserEmailResult.userId":                                "an identifier",
+	"v1UpdateUserIntent.userId":                                     "an identifier",
+	"v1UpdateUserNameIntent.userId":                                 "an identifier",
+	"v1UpdateUserNameIntent.userName":                               "a name",
+	"v1UpdateUserNameRequest.organizationId":                        "an identifier",
+	"v1UpdateUserNameRequest.timestampMs":                           "the activity envelope",
+	"v1UpdateUserNameRequest.type":                                  "an enum: the empty string is not one of its values",
+	"v1UpdateUserNameResult.userId":                                 "an identifier",
+	"v1UpdateUserPhoneNumberIntent.userId":                          "an identifier",
+	"v1UpdateUserPhoneNumberRequest.organizationId":                 "an identifier",
+	"v1UpdateUserPhoneNumberRequest.timestampMs":                    "the activity envelope",
+	"v1UpdateUserPhoneNumberRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1UpdateUserPhoneNumberResult.userId":                          "an identifier",
+	"v1UpdateUserRequest.organizationId":                            "an identifier",
+	"v1UpdateUserRequest.timestampMs":                               "the activity envelope",
+	"v1UpdateUserRequest.type":                                      "an enum: the empty string is not one of its values",
+	"v1UpdateUserResult.userId":                                     "an identifier",
+	"v1UpdateUserTagIntent.userTagId":                               "an identifier",
+	"v1UpdateUserTagRequest.organizationId":                         "an identifier",
+	"v1UpdateUserTagRequest.timestampMs":                            "the activity envelope",
+	"v1UpdateUserTagRequest.type":                                   "an enum: the empty string is not one of its values",
+	"v1UpdateUserTagResult.userTagId":                               "an identifier",
+	"v1UpdateWalletAccountNameIntent.name":                          "a name",
+	"v1UpdateWalletAccountNameIntent.walletAccountId":               "an identifier",
+	"v1UpdateWalletAccountNameResult.walletAccountId":               "an identifier",
+	"v1UpdateWalletIntent.walletId":                                 "an identifier",
+	"v1UpdateWalletRequest.organizationId":                          "an identifier",
+	"v1UpdateWalletRequest.timestampMs":                             "the activity envelope",
+	"v1UpdateWalletRequest.type":                                    "an enum: the empty string is not one of its values",
+	"v1UpdateWalletResult.walletId":                                 "an identifier",
+	"v1UpdateWebhookEndpointIntent.endpointId":                      "an identifier",
+	"v1UpdateWebhookEndpointRequest.organizationId":                 "an identifier",
+	"v1UpdateWebhookEndpointRequest.timestampMs":                    "the activity envelope",
+	"v1UpdateWebhookEndpointRequest.type":                           "an enum: the empty string is not one of its values",
+	"v1UpdateWebhookEndpointResult.endpointId":                      "an identifier",
+	"v1UpsertGasUsageConfigResult.gasUsageConfigId":                 "an identifier",
+	"v1UpsertSwapConfigRequest.organizationId":                      "an identifier",
+	"v1UpsertSwapConfigRequest.timestampMs":                         "the activity envelope",
+	"v1UpsertSwapConfigRequest.type":                                "an enum: the empty string is not one of its values",
+	"v1User.userId":                                                 "an identifier",
+	"v1User.userName":                                               "a name",
+	"v1UserParams.accessType":                                       "an enum: the empty string is not one of its values",
+	"v1UserParams.userName":                                         "a name",
+	"v1UserParamsV2.userName":                                       "a name",
+	"v1UserParamsV3.userName":                                       "a name",
+	"v1UserParamsV4.userName":                                       "a name",
+	"v1ValidateTvcImageRequest.organizationId":                      "an identifier",
+	"v1VerifyOtpIntent.otpId":                                       "an identifier",
+	"v1VerifyOtpIntentV2.otpId":                                     "an identifier",
+	"v1VerifyOtpRequest.organizationId":                             "an identifier",
+	"v1VerifyOtpRequest.timestampMs":                                "the activity envelope",
+	"v1VerifyOtpRequest.type":                                       "an enum: the empty string is not one of its values",
+	"v1Vote.activityId":                                             "an identifier",
+	"v1Vote.id":                                                     "an identifier",
+	"v1Vote.publicKey":                                              "a public key",
+	"v1Vote.selection":                                              "an enum: the empty string is not one of its values",
+	"v1Vote.signature":                                              "a signature",
+	"v1Vote.userId":                                                 "an identifier",
+	"v1Wallet.walletId":                                             "an identifier",
+	"v1Wallet.walletName":                                           "a name",
+	"v1WalletAccount.addressFormat":                                 "an enum: the empty string is not one of its values",
+	"v1WalletAccount.curve":                                         "an enum: the empty string is not one of its values",
+	"v1WalletAccount.organizationId":                                "an identifier",
+	"v1WalletAccount.path":                                          "a derivation path",
+	"v1WalletAccount.pathFormat":                                    "an enum: the empty string is not one of its values",
+	"v1WalletAccount.walletAccountId":                               "an identifier",
+	"v1WalletAccount.walletId":                                      "an identifier",
+	"v1WalletAccountParams.addressFormat":                           "an enum: the empty string is not one of its values",
+	"v1WalletAccountParams.curve":                                   "an enum: the empty string is not one of its values",
+	"v1WalletAccountParams.path":                                    "a derivation path",
+	"v1WalletAccountParams.pathFormat":                              "an enum: the empty string is not one of its values",
+	"v1WalletParams.walletName":                                     "a name",
+	"v1WalletResult.walletId":                                       "an identifier",
+	"v1WebAuthnStamp.credentialId":                                  "an identifier",
+	"v1WebAuthnStamp.signature":                                     "a signature",
+	"v1WebhookEndpointData.endpointId":                              "an identifier",
+	"v1WebhookEndpointData.name":                                    "a name",
+	"v1WebhookEndpointData.organizationId":                          "an identifier",
+}
+
+// EmptyAccepted are the required string members whose Validate accepts "".
+var EmptyAccepted = []string{
+	"billingSetPaymentMethodIntent.cardHolderEmail",
+	"billingSetPaymentMethodIntent.cvv",
+	"billingSetPaymentMethodIntent.expiryMonth",
+	"billingSetPaymentMethodIntent.expiryYear",
+	"billingSetPaymentMethodIntent.number",
+	"billingSetPaymentMethodIntentV2.cardHolderEmail",
+	"billingSetPaymentMethodResult.cardHolderEmail",
+	"billingSetPaymentMethodResult.lastFour",
+	"externaldatav1SmartContractInterface.notes",
+	"externaldatav1SmartContractInterface.smartContractAddress",
+	"externaldatav1SmartContractInterface.smartContractInterface",
+	"externaldatav1Timestamp.nanos",
+	"externaldatav1Timestamp.seconds",
+	"v1AppProof.proofPayload",
+	"v1Attestation.attestationObject",
+	"v1Attestation.clientDataJson",
+	"v1Authenticator.aaguid",
+	"v1Authenticator.attestationType",
+	"v1Authenticator.model",
+	"v1AuthenticatorAttestationResponse.attestationObject",
+	"v1AuthenticatorAttestationResponse.clientDataJson",
+	"v1AuthenticatorParams.challenge",
+	"v1AuthenticatorParamsV2.challenge",
+	"v1BootProof.awsAttestationDocB64",
+	"v1BootProof.deploymentLabel",
+	"v1BootProof.enclaveApp",
+	"v1BootProof.ephemeralPublicKeyHex",
+	"v1BootProof.owner",
+	"v1BootProof.qosManifestB64",
+	"v1BootProof.qosManifestEnvelopeB64",
+	"v1ClaimEarnFeesIntent.wrapperAddress",
+	"v1ClientSignature.message",
+	"v1CreateFiatOnRampCredentialIntent.encryptedSecretApiKey",
+	"v1CreateFiatOnRampCredentialIntent.publishableApiKey",
+	"v1CreateMfaPolicyIntent.condition",
+	"v1CreateOauth2CredentialIntent.encryptedClientSecret",
+	"v1CreateOrganizationIntent.rootEmail",
+	"v1CreateOrganizationIntentV2.rootEmail",
+	"v1CreatePolicyIntentV3.notes",
+	"v1CreateReadOnlySessionResult.session",
+	"v1CreateReadOnlySessionResult.sessionExpiry",
+	"v1CreateReadOnlySessionResult.username",
+	"v1CreateReadWriteSessionIntent.email",
+	"v1CreateReadWriteSessionResult.credentialBundle",
+	"v1CreateReadWriteSessionResult.username",
+	"v1CreateReadWriteSessionResultV2.credentialBundle",
+	"v1CreateReadWriteSessionResultV2.username",
+	"v1CreateSessionProfileIntent.scope",
+	"v1CreateSmartContractInterfaceIntent.smartContractAddress",
+	"v1CreateSmartContractInterfaceIntent.smartContractInterface",
+	"v1CreateSwapQuoteIntent.inputAmount",
+	"v1CreateSwapQuoteIntent.inputToken",
+	"v1CreateSwapQuoteIntent.outputToken",
+	"v1CreateTvcDeploymentIntent.expectedPivotDigest",
+	"v1CreateTvcDeploymentIntent.pivotContainerImageUrl",
+	"v1CreateTvcDeploymentIntent.pivotPath",
+	"v1CreateTvcDeploymentIntent.qosVersion",
+	"v1CreateWebhookEndpointIntent.url",
+	"v1DeleteSubOrganizationResult.subOrganizationUuid",
+	"v1EarnDeployWrapperIntent.clientFeeBps",
+	"v1EarnDeployWrapperIntent.clientFeeWallet",
+	"v1EarnDeployWrapperIntent.vaultAddress",
+	"v1EarnDeployWrapperResult.splitterAddress",
+	"v1EarnDeployWrapperResult.wrapperAddress",
+	"v1EarnDepositIntent.assets",
+	"v1EarnDepositIntent.wrapperAddress",
+	"v1EarnSetWrapperStateIntent.wrapperAddress",
+	"v1EarnSetWrapperStateResult.wrapperAddress",
+	"v1EarnWithdrawIntent.amountValue",
+	"v1EarnWithdrawIntent.wrapperAddress",
+	"v1EmailAuthIntent.email",
+	"v1EmailAuthIntentV2.email",
+	"v1EmailAuthIntentV3.email",
+	"v1EmailEvent.createdAt",
+	"v1EmailEvent.eventType",
+	"v1EmailEvent.fromAddress",
+	"v1EmailEvent.timestamp",
+	"v1EmailEvent.toAddress",
+	"v1EthCallParams.to",
+	"v1EthSendRawTransactionResult.transactionHash",
+	"v1EthSendTransactionIntent.from",
+	"v1EthSendTransactionIntent.to",
+	"v1EthSendTransactionIntentV2.from",
+	"v1EthTransactionHistoryItem.from",
+	"v1EthTransactionHistoryItem.origin",
+	"v1EthTransactionHistoryItem.transactionHash",
+	"v1EthUndelegate7702Intent.from",
+	"v1ExecuteSwapIntent.inputAmount",
+	"v1ExecuteSwapIntent.inputToken",
+	"v1ExecuteSwapIntent.minOutputAmount",
+	"v1ExecuteSwapIntent.outputToken",
+	"v1ExecuteSwapIntent.walletAccount",
+	"v1ExecuteSwapIntentV2.inputAmount",
+	"v1ExecuteSwapIntentV2.inputToken",
+	"v1ExecuteSwapIntentV2.minOutputAmount",
+	"v1ExecuteSwapIntentV2.outputToken",
+	"v1ExecuteSwapIntentV2.quotedOutputAmount",
+	"v1ExportPrivateKeyResult.exportBundle",
+	"v1ExportWalletAccountIntent.address",
+	"v1ExportWalletAccountResult.address",
+	"v1ExportWalletAccountResult.exportBundle",
+	"v1ExportWalletResult.exportBundle",
+	"v1FiatOnRampCredential.encryptedSecretApiKey",
+	"v1FiatOnRampCredential.publishableApiKey",
+	"v1GetBootProofRequest.ephemeralKey",
+	"v1GetGasUsageResponse.usageUsd",
+	"v1GetGasUsageResponse.windowLimitUsd",
+	"v1GetNoncesRequest.address",
+	"v1GetOnRampTransactionStatusResponse.transactionStatus",
+	"v1GetSendTransactionStatusResponse.txStatus",
+	"v1GetSwapStatusResponse.inputAmount",
+	"v1GetSwapStatusResponse.inputToken",
+	"v1GetSwapStatusResponse.outputToken",
+	"v1GetSwapStatusResponse.provider",
+	"v1GetSwapStatusResponse.status",
+	"v1GetSwapStatusResponse.swapKind",
+	"v1GetSwapStatusResponse.updatedAt",
+	"v1GetTvcDeploymentProvisioningDetailsResponse.attestationDocument",
+	"v1GetTvcDeploymentProvisioningDetailsResponse.manifestEnvelope",
+	"v1GetTvcQosVersionsResponse.latestVersion",
+	"v1GetWalletAddressBalancesRequest.address",
+	"v1GetWhoamiResponse.username",
+	"v1ImportPrivateKeyIntent.encryptedBundle",
+	"v1ImportSecretParams.secretPayload",
+	"v1ImportWalletIntent.encryptedBundle",
+	"v1InitFiatOnRampIntent.walletAddress",
+	"v1InitFiatOnRampResult.onRampUrl",
+	"v1InitImportPrivateKeyResult.importBundle",
+	"v1InitImportWalletResult.importBundle",
+	"v1InitOtpAuthIntent.contact",
+	"v1InitOtpAuthIntent.otpType",
+	"v1InitOtpAuthIntentV2.contact",
+	"v1InitOtpAuthIntentV2.otpType",
+	"v1InitOtpAuthIntentV3.contact",
+	"v1InitOtpAuthIntentV3.otpType",
+	"v1InitOtpIntent.contact",
+	"v1InitOtpIntent.otpType",
+	"v1InitOtpIntentV2.contact",
+	"v1InitOtpIntentV2.otpType",
+	"v1InitOtpIntentV3.contact",
+	"v1InitOtpIntentV3.otpType",
+	"v1InitOtpResultV2.otpEncryptionTargetBundle",
+	"v1InitUserEmailRecoveryIntent.email",
+	"v1InitUserEmailRecoveryIntentV2.email",
+	"v1Invitation.receiverEmail",
+	"v1InvitationParams.receiverUserEmail",
+	"v1IpAllowlistIntentRule.cidr",
+	"v1IpAllowlistRule.cidr",
+	"v1ListEarnPositionsRequest.walletAddress",
+	"v1ListEarnVaultsRequest.caip19",
+	"v1ListEmailEventsRequest.email",
+	"v1ListEthTransactionHistoryRequest.address",
+	"v1ListSolTransactionHistoryRequest.address",
+	"v1LogLine.content",
+	"v1MfaPolicy.condition",
+	"v1Oauth2AuthenticateIntent.authCode",
+	"v1Oauth2AuthenticateIntent.codeVerifier",
+	"v1Oauth2AuthenticateIntent.redirectUri",
+	"v1Oauth2AuthenticateResult.oidcToken",
+	"v1Oauth2Credential.encryptedClientSecret",
+	"v1OauthIntent.oidcToken",
+	"v1OauthLoginIntent.oidcToken",
+	"v1OauthLoginResult.session",
+	"v1OauthProvider.audience",
+	"v1OauthProvider.issuer",
+	"v1OauthProvider.subject",
+	"v1OauthProviderParams.oidcToken",
+	"v1OauthResult.credentialBundle",
+	"v1OidcClaims.aud",
+	"v1OidcClaims.iss",
+	"v1OidcClaims.sub",
+	"v1OtpAuthIntent.otpCode",
+	"v1OtpLoginIntent.verificationToken",
+	"v1OtpLoginIntentV2.verificationToken",
+	"v1OtpLoginResult.session",
+	"v1Policy.condition",
+	"v1Policy.consensus",
+	"v1Policy.notes",
+	"v1PostTvcQuorumKeyShareIntent.ephemeralPublicKeyHex",
+	"v1QuorumKeyShareApprovalBundle.reEncryptedShareHex",
+	"v1ReEncryptTvcQuorumKeyShareIntent.appQuorumKey",
+	"v1ReEncryptTvcQuorumKeyShareIntent.attestationDocB64",
+	"v1ReEncryptTvcQuorumKeyShareIntent.manifestB64",
+	"v1ReEncryptTvcQuorumKeyShareIntent.operatorEncryptKey",
+	"v1ReEncryptTvcQuorumKeyShareIntent.operatorSignKey",
+	"v1SecretMetadata.createdAtUnixMs",
+	"v1SessionProfile.scope",
+	"v1SetOrganizationFeatureIntent.value",
+	"v1SignRawPayloadResult.r",
+	"v1SignRawPayloadResult.s",
+	"v1SignRawPayloadResult.v",
+	"v1SolTransactionHistoryItem.feePayer",
+	"v1SolTransactionHistoryItem.origin",
+	"v1SolTransactionHistorySigner.address",
+	"v1SparkClaimLeaf.ciphertext",
+	"v1SparkClaimLeaf.senderSignature",
+	"v1SparkEncryptedOperatorPackage.encryptedPackage",
+	"v1SparkFrostCommitment.binding",
+	"v1SparkFrostCommitment.hiding",
+	"v1SparkPartialSignature.binding",
+	"v1SparkPartialSignature.hiding",
+	"v1SparkPartialSignature.signatureShare",
+	"v1SparkPrepareLightningReceiveResult.paymentHash",
+	"v1SparkPrepareTransferResult.transferUserSignature",
+	"v1SparkSignatureRequest.message",
+	"v1SparkSignatureRequest.verifyingKey",
+	"v1StampLoginResult.session",
+	"v1SwapError.message",
+	"v1SwapError.reason",
+	"v1SwapQuote.clientFeeBps",
+	"v1SwapQuote.expiresAt",
+	"v1SwapQuote.minOutputAmount",
+	"v1SwapQuote.outputAmount",
+	"v1SwapQuote.provider",
+	"v1SwapRefund.amount",
+	"v1SwapRefund.asset",
+	"v1TransactionHistoryAsset.caip19",
+	"v1TransactionHistoryAsset.symbol",
+	"v1TransactionHistoryBlock.hash",
+	"v1TransactionHistoryBlock.number",
+	"v1TransactionHistoryBlock.timestamp",
+	"v1TransactionHistoryFee.amount",
+	"v1TransactionHistoryFee.caip19",
+	"v1TransactionHistoryTransfer.amount",
+	"v1TransactionHistoryTransfer.counterparty",
+	"v1TvcApp.publicDomain",
+	"v1TvcContainerSpec.containerUrl",
+	"v1TvcDeployment.qosVersion",
+	"v1TvcDeploymentDebugLogEntry.replicaLabel",
+	"v1TvcManifest.manifest",
+	"v1TvcOperatorApproval.approval",
+	"v1UpdateFiatOnRampCredentialIntent.encryptedSecretApiKey",
+	"v1UpdateFiatOnRampCredentialIntent.publishableApiKey",
+	"v1UpdateOauth2CredentialIntent.encryptedClientSecret",
+	"v1UpdateUserEmailIntent.userEmail",
+	"v1UpdateUserPhoneNumberIntent.userPhoneNumber",
+	"v1UpsertGasUsageConfigIntent.orgWindowLimitUsd",
+	"v1UpsertGasUsageConfigIntent.subOrgWindowLimitUsd",
+	"v1UpsertGasUsageConfigIntent.windowDurationMinutes",
+	"v1ValidateTvcImageRequest.pivotContainerImageUrl",
+	"v1VerifyOtpIntent.otpCode",
+	"v1VerifyOtpIntentV2.encryptedOtpBundle",
+	"v1VerifyOtpResult.verificationToken",
+	"v1Vote.message",
+	"v1Vote.scheme",
+	"v1WalletAccount.address",
+	"v1WebAuthnStamp.authenticatorData",
+	"v1WebAuthnStamp.clientDataJson",
+	"v1WebhookEndpointData.url",
+	"v1WebhookSubscriptionParams.eventType",
 }

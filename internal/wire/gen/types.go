@@ -18,10 +18,13 @@ type gen struct {
 	names      map[string]string // definition name -> Go type name
 	collisions []string
 	qual       string // qualifier of the validation helpers ("" or "wire.")
+	// emptyRefused and emptyAccepted record the empty-string rule as applied (empty.go).
+	emptyRefused  map[string]string
+	emptyAccepted map[string]bool
 }
 
 func newGen(defs map[string]*schema, qual string, reserved []string) *gen {
-	g := &gen{defs: defs, names: map[string]string{}, qual: qual}
+	g := &gen{defs: defs, names: map[string]string{}, qual: qual, emptyRefused: map[string]string{}, emptyAccepted: map[string]bool{}}
 	taken := map[string]string{}
 	for _, r := range reserved {
 		taken[r] = "(hand-written)"
@@ -160,7 +163,27 @@ func (g *gen) typesFile(pkg, header string) []byte {
 		fmt.Fprintf(&b, "import (\n%s\n)\n\n", strings.Join(imports, "\n"))
 	}
 	b.Write(body.Bytes())
+	if g.qual == "" {
+		g.writeEmptyTables(&b)
+	}
 	return b.Bytes()
+}
+
+// writeEmptyTables records the empty-string rule as applied: the required string members that
+// refuse "" (and why) and those that accept it, for the test over the whole swagger.
+func (g *gen) writeEmptyTables(b *bytes.Buffer) {
+	b.WriteString("// EmptyRefused are the required string members (definition.member) whose Validate refuses \"\", with\n")
+	b.WriteString("// the reason (gen/empty.go); every other required string member accepts \"\" (EmptyAccepted).\n")
+	b.WriteString("var EmptyRefused = map[string]string{\n")
+	for _, m := range sortedKeys(g.emptyRefused) {
+		fmt.Fprintf(b, "\t%q: %q,\n", m, g.emptyRefused[m])
+	}
+	b.WriteString("}\n\n// EmptyAccepted are the required string members whose Validate accepts \"\".\n")
+	b.WriteString("var EmptyAccepted = []string{\n")
+	for _, m := range sortedKeys(g.emptyAccepted) {
+		fmt.Fprintf(b, "\t%q,\n", m)
+	}
+	b.WriteString("}\n")
 }
 
 func (g *gen) writeType(b *bytes.Buffer, def string) {
@@ -187,11 +210,11 @@ func (g *gen) writeType(b *bytes.Buffer, def string) {
 		fmt.Fprintf(b, "// Validate checks nothing: %s has no fixed shape.\n", name)
 		fmt.Fprintf(b, "func (x %s) Validate(path string) error { return nil }\n\n", name)
 	default:
-		g.writeStruct(b, name, s)
+		g.writeStruct(b, def, name, s)
 	}
 }
 
-func (g *gen) writeStruct(b *bytes.Buffer, name string, s *schema) {
+func (g *gen) writeStruct(b *bytes.Buffer, def, name string, s *schema) {
 	var checks bytes.Buffer
 	var vars bytes.Buffer
 	fmt.Fprintf(b, "type %s struct {\n", name)
@@ -218,7 +241,7 @@ func (g *gen) writeStruct(b *bytes.Buffer, name string, s *schema) {
 			fmt.Fprintf(&vars, "var %s = []string{%s}\n", values, quoteAll(p.schema.Enum))
 		}
 		pathExpr := fmt.Sprintf("%sFieldPath(path, %q)", g.qual, p.name)
-		checks.WriteString(g.check(p.schema, required, "x."+field, pathExpr, values))
+		checks.WriteString(g.check(p.schema, required, "x."+field, pathExpr, values, def+"."+p.name))
 	}
 	b.WriteString("}\n\n")
 	b.Write(vars.Bytes())
@@ -236,7 +259,7 @@ func (g *gen) writeStruct(b *bytes.Buffer, name string, s *schema) {
 // check returns the statements that validate expr, a value of schema s
 // named by the Go expression pathExpr. values names the list of an inline
 // enum, if s is one.
-func (g *gen) check(s *schema, required bool, expr, pathExpr, values string) string {
+func (g *gen) check(s *schema, required bool, expr, pathExpr, values, member string) string {
 	q := g.qual
 	missing := fmt.Sprintf("\treturn %sRequired(%s)\n", q, pathExpr)
 	switch {
@@ -246,6 +269,7 @@ func (g *gen) check(s *schema, required bool, expr, pathExpr, values string) str
 		case isEnum(def):
 			invalid := fmt.Sprintf("\treturn %sInvalidValue(%s, string(%s))\n", q, pathExpr, expr)
 			if required {
+				g.emptyRefused[member] = "an enum: the empty string is not one of its values"
 				return fmt.Sprintf("if %s == \"\" {\n%s}\nif !%s.Valid() {\n%s}\n", expr, missing, expr, invalid)
 			}
 			return fmt.Sprintf("if %s != \"\" && !%s.Valid() {\n%s}\n", expr, expr, invalid)
@@ -259,10 +283,18 @@ func (g *gen) check(s *schema, required bool, expr, pathExpr, values string) str
 	case s.Type == "string" && values != "":
 		invalid := fmt.Sprintf("\treturn %sInvalidValue(%s, %s)\n", q, pathExpr, expr)
 		if required {
+			g.emptyRefused[member] = "an enum: the empty string is not one of its values"
 			return fmt.Sprintf("if %s == \"\" {\n%s}\nif !slices.Contains(%s, %s) {\n%s}\n", expr, missing, values, expr, invalid)
 		}
 		return fmt.Sprintf("if %s != \"\" && !slices.Contains(%s, %s) {\n%s}\n", expr, values, expr, invalid)
 	case s.Type == "string" && required:
+		_, field, _ := strings.Cut(member, ".")
+		why := emptyRefused(field)
+		if why == "" {
+			g.emptyAccepted[member] = true
+			return "" // present is enough: the handler decides what "" means (empty.go)
+		}
+		g.emptyRefused[member] = why
 		return fmt.Sprintf("if %s == \"\" {\n%s}\n", expr, missing)
 	case s.Type == "array" && s.Items != nil:
 		var out string

@@ -33,13 +33,15 @@ func TestOps(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	op, _ := Lookup("otp_init")
+	op, _ := Lookup("otp_verify")
 	req := op.NewRequest()
-	if err := json.Unmarshal([]byte(`{"otpType":"OTP_TYPE_EMAIL","extra":1}`), req); err != nil {
+	// An identifier refuses "" (an empty code is the handler's to refuse: required means named,
+	// as in Turnkey's proto3 API).
+	if err := json.Unmarshal([]byte(`{"otpCode":"","extra":1}`), req); err != nil {
 		t.Fatal(err)
 	}
 	var fe *wire.FieldError
-	if err := req.Validate(""); !errors.As(err, &fe) || fe.Field != "contact" {
-		t.Errorf("Validate = %v, want contact is required", err)
+	if err := req.Validate(""); !errors.As(err, &fe) || fe.Field != "otpId" {
+		t.Errorf("Validate = %v, want otpId is required", err)
 	}
 }

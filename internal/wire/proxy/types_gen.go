@@ -123,9 +123,6 @@ func (x *AppProof) Validate(path string) error {
 	if x.PublicKey == "" {
 		return wire.Required(wire.FieldPath(path, "publicKey"))
 	}
-	if x.ProofPayload == "" {
-		return wire.Required(wire.FieldPath(path, "proofPayload"))
-	}
 	if x.Signature == "" {
 		return wire.Required(wire.FieldPath(path, "signature"))
 	}
@@ -149,12 +146,6 @@ type Attestation struct {
 func (x *Attestation) Validate(path string) error {
 	if x.CredentialId == "" {
 		return wire.Required(wire.FieldPath(path, "credentialId"))
-	}
-	if x.ClientDataJson == "" {
-		return wire.Required(wire.FieldPath(path, "clientDataJson"))
-	}
-	if x.AttestationObject == "" {
-		return wire.Required(wire.FieldPath(path, "attestationObject"))
 	}
 	if x.Transports == nil {
 		return wire.Required(wire.FieldPath(path, "transports"))
@@ -182,9 +173,6 @@ type AuthenticatorParamsV2 struct {
 func (x *AuthenticatorParamsV2) Validate(path string) error {
 	if x.AuthenticatorName == "" {
 		return wire.Required(wire.FieldPath(path, "authenticatorName"))
-	}
-	if x.Challenge == "" {
-		return wire.Required(wire.FieldPath(path, "challenge"))
 	}
 	if err := x.Attestation.Validate(wire.FieldPath(path, "attestation")); err != nil {
 		return err
@@ -232,9 +220,6 @@ func (x *ClientSignature) Validate(path string) error {
 	}
 	if !x.Scheme.Valid() {
 		return wire.InvalidValue(wire.FieldPath(path, "scheme"), string(x.Scheme))
-	}
-	if x.Message == "" {
-		return wire.Required(wire.FieldPath(path, "message"))
 	}
 	if x.Signature == "" {
 		return wire.Required(wire.FieldPath(path, "signature"))
@@ -295,15 +280,7 @@ type GetAccountRequest struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *GetAccountRequest) Validate(path string) error {
-	if x.FilterType == "" {
-		return wire.Required(wire.FieldPath(path, "filterType"))
-	}
-	if x.FilterValue == "" {
-		return wire.Required(wire.FieldPath(path, "filterValue"))
-	}
-	return nil
-}
+func (x *GetAccountRequest) Validate(path string) error { return nil }
 
 // GetAccountResponse is the swagger definition v1GetAccountResponse.
 type GetAccountResponse struct {
@@ -362,9 +339,6 @@ func (x *GetWalletKitConfigResponse) Validate(path string) error {
 	if x.EnabledProviders == nil {
 		return wire.Required(wire.FieldPath(path, "enabledProviders"))
 	}
-	if x.SessionExpirationSeconds == "" {
-		return wire.Required(wire.FieldPath(path, "sessionExpirationSeconds"))
-	}
 	if x.OrganizationId == "" {
 		return wire.Required(wire.FieldPath(path, "organizationId"))
 	}
@@ -384,12 +358,6 @@ type InitOtpRequest struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
 func (x *InitOtpRequest) Validate(path string) error {
-	if x.OtpType == "" {
-		return wire.Required(wire.FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return wire.Required(wire.FieldPath(path, "contact"))
-	}
 	if x.EmailCustomization != nil {
 		if err := x.EmailCustomization.Validate(wire.FieldPath(path, "emailCustomization")); err != nil {
 			return err
@@ -426,12 +394,6 @@ type InitOtpV2Request struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
 func (x *InitOtpV2Request) Validate(path string) error {
-	if x.OtpType == "" {
-		return wire.Required(wire.FieldPath(path, "otpType"))
-	}
-	if x.Contact == "" {
-		return wire.Required(wire.FieldPath(path, "contact"))
-	}
 	if x.EmailCustomization != nil {
 		if err := x.EmailCustomization.Validate(wire.FieldPath(path, "emailCustomization")); err != nil {
 			return err
@@ -453,9 +415,6 @@ type InitOtpV2Response struct {
 func (x *InitOtpV2Response) Validate(path string) error {
 	if x.OtpId == "" {
 		return wire.Required(wire.FieldPath(path, "otpId"))
-	}
-	if x.OtpEncryptionTargetBundle == "" {
-		return wire.Required(wire.FieldPath(path, "otpEncryptionTargetBundle"))
 	}
 	return nil
 }
@@ -485,15 +444,6 @@ func (x *OAuth2AuthenticateRequest) Validate(path string) error {
 	if !x.Provider.Valid() {
 		return wire.InvalidValue(wire.FieldPath(path, "provider"), string(x.Provider))
 	}
-	if x.AuthCode == "" {
-		return wire.Required(wire.FieldPath(path, "authCode"))
-	}
-	if x.RedirectUri == "" {
-		return wire.Required(wire.FieldPath(path, "redirectUri"))
-	}
-	if x.CodeVerifier == "" {
-		return wire.Required(wire.FieldPath(path, "codeVerifier"))
-	}
 	if x.Nonce == "" {
 		return wire.Required(wire.FieldPath(path, "nonce"))
 	}
@@ -511,12 +461,7 @@ type OAuth2AuthenticateResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *OAuth2AuthenticateResponse) Validate(path string) error {
-	if x.OidcToken == "" {
-		return wire.Required(wire.FieldPath(path, "oidcToken"))
-	}
-	return nil
-}
+func (x *OAuth2AuthenticateResponse) Validate(path string) error { return nil }
 
 // OAuthLoginRequest is the swagger definition v1OAuthLoginRequest.
 type OAuthLoginRequest struct {
@@ -533,9 +478,6 @@ type OAuthLoginRequest struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
 func (x *OAuthLoginRequest) Validate(path string) error {
-	if x.OidcToken == "" {
-		return wire.Required(wire.FieldPath(path, "oidcToken"))
-	}
 	if x.PublicKey == "" {
 		return wire.Required(wire.FieldPath(path, "publicKey"))
 	}
@@ -550,12 +492,7 @@ type OAuthLoginResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *OAuthLoginResponse) Validate(path string) error {
-	if x.Session == "" {
-		return wire.Required(wire.FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *OAuthLoginResponse) Validate(path string) error { return nil }
 
 // Oauth2Provider is the swagger definition v1Oauth2Provider.
 type Oauth2Provider string
@@ -582,9 +519,6 @@ type OauthProviderParams struct {
 func (x *OauthProviderParams) Validate(path string) error {
 	if x.ProviderName == "" {
 		return wire.Required(wire.FieldPath(path, "providerName"))
-	}
-	if x.OidcToken == "" {
-		return wire.Required(wire.FieldPath(path, "oidcToken"))
 	}
 	return nil
 }
@@ -625,18 +559,7 @@ type OidcClaims struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *OidcClaims) Validate(path string) error {
-	if x.Iss == "" {
-		return wire.Required(wire.FieldPath(path, "iss"))
-	}
-	if x.Sub == "" {
-		return wire.Required(wire.FieldPath(path, "sub"))
-	}
-	if x.Aud == "" {
-		return wire.Required(wire.FieldPath(path, "aud"))
-	}
-	return nil
-}
+func (x *OidcClaims) Validate(path string) error { return nil }
 
 // OtpLoginRequest is the swagger definition v1OtpLoginRequest.
 type OtpLoginRequest struct {
@@ -655,9 +578,6 @@ type OtpLoginRequest struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
 func (x *OtpLoginRequest) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return wire.Required(wire.FieldPath(path, "verificationToken"))
-	}
 	if x.PublicKey == "" {
 		return wire.Required(wire.FieldPath(path, "publicKey"))
 	}
@@ -677,12 +597,7 @@ type OtpLoginResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *OtpLoginResponse) Validate(path string) error {
-	if x.Session == "" {
-		return wire.Required(wire.FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *OtpLoginResponse) Validate(path string) error { return nil }
 
 // OtpLoginV2Request is the swagger definition v1OtpLoginV2Request.
 type OtpLoginV2Request struct {
@@ -701,9 +616,6 @@ type OtpLoginV2Request struct {
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
 func (x *OtpLoginV2Request) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return wire.Required(wire.FieldPath(path, "verificationToken"))
-	}
 	if x.PublicKey == "" {
 		return wire.Required(wire.FieldPath(path, "publicKey"))
 	}
@@ -721,12 +633,7 @@ type OtpLoginV2Response struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *OtpLoginV2Response) Validate(path string) error {
-	if x.Session == "" {
-		return wire.Required(wire.FieldPath(path, "session"))
-	}
-	return nil
-}
+func (x *OtpLoginV2Response) Validate(path string) error { return nil }
 
 // PathFormat is the swagger definition v1PathFormat.
 type PathFormat string
@@ -969,9 +876,6 @@ func (x *VerifyOtpRequest) Validate(path string) error {
 	if x.OtpId == "" {
 		return wire.Required(wire.FieldPath(path, "otpId"))
 	}
-	if x.OtpCode == "" {
-		return wire.Required(wire.FieldPath(path, "otpCode"))
-	}
 	return nil
 }
 
@@ -983,12 +887,7 @@ type VerifyOtpResponse struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *VerifyOtpResponse) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return wire.Required(wire.FieldPath(path, "verificationToken"))
-	}
-	return nil
-}
+func (x *VerifyOtpResponse) Validate(path string) error { return nil }
 
 // VerifyOtpV2Request is the swagger definition v1VerifyOtpV2Request.
 type VerifyOtpV2Request struct {
@@ -1004,9 +903,6 @@ func (x *VerifyOtpV2Request) Validate(path string) error {
 	if x.OtpId == "" {
 		return wire.Required(wire.FieldPath(path, "otpId"))
 	}
-	if x.EncryptedOtpBundle == "" {
-		return wire.Required(wire.FieldPath(path, "encryptedOtpBundle"))
-	}
 	return nil
 }
 
@@ -1018,12 +914,7 @@ type VerifyOtpV2Response struct {
 
 // Validate returns the first required field that is missing or enum value
 // that is not listed, as a *wire.FieldError naming it under path.
-func (x *VerifyOtpV2Response) Validate(path string) error {
-	if x.VerificationToken == "" {
-		return wire.Required(wire.FieldPath(path, "verificationToken"))
-	}
-	return nil
-}
+func (x *VerifyOtpV2Response) Validate(path string) error { return nil }
 
 // WalletAccountParams is the swagger definition v1WalletAccountParams.
 type WalletAccountParams struct {
