@@ -92,7 +92,10 @@ type Reader interface {
 	List(ctx context.Context, kind, orgID string, opts ListOptions) ([]Record, error)
 	// Count returns how many records of kind orgID owns, counting no further than atMost
 	// (atMost <= 0: count them all). Limit checks pass the limit, so their cost stays bounded
-	// however many records exist.
+	// however many records exist. Inside Update, a Count serialises with every other
+	// transaction counting the same kind and organization until commit, so a limit checked by
+	// counting before an insert holds under concurrency (SQLite has one writer; PostgreSQL
+	// takes a transaction-scoped advisory lock on (kind, organization) first).
 	Count(ctx context.Context, kind, orgID string, atMost int) (int, error)
 	// Lookup returns the records carrying the key (name, value), in no particular order.
 	Lookup(ctx context.Context, name, value string) ([]Ref, error)
@@ -123,6 +126,12 @@ type Tx interface {
 	// Savepoint runs fn; if fn fails, its writes are undone and the rest of the transaction
 	// carries on. fn's error is returned.
 	Savepoint(ctx context.Context, fn func(Tx) error) error
+	// Lock makes the transactions that lock the same name run one after the other from this
+	// call until commit or rollback: a check over several records followed by a write (at
+	// most N credentials per user, N codes per contact) locks a name for what it checks.
+	// SQLite has one writer, so there it costs nothing; PostgreSQL takes a transaction-scoped
+	// advisory lock.
+	Lock(ctx context.Context, name string) error
 }
 
 // Store is the persistence of Latchkey: SQLite (embedded) or PostgreSQL.

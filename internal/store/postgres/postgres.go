@@ -43,6 +43,8 @@ type Options struct {
 	// MaxAttempts bounds how many times Update runs fn when the transaction hits a
 	// serialization failure (40001) or a deadlock (40P01). Default: 10.
 	MaxAttempts int
+	// OnCommit, when set, is told of every commit (one Update each) and how long it took.
+	OnCommit func(n int, d time.Duration)
 }
 
 func (o Options) withDefaults() Options {
@@ -173,8 +175,12 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (err error
 	}
 	// The commit must not be cut off half-way by the caller's context: its outcome would be
 	// unknown.
+	start := time.Now()
 	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(1, time.Since(start))
 	}
 	committed = true
 	return nil

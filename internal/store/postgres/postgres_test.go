@@ -23,7 +23,7 @@ func testURL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("LATCHKEY_TEST_DATABASE_URL")
 	if url == "" {
-		t.Skip("LATCHKEY_TEST_DATABASE_URL not set")
+		t.Skip("LATCHKEY_TEST_DATABASE_URL not set: set it to a PostgreSQL URL (see README, Test it) to run the conformance suite on PostgreSQL")
 	}
 	return url
 }

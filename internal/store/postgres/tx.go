@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync/atomic"
 
@@ -459,11 +460,30 @@ func (t *tx) List(ctx context.Context, kind, orgID string, opts store.ListOption
 	return t.reader.List(ctx, kind, orgID, opts)
 }
 
+// Count inside a transaction first locks (kind, orgID) (see Lock), so transactions that
+// count the same kind of the same organization (a limit check before an insert) run one after
+// the other until commit; the count is a separate statement after the lock, so under READ
+// COMMITTED it sees what the previous holder committed. Without the lock, concurrent
+// count-then-insert transactions each see the old count and together overshoot the limit.
 func (t *tx) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
-	if err := t.check(ctx); err != nil {
+	if err := t.Lock(ctx, "count\x00"+kind+"\x00"+orgID); err != nil {
 		return 0, err
 	}
 	return t.reader.Count(ctx, kind, orgID, atMost)
+}
+
+// Lock takes a transaction-scoped advisory lock whose key is 64 bits of FNV-1a of name (a
+// collision only makes two unrelated transactions wait for each other).
+func (t *tx) Lock(ctx context.Context, name string) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	if _, err := t.reader.q.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+		return fmt.Errorf("postgres: taking lock: %w", err)
+	}
+	return nil
 }
 
 func (t *tx) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
@@ -43,6 +44,7 @@ type writer struct {
 	stopped  chan struct{}
 	maxBatch int
 	batch    []*job
+	onCommit func(n int, d time.Duration)
 
 	// Statistics, for tests and metrics.
 	commits  atomic.Int64 // committed batch transactions
@@ -67,6 +69,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, opts Options) (*writer, erro
 		}
 	}
 	return &writer{
+		onCommit: opts.OnCommit,
 		conn:     conn,
 		q:        q,
 		r:        &reader{q: q},
@@ -147,8 +150,11 @@ func (w *writer) runBatch(first *job) {
 		}
 	}
 	if fatal == nil {
+		start := time.Now()
 		if err := w.exec(qCommit); err != nil {
 			fatal = fmt.Errorf("sqlite: commit: %w", err)
+		} else if w.onCommit != nil {
+			w.onCommit(len(batch), time.Since(start))
 		}
 	}
 	if fatal != nil {
@@ -393,6 +399,9 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 	}
 	return nil
 }
+
+// Lock has nothing to do: the writer runs one transaction at a time.
+func (t *tx) Lock(ctx context.Context, name string) error { return t.check(ctx) }
 
 func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error) {
 	if err := t.check(ctx); err != nil {

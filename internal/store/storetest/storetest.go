@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReadsInsideUpdateSeeOwnWrites", testReadOwnWrites},
 		{"ViewDoesNotSeeUncommittedWrites", testViewIsolation},
 		{"ConcurrentCounterNoLostUpdates", testConcurrentCounter},
+		{"ConcurrentLimitedInsertsHoldTheLimit", testLimitedInserts},
 		{"ConcurrentInsertOfSameIDOneWins", testInsertRace},
 		{"ConcurrentUniqueKeyOneWins", testUniqueKeyRace},
 		{"ConcurrentMixedOutcomesStayIsolated", testMixedOutcomes},
@@ -824,6 +825,65 @@ func testViewIsolation(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	mustGet(t, s, "r", "x")
+}
+
+// testLimitedInserts: 30 concurrent transactions each count an organization's records of a
+// kind and insert one more only while fewer than the limit exist (the per-organization limits
+// of wallets, tags, keys...). The count inside Update must serialise with the other counters,
+// so exactly the limit is reached, never more.
+func testLimitedInserts(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const limit, start, tries = 100, 95, 30
+	org := "limited-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	update(t, s, func(tx store.Tx) error {
+		for i := 0; i < start; i++ {
+			if err := tx.Insert(ctx, rec("limited", org+"-"+strconv.Itoa(i), org, base, "{}")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	errFull := errors.New("limit reached")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, refused := 0, 0
+	for g := 0; g < tries; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Update(ctx, func(tx store.Tx) error {
+				n, err := tx.Count(ctx, "limited", org, limit)
+				if err != nil {
+					return err
+				}
+				if n >= limit {
+					return errFull
+				}
+				return tx.Insert(ctx, rec("limited", org+"-new-"+strconv.Itoa(g), org, base, "{}"))
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, errFull):
+				refused++
+			default:
+				t.Errorf("Update: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	var n int
+	if err := s.View(ctx, func(r store.Reader) (err error) {
+		n, err = r.Count(ctx, "limited", org, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != limit || created != limit-start || refused != tries-(limit-start) {
+		t.Fatalf("%d records (%d created, %d refused); want exactly %d", n, created, refused, limit)
+	}
 }
 
 func testConcurrentCounter(t *testing.T, s store.Store) {
