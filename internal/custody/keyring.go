@@ -386,3 +386,15 @@ func wipe(b []byte) {
 		b[i] = 0
 	}
 }
+
+// KeyringExists reports whether st holds a keyring (a deployment was initialised in it).
+func KeyringExists(ctx context.Context, st store.Store) (bool, error) {
+	err := st.View(ctx, func(r store.Reader) error {
+		_, err := r.Get(ctx, keyringKind, keyringID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

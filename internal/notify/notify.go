@@ -65,3 +65,8 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// Validate checks an e-mail as every sender would before sending it (addresses, header
+// injection, a body): queuing code calls it so that a message that can never be sent is refused
+// at once, not after the transaction that queued it.
+func Validate(m Message) error { return validateMessage(m) }

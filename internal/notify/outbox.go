@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"os"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ func (o *Outbox) Path() string { return o.path }
 
 // SendEmail appends m.
 func (o *Outbox) SendEmail(ctx context.Context, m Message) error {
+	// The development outbox stands for a real sender: it refuses what a real one would.
+	if err := outbound.Check(ctx, "e-mail send"); err != nil {
+		return err
+	}
 	if err := validateMessage(m); err != nil {
 		return err
 	}
@@ -64,6 +69,9 @@ func (o *Outbox) SendEmail(ctx context.Context, m Message) error {
 
 // SendSMS appends s.
 func (o *Outbox) SendSMS(ctx context.Context, s SMS) error {
+	if err := outbound.Check(ctx, "SMS send"); err != nil {
+		return err
+	}
 	if s.To == "" || s.Body == "" {
 		return fmt.Errorf("%w: SMS needs a recipient and a body", ErrInvalidMessage)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -107,6 +108,9 @@ func isLoopbackHost(host string) bool {
 // SendEmail delivers m. The error names the SMTP step that failed and the
 // server's reply; it never contains the password or the message body.
 func (s *SMTP) SendEmail(ctx context.Context, m Message) error {
+	if err := outbound.Check(ctx, "SMTP send"); err != nil {
+		return err
+	}
 	host, err := s.check()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"io"
 	"net/http"
 	"net/url"
@@ -34,6 +35,9 @@ var defaultHTTPClient = &http.Client{Timeout: 30 * time.Second}
 // SendSMS posts the message. Any non-2xx answer is an error naming the HTTP
 // status and Twilio's error message; never the auth token or the body.
 func (t *Twilio) SendSMS(ctx context.Context, s SMS) error {
+	if err := outbound.Check(ctx, "SMS send"); err != nil {
+		return err
+	}
 	if t.AccountSID == "" || t.AuthToken == "" || t.From == "" {
 		return fmt.Errorf("notify: twilio needs an account SID, an auth token and a From number")
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"io"
 	"math"
 	"net"
@@ -169,6 +170,22 @@ func (v *Verifier) Trusts(iss string) bool { return v.trusted[iss] }
 func NonceFor(publicKeyHex string) string {
 	h := sha256.Sum256([]byte(publicKeyHex))
 	return hex.EncodeToString(h[:])
+}
+
+// Prefetch makes sure the keys that would verify rawIDToken are cached, fetching the issuer's
+// discovery document and JWKS as Verify would. It runs before a store transaction, so that
+// Verify inside it needs no network (an activity with an id_token: sign-up, OAuth login).
+// Errors are left for Verify to report.
+func (v *Verifier) Prefetch(ctx context.Context, rawIDToken string) {
+	tok, err := parseJWS(rawIDToken)
+	if err != nil {
+		return
+	}
+	iss, _ := tok.payload["iss"].(string)
+	if iss == "" || !v.trusted[iss] || v.checkURL(iss) != nil {
+		return
+	}
+	_, _ = v.keysFor(ctx, iss, tok.header.Kid, tok.header.Alg)
 }
 
 // Verify checks rawIDToken and returns its claims.
@@ -407,6 +424,9 @@ func (v *Verifier) refresh(ctx context.Context, st *issuerKeys, iss string, now 
 	}
 	keys, err := v.fetch(ctx, iss)
 	if err != nil {
+		if errors.Is(err, outbound.ErrInTransaction) {
+			return err // says nothing about the issuer either
+		}
 		if ctx.Err() != nil {
 			// The caller gave up; that says nothing about the issuer, so
 			// the next caller may try at once.
@@ -427,7 +447,7 @@ func (v *Verifier) fetch(ctx context.Context, iss string) ([]verificationKey, er
 	}
 	body, err := v.get(ctx, strings.TrimSuffix(iss, "/")+"/.well-known/openid-configuration")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: discovery: %v", ErrDiscovery, iss, err)
+		return nil, fmt.Errorf("%w: %s: discovery: %w", ErrDiscovery, iss, err)
 	}
 	if err := json.Unmarshal(body, &disc); err != nil {
 		return nil, fmt.Errorf("%w: %s: discovery document is not valid JSON", ErrDiscovery, iss)
@@ -452,6 +472,9 @@ func (v *Verifier) fetch(ctx context.Context, iss string) ([]verificationKey, er
 const maxDocumentBytes = 1 << 20
 
 func (v *Verifier) get(ctx context.Context, u string) ([]byte, error) {
+	if err := outbound.Check(ctx, "OIDC discovery"); err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, errors.New("bad URL")

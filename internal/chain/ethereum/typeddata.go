@@ -49,7 +49,11 @@ var (
 	arrayType = regexp.MustCompile(`^(.+)\[([0-9]*)\]$`)
 	intType   = regexp.MustCompile(`^(u?)int([0-9]*)$`)
 	bytesN    = regexp.MustCompile(`^bytes([0-9]+)$`)
-	typeName  = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+	// typeName is what viem and ethers hash as a struct type name: anything but the characters
+	// encodeType builds on ("Name(type field,...)", "T[]") and whitespace. EIP-712 asks for an
+	// identifier, but Hyperliquid signs "HyperliquidTransaction:ApproveAgent", and both libraries
+	// hash it as written.
+	typeName = regexp.MustCompile(`^[^\s(),\[\]]+$`)
 )
 
 func typedErr(format string, a ...any) error {

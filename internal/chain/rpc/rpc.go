@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -37,13 +38,26 @@ type Client struct {
 	Backoff time.Duration
 	// Calls counts the HTTP requests made (for measurements and tests).
 	Calls atomic.Int64
-	id    atomic.Int64
+	// OnError, when set, is told of every call that fails (metrics).
+	OnError func(network string)
+	id      atomic.Int64
 }
 
 const maxResponse = 8 << 20
 
 // Call runs method with params and decodes the result into out.
 func (c *Client) Call(ctx context.Context, method string, params []any, out any) error {
+	err := c.call(ctx, method, params, out)
+	if err != nil && c.OnError != nil && !errors.Is(err, outbound.ErrInTransaction) {
+		c.OnError(c.Network)
+	}
+	return err
+}
+
+func (c *Client) call(ctx context.Context, method string, params []any, out any) error {
+	if err := outbound.Check(ctx, "chain RPC "+method); err != nil {
+		return err
+	}
 	if params == nil {
 		params = []any{}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mr-tron/base58"
 )
 
 const (
@@ -330,6 +331,19 @@ func (t *Tx) WithSignature(index int, sig []byte) ([]byte, error) {
 	out := bytes.Clone(t.raw)
 	copy(out[t.sigOffset+index*signatureSize:], sig)
 	return out, nil
+}
+
+// FirstSignature returns the first signature, base58: the transaction's id on Solana (what
+// sendTransaction answers and getSignatureStatuses takes). An unsigned first slot is an error.
+func (t *Tx) FirstSignature() (string, error) {
+	if t.numSigs == 0 {
+		return "", fmt.Errorf("solana: the transaction has no signature slot")
+	}
+	sig := t.raw[t.sigOffset : t.sigOffset+signatureSize]
+	if bytes.Equal(sig, make([]byte, signatureSize)) {
+		return "", fmt.Errorf("solana: the fee payer's signature (slot 0) is missing")
+	}
+	return base58.Encode(sig), nil
 }
 
 // WithBlockhash returns the transaction's bytes with its recent blockhash replaced and every

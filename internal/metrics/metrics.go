@@ -1,0 +1,140 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the process's collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	activities      *prometheus.CounterVec
+	policyDecisions *prometheus.CounterVec
+	commitSeconds   *prometheus.HistogramVec
+	commitBatch     *prometheus.HistogramVec
+	outboxBacklog   *prometheus.GaugeVec
+	outboxFailures  *prometheus.CounterVec
+	otpSends        *prometheus.CounterVec
+	rpcErrors       *prometheus.CounterVec
+}
+
+// New returns the metrics of one process, with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_http_requests_total",
+		Help: "HTTP requests answered, by listener (api, proxy, dashboard), operation and status code."},
+		[]string{"listener", "operation", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_http_request_duration_seconds",
+		Help:    "Time to answer an HTTP request, by listener and operation.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}},
+		[]string{"listener", "operation"})
+	m.activities = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_activities_total",
+		Help: "Activities recorded, by activity type and status (COMPLETED, FAILED, CONSENSUS_NEEDED, REJECTED...)."},
+		[]string{"type", "status"})
+	m.policyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_policy_decisions_total",
+		Help: "Policy engine decisions, by outcome (allow, deny, consensus)."}, []string{"outcome"})
+	m.commitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_store_commit_duration_seconds",
+		Help:    "Time of one durable store commit (a group of transactions on SQLite), by store.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}}, []string{"store"})
+	m.commitBatch = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_store_commit_batch_size",
+		Help: "Transactions committed together in one commit, by store.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}},
+		[]string{"store"})
+	m.outboxBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "latchkey_outbox_backlog",
+		Help: "Deliveries waiting in an outbox (webhooks, messages)."}, []string{"outbox"})
+	m.outboxFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_outbox_delivery_failures_total",
+		Help: "Failed delivery attempts from an outbox (each is retried)."}, []string{"outbox"})
+	m.otpSends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_otp_sends_total",
+		Help: "One-time codes sent, by channel (email, sms) and result (sent, failed)."}, []string{"channel", "result"})
+	m.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_chain_rpc_errors_total",
+		Help: "Failed calls to a chain RPC provider, by network (CAIP-2)."}, []string{"network"})
+	m.reg.MustRegister(m.requests, m.duration, m.activities, m.policyDecisions, m.commitSeconds, m.commitBatch,
+		m.outboxBacklog, m.outboxFailures, m.otpSends, m.rpcErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format (for --metrics-addr's /metrics).
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Request records one answered HTTP request.
+func (m *Metrics) Request(listener, operation string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(listener, operation, strconv.Itoa(code)).Inc()
+	m.duration.WithLabelValues(listener, operation).Observe(d.Seconds())
+}
+
+// Activity records an activity written with a status (the type as submitted).
+func (m *Metrics) Activity(typ, status string) {
+	if m == nil {
+		return
+	}
+	m.activities.WithLabelValues(typ, status).Inc()
+}
+
+// PolicyDecision records a decision of the policy engine: allow, deny or consensus.
+func (m *Metrics) PolicyDecision(outcome string) {
+	if m == nil {
+		return
+	}
+	m.policyDecisions.WithLabelValues(outcome).Inc()
+}
+
+// Commit records one durable commit of n transactions.
+func (m *Metrics) Commit(store string, n int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.commitSeconds.WithLabelValues(store).Observe(d.Seconds())
+	m.commitBatch.WithLabelValues(store).Observe(float64(n))
+}
+
+// OutboxBacklog sets how many deliveries wait in an outbox.
+func (m *Metrics) OutboxBacklog(outbox string, n int) {
+	if m == nil {
+		return
+	}
+	m.outboxBacklog.WithLabelValues(outbox).Set(float64(n))
+}
+
+// OutboxFailure records a failed delivery attempt.
+func (m *Metrics) OutboxFailure(outbox string) {
+	if m == nil {
+		return
+	}
+	m.outboxFailures.WithLabelValues(outbox).Inc()
+}
+
+// OTPSend records a one-time-code send on a channel (email, sms), sent or failed.
+func (m *Metrics) OTPSend(channel string, ok bool) {
+	if m == nil {
+		return
+	}
+	result := "sent"
+	if !ok {
+		result = "failed"
+	}
+	m.otpSends.WithLabelValues(channel, result).Inc()
+}
+
+// ChainRPCError records a failed call to a network's provider.
+func (m *Metrics) ChainRPCError(network string) {
+	if m == nil {
+		return
+	}
+	m.rpcErrors.WithLabelValues(network).Inc()
+}
