@@ -55,7 +55,7 @@ func pendingBinding(orgID, activityID string) custody.Binding {
 
 // sealIntent keeps a redacting operation's full intent with the pending activity.
 func (e *Engine) sealIntent(p *pending, op *Operation, intent any, orgID, activityID string) error {
-	if op.Redact == nil {
+	if !op.Redact.set() {
 		return nil
 	}
 	b, err := json.Marshal(intent)
@@ -124,7 +124,10 @@ func errNoFingerprint() error {
 // are serialised), a rejection ends it. It returns the target activity.
 func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp string, approve bool, raw []byte) ([]byte, error) {
 	var out []byte
-	err := e.svc.Store.Update(ctx, func(tx store.Tx) error {
+	after := &afterCommit{}
+	outer := ctx
+	err := e.svc.Store.Update(outer, func(tx store.Tx) error {
+		ctx := after.inTransaction(outer)
 		out = nil
 		act, err := tx.GetActivityByFingerprint(ctx, fp)
 		if errors.Is(err, store.ErrNotFound) {
@@ -200,6 +203,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 	if err != nil {
 		return nil, err
 	}
+	after.run(outer)
 	if e.svc.Committed != nil {
 		e.svc.Committed()
 	}
@@ -283,8 +287,8 @@ func (e *Engine) decideAgain(ctx context.Context, tx store.Tx, caller *directory
 	ic.CredentialID, ic.CredentialType, ic.PublicKey, ic.Scheme, ic.Signature = p.CredentialID, p.CredentialType, p.PublicKey, p.Scheme, p.Signature
 	x := &Exec{Ctx: ctx, Tx: tx, R: tx, Caller: &ic, OrgID: act.OrgID, ActivityID: act.ID, Type: act.Type, Now: now, Services: e.svc, GenerateAppProofs: p.GenerateAppProofs,
 		mfaDone: p.MFADone}
-	if op.Prepare != nil {
-		prepared, err := op.Prepare(x, intent)
+	if op.Prepare.set() {
+		prepared, err := op.Prepare.call(x, intent)
 		if err != nil {
 			return e.failVote(ctx, tx, w, act, err, out)
 		}
@@ -315,7 +319,7 @@ func (e *Engine) decideAgain(ctx context.Context, tx store.Tx, caller *directory
 	execErr := tx.Savepoint(ctx, func(tx store.Tx) error {
 		x.Tx, x.R = tx, tx
 		var err error
-		result, err = op.Execute(x, intent)
+		result, err = op.Execute.call(x, intent)
 		return err
 	})
 	if execErr != nil {

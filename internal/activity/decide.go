@@ -71,8 +71,8 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 		return Decision{Outcome: policy.OutcomeAllow}
 	}
 	cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
-	if op.PolicyEnv != nil {
-		for k, v := range op.PolicyEnv(x, intent) {
+	if op.PolicyEnv.set() {
+		for k, v := range op.PolicyEnv.call(x, intent) {
 			cond[k] = v
 		}
 	}
@@ -150,7 +150,7 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 		d.Outcome = policy.OutcomeAllow
 		return d
 	case AccessSelf:
-		if op.SelfUser != nil && op.SelfUser(x, intent) == c.User.ID {
+		if op.SelfUser.set() && op.SelfUser.call(x, intent) == c.User.ID {
 			d.Outcome = policy.OutcomeAllow
 			return d
 		}
@@ -256,4 +256,19 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// outcomeName names the decision for metrics: "allow", "deny", "consensus", or "" when no
+// policy was evaluated (the root quorum, an engine refusal before policies).
+func (d Decision) outcomeName() string {
+	if !d.Evaluated {
+		return ""
+	}
+	switch d.Outcome {
+	case policy.OutcomeAllow:
+		return "allow"
+	case policy.OutcomeRequiresConsensus, policy.OutcomeRequiresAuthenticators:
+		return "consensus"
+	}
+	return "deny"
 }

@@ -18,5 +18,11 @@
 // A query request: the caller's own organization or a parent reading a sub-organization, then the
 // handler's read. Queries record nothing.
 //
+// Handlers are typed (typed.go): an Operation's Execute, Prepare, SelfUser, PolicyEnv and Redact
+// are made by adapters (On, Versions, OnAny, User, Env, Redactor) whose type parameter is the
+// handler's own intent type, and Registry.Submit panics at start-up when an activity type version
+// of the path decodes to a type no handler accepts. Query handlers are typed on their path's
+// request the same way (Query). No handler type-asserts the intent it is given.
+//
 // The engine never sees key material: handlers call into custody for that.
 package activity

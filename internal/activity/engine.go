@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -55,8 +57,15 @@ type Services struct {
 	MFA MFASource
 	// VerifyOIDC verifies id_tokens (oauth_login, list_suborgs by OIDC_TOKEN); nil refuses them.
 	VerifyOIDC directory.VerifyOIDC
-	Now        func() time.Time
-	Log        *slog.Logger
+	// PrefetchOIDC, when set, fetches what verifying an id_token needs (the issuer's keys)
+	// before the activity's transaction, for every oidcToken in its intent: no handler fetches
+	// inside the transaction.
+	PrefetchOIDC func(ctx context.Context, token string)
+	// Recorded, when set, is told of every activity written: its type, its status and the
+	// policy decision that was made ("allow", "deny", "consensus", or "" when none was needed).
+	Recorded func(typ, status, decision string)
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 // Engine runs activities and queries.
@@ -125,7 +134,7 @@ func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wi
 	if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
 		return err
 	}
-	result, err := op.Execute(&x, intent)
+	result, err := op.Execute.call(&x, intent)
 	if err != nil {
 		*execErr = err
 		var kept *keptFailure
@@ -237,6 +246,49 @@ func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
 	return &env.SubmitEnvelope, nil
 }
 
+// decodeIntent decodes and validates the parameters as the submitted version's intent. When they
+// are not valid for it but are for the intent of the path's request (the swagger's current
+// version), they are taken as that version: Turnkey's gateway reads the parameters by the path's
+// request message whatever the type says, and clients rely on it (tkcli's `ethereum tx` sends
+// ACTIVITY_TYPE_SIGN_TRANSACTION with V2 parameters).
+func decodeIntent(w *wire.Op, version *wire.ActivityVersion, params json.RawMessage) (wire.Validator, *wire.ActivityVersion, error) {
+	intent := version.NewIntent()
+	err := json.Unmarshal(params, intent)
+	if err != nil {
+		err = jsonError("parameters", err)
+	} else if verr := intent.Validate("parameters"); verr != nil {
+		err = fieldError(verr)
+	}
+	if err == nil {
+		return intent, version, nil
+	}
+	if cur := currentVersion(w); cur != nil && cur != version {
+		alt := cur.NewIntent()
+		if json.Unmarshal(params, alt) == nil && alt.Validate("parameters") == nil {
+			return alt, cur, nil
+		}
+	}
+	return nil, nil, err
+}
+
+// currentVersion is the version whose intent the path's request message carries.
+func currentVersion(w *wire.Op) *wire.ActivityVersion {
+	if w.NewRequest == nil {
+		return nil
+	}
+	rt := reflect.TypeOf(w.NewRequest()).Elem()
+	f, ok := rt.FieldByName("Parameters")
+	if !ok {
+		return nil
+	}
+	for i := range w.Versions {
+		if reflect.TypeOf(w.Versions[i].NewIntent()).Elem() == f.Type {
+			return &w.Versions[i]
+		}
+	}
+	return nil
+}
+
 // SubmitRequest is a verified submit request.
 type SubmitRequest struct {
 	Path   string
@@ -266,11 +318,11 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		return nil, err
 	}
 	fp := Fingerprint(req.Raw)
-	intent := version.NewIntent()
-	if err := json.Unmarshal(req.Env.Parameters, intent); err != nil {
-		return nil, jsonError("parameters", err)
+	intent, version, err := decodeIntent(w, version, req.Env.Parameters)
+	if err != nil {
+		return nil, err
 	}
-	if err := intent.Validate("parameters"); err != nil {
+	if err := wire.CheckText(intent, "parameters"); err != nil {
 		return nil, fieldError(err)
 	}
 	actType := version.Type
@@ -278,8 +330,8 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		actType = w.Versions[0].Type
 	}
 	shown := any(intent)
-	if op.Redact != nil {
-		shown = op.Redact(intent)
+	if op.Redact.set() {
+		shown = op.Redact.call(intent)
 	}
 	intentJSON, err := json.Marshal(map[string]any{version.IntentMember: shown})
 	if err != nil {
@@ -309,12 +361,12 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	pend := &pending{Path: req.Path, Type: version.Type, IntentMember: version.IntentMember, ResultMember: member,
 		GenerateAppProofs: x0.GenerateAppProofs, UserID: c.User.ID, CredentialID: c.CredentialID, CredentialType: c.CredentialType,
 		PublicKey: c.PublicKey, Scheme: c.Scheme, Signature: c.Signature}
-	if op.Prepare != nil {
+	if op.Prepare.set() {
 		err := e.svc.Store.View(ctx, func(r store.Reader) error {
 			x := *x0
 			x.R = r
 			var perr error
-			x0.Prepared, perr = op.Prepare(&x, intent)
+			x0.Prepared, perr = op.Prepare.call(&x, intent)
 			if perr != nil {
 				execErr = perr
 			}
@@ -327,11 +379,22 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	// The handler and the activity commit together. When the handler (or authorization) fails,
 	// the whole transaction is undone and the FAILED activity is recorded in a second one:
 	// failures pay an extra commit so that successes pay no savepoint.
+	if e.svc.PrefetchOIDC != nil && execErr == nil {
+		for _, tok := range oidcTokens(intent) {
+			e.svc.PrefetchOIDC(ctx, tok)
+		}
+	}
 	err = errExecFailed // when Prepare failed
+	after := &afterCommit{}
 	if execErr == nil {
 		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
-			return e.execute(tx, x0, op, intent, a, pend, &execErr, &dec, &data, head, member, tail)
+			x := *x0
+			x.Ctx = after.inTransaction(ctx)
+			return e.execute(tx, &x, op, intent, a, pend, &execErr, &dec, &data, head, member, tail)
 		})
+	}
+	if err == nil {
+		after.run(ctx)
 	}
 	if errors.Is(err, errExecFailed) {
 		// The same bytes may have been submitted before (a retry, or another user approving by
@@ -346,7 +409,13 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		}
 		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
 			x := *x0
-			x.Tx = tx
+			x.Tx, x.Ctx = tx, outbound.Forbid(ctx)
+			// The policy evaluation that decided (a denial, or an allowance whose handler then
+			// failed) was written in the transaction that was undone: record it with the FAILED
+			// activity, so get_policy_evaluations explains the failure.
+			if err := e.recordEvaluation(&x, &dec, a.Votes[0].Id); err != nil {
+				return err
+			}
 			if err := e.notify(&x, data); err != nil {
 				return err
 			}
@@ -365,6 +434,9 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	}
 	if e.svc.Committed != nil {
 		e.svc.Committed()
+	}
+	if e.svc.Recorded != nil {
+		e.svc.Recorded(actType, recordedStatus(data, execErr), dec.outcomeName())
 	}
 	if execErr != nil {
 		if ae := apierr.From(execErr); ae.Code == apierr.Internal {
@@ -469,7 +541,7 @@ func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
 	var out any
 	err := e.svc.Store.View(ctx, func(r store.Reader) error {
 		var err error
-		out, err = op.Execute(&Read{Ctx: ctx, R: r, Caller: req.Caller, OrgID: req.Caller.Target.ID, Now: e.svc.Now(), Services: e.svc}, body)
+		out, err = op.Execute.call(&Read{Ctx: ctx, R: r, Caller: req.Caller, OrgID: req.Caller.Target.ID, Now: e.svc.Now(), Services: e.svc}, body)
 		return err
 	})
 	if err != nil {
@@ -633,7 +705,7 @@ type Wire struct {
 // operation that redacts its intent, whose vote keeps the body with the redacted parameters
 // (the secret must not be echoed or stored; that vote's signature no longer covers its message).
 func voteMessage(raw []byte, op *Operation, shown any) []byte {
-	if op.Redact == nil {
+	if !op.Redact.set() {
 		return raw
 	}
 	var body map[string]json.RawMessage
@@ -674,4 +746,18 @@ func VoteUser(u *directory.User) wire.User {
 // ErrNotSupported builds the clear refusal for a parameter Latchkey does not support yet.
 func ErrNotSupported(what string) error {
 	return apierr.Unsupported(fmt.Sprint(what))
+}
+
+// recordedStatus is the status of the activity just written (for metrics).
+func recordedStatus(data []byte, execErr error) string {
+	if execErr != nil {
+		return StatusFailed
+	}
+	var a struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(data, &a) != nil || a.Status == "" {
+		return StatusCompleted
+	}
+	return a.Status
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
-	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -105,24 +104,27 @@ const (
 // Operation is one submit path's behaviour.
 type Operation struct {
 	Path string
-	// Execute runs inside the activity's transaction and returns the result member's value.
-	// intent is a pointer to the wire type of the submitted version.
-	Execute func(x *Exec, intent any) (any, error)
+	// Execute runs inside the activity's transaction and returns the result member's value. It
+	// is made by On (one intent type), OnAny or Versions, typed on the intent versions it serves;
+	// registration checks that they cover every activity type version of the path (typed.go).
+	Execute ExecFn
 	Access  Access
-	// SelfUser returns the user an intent acts on, for AccessSelf.
-	SelfUser func(x *Exec, intent any) string
+	// SelfUser returns the user an intent acts on, for AccessSelf (made by User or UserAny).
+	SelfUser UserFn
 	// ParentMayWrite lets a parent organization's users submit it for a sub-organization.
 	ParentMayWrite bool
-	// Redact, when set, returns the intent as it may be stored and echoed (secrets removed).
-	Redact func(intent any) any
+	// Redact, when set, returns the intent as it may be stored and echoed (secrets removed);
+	// made by Redactor or RedactAny.
+	Redact RedactFn
 	// Prepare, when set, runs before the transaction over committed data (x.Tx is nil) and does
 	// the expensive work that needs no write, such as signing, so that it runs in parallel
 	// rather than inside the store's serial section. Execute then finds its value in
 	// x.Prepared and must re-check, inside the transaction, whatever the work relied on.
-	Prepare func(x *Exec, intent any) (any, error)
+	Prepare ExecFn
 	// PolicyEnv, when set, adds the condition keywords this operation exposes to policies
-	// (wallet, wallet_account, private_key, eth, solana, ...). It may read x.Prepared.
-	PolicyEnv func(x *Exec, intent any) map[string]policy.Value
+	// (wallet, wallet_account, private_key, eth, solana, ...). It may read x.Prepared. Made by
+	// Env or EnvAny.
+	PolicyEnv EnvFn
 
 	wire *wire.Op
 }
@@ -130,8 +132,9 @@ type Operation struct {
 // QueryOp is one query path's behaviour. req is a pointer to the path's wire request type,
 // already decoded and validated.
 type QueryOp struct {
-	Path    string
-	Execute func(q *Read, req any) (any, error)
+	Path string
+	// Execute is made by Query, typed on the path's request type (checked at registration).
+	Execute QueryFn
 
 	wire *wire.Op
 }
@@ -171,6 +174,7 @@ func (r *Registry) Submit(op Operation) {
 	if _, dup := r.submit[op.Path]; dup {
 		panic(fmt.Sprintf("activity: submit path %q registered twice", op.Path))
 	}
+	checkVersions(&op, w)
 	op.wire = w
 	r.submit[op.Path] = &op
 }
@@ -184,6 +188,7 @@ func (r *Registry) Query(op QueryOp) {
 	if _, dup := r.query[op.Path]; dup {
 		panic(fmt.Sprintf("activity: query path %q registered twice", op.Path))
 	}
+	checkRequest(&op, w)
 	op.wire = w
 	r.query[op.Path] = &op
 }

@@ -17,11 +17,14 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/metrics"
 	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // DefaultMaxBody is the default request body limit.
@@ -32,6 +35,8 @@ type Server struct {
 	Engine   *activity.Engine
 	Store    store.Store
 	WebAuthn stamp.WebAuthnPolicy
+	// WebhookJWKS is the webhook signing key set, served at /public/v1/discovery/webhooks/jwks.
+	WebhookJWKS []byte
 	// WellKnown is the JSON served at /.well-known/latchkey.json.
 	WellKnown []byte
 	MaxBody   int64
@@ -49,9 +54,10 @@ type Server struct {
 	// sub-organizations; nil refuses attested stamps as not supported.
 	Attested func(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error)
 	// OIDC serves Latchkey's own OIDC issuer documents under /oidc/ (discovery and JWKS).
-	OIDC    http.Handler
-	started time.Time
-	served  atomic.Int64
+	OIDC     http.Handler
+	started  time.Time
+	served   atomic.Int64
+	draining atomic.Bool
 }
 
 // Handler returns the HTTP handler.
@@ -86,12 +92,26 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case path == "/public/v1/discovery/webhooks/jwks" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(s.WebhookJWKS)
+		return
 	case path == "/.well-known/latchkey.json" && r.Method == http.MethodGet:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.WellKnown)
 		return
 	case path == "/healthz" && r.Method == http.MethodGet:
 		s.health(w, r)
+		return
+	case path == "/livez" && r.Method == http.MethodGet:
+		// The process serves: nothing else is checked (a failing store is readiness's
+		// business, and restarting the process would not mend it).
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+		return
+	case path == "/readyz" && r.Method == http.MethodGet:
+		s.ready(w, r)
 		return
 	case strings.HasPrefix(path, "/oidc/") && s.OIDC != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		s.OIDC.ServeHTTP(w, r)
@@ -129,6 +149,11 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		}
 		return 0, apierr.Invalid("body", "could not read the request body")
 	}
+	// The signed body must mean one thing: no invalid UTF-8 (the decoder would replace it), no
+	// member named twice (the decoder would keep the last).
+	if fe := wire.CheckJSON(raw); fe != nil {
+		return 0, apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "%s", fe.Error())
+	}
 	ctx := r.Context()
 	auth, err := s.verifyStamp(r.Header, raw)
 	if err != nil {
@@ -144,6 +169,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if err != nil {
 			return 0, err
 		}
+		metrics.SetOrganization(ctx, env.OrganizationId)
 		login := op == "stamp_login"
 		if auth.attested != nil && !login {
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
@@ -172,6 +198,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
+		metrics.SetOrganization(ctx, head.OrganizationID)
 		if auth.attested != nil {
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
 		}
@@ -212,37 +239,9 @@ type authProof struct {
 	clientKnown bool
 }
 
-// clientAddr is the address IP allowlists judge: the connection's peer, or, when the peer is a
-// trusted proxy, the last address in X-Forwarded-For that is not itself a trusted proxy.
+// clientAddr is the address IP allowlists judge (package clientaddr).
 func (s *Server) clientAddr(r *http.Request) (netip.Addr, bool) {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	addr := ap.Addr().Unmap()
-	if !s.trusted(addr) {
-		return addr, true
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		if a = a.Unmap(); !s.trusted(a) {
-			return a, true
-		}
-	}
-	return addr, true
-}
-
-func (s *Server) trusted(a netip.Addr) bool {
-	for _, p := range s.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return clientaddr.From(r, s.TrustedProxies)
 }
 
 // checkAllowlists refuses a request from an address the caller's organization or API key does
@@ -397,6 +396,57 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
+}
+
+// ready answers /readyz: 200 while the store answers and the server is not draining, 503
+// otherwise, so a load balancer stops sending requests before shutdown and while the database
+// is away.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	status, code := "ok", http.StatusOK
+	switch {
+	case s.draining.Load():
+		status, code = "draining", http.StatusServiceUnavailable
+	case s.Store.Ping(ctx) != nil:
+		status, code = "store unreachable", http.StatusServiceUnavailable
+	}
+	body, _ := json.Marshal(map[string]string{"status": status})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// Drain makes /readyz answer 503 from now on: the server is shutting down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Operation names a request path's operation for metrics and the access log: the swagger path
+// ("submit/create_wallet", "query/whoami") when the path is one, a fixed name for the other
+// endpoints, "unknown" for anything else (so clients cannot make new label values).
+func Operation(path string) string {
+	path = cleanPath(path)
+	switch {
+	case path == "/healthz", path == "/livez", path == "/readyz":
+		return path[1:]
+	case path == "/.well-known/latchkey.json":
+		return "well-known"
+	case path == "/public/v1/discovery/webhooks/jwks":
+		return "webhook-jwks"
+	case strings.HasPrefix(path, "/oidc/"):
+		return "oidc"
+	}
+	kind, op, ok := splitRoute(path)
+	if !ok {
+		return "unknown"
+	}
+	k := wire.Submit
+	if kind == "query" {
+		k = wire.Query
+	}
+	if _, known := wire.Lookup(k, op); !known {
+		return "unknown"
+	}
+	return kind + "/" + op
 }
 
 // cleanPath collapses repeated slashes (a base URL ending in "/" yields "//public/...") without

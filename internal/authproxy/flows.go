@@ -101,6 +101,9 @@ func (c *call) query(ctx context.Context, op string, params map[string]any, out 
 
 // decode reads a request body into v, a 400 naming the field on a type mismatch.
 func decode(raw []byte, v any) error {
+	if fe := wire.CheckJSON(raw); fe != nil {
+		return apierr.Invalid(fe.Field, "%s", fe.Value)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {
 		if te, ok := err.(*json.UnmarshalTypeError); ok {

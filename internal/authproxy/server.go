@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/id"
 )
 
@@ -54,6 +57,13 @@ type Server struct {
 	Log         *slog.Logger
 	Now         func() time.Time
 	MaxBody     int64
+	// SignupRate and OTPRate limit sign-ups (signup, signup_v2) and code sends (otp_init,
+	// otp_init_v2) per client address; nil means the defaults, a zero Rate no limit.
+	SignupRate, OTPRate *Rate
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (package clientaddr).
+	TrustedProxies []netip.Prefix
+
+	limits map[string]*limiter // by operation
 }
 
 type handlerFunc func(ctx context.Context, c *call, body []byte) (any, error)
@@ -89,6 +99,15 @@ func (s *Server) Handler() http.Handler {
 		s.Now = func() time.Time { return time.Now().UTC() }
 	}
 	routes := s.routes()
+	signup, otp := DefaultSignupRate, DefaultOTPRate
+	if s.SignupRate != nil {
+		signup = *s.SignupRate
+	}
+	if s.OTPRate != nil {
+		otp = *s.OTPRate
+	}
+	signups, sends := newLimiter(signup, "sign-ups"), newLimiter(otp, "one-time codes")
+	s.limits = map[string]*limiter{"signup": signups, "signup_v2": signups, "otp_init": sends, "otp_init_v2": sends}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, routes) })
 }
 
@@ -140,6 +159,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, routes map[st
 			w.WriteHeader(up.status)
 			_, _ = w.Write(up.body)
 		} else {
+			var rl *rateLimited
+			if errors.As(err, &rl) {
+				h.Set("Retry-After", strconv.Itoa(int(rl.wait/time.Second)))
+			}
 			e := apierr.From(err)
 			status = e.Code.HTTPStatus()
 			if e.Code == apierr.Internal || e.Code == apierr.Unavailable {
@@ -175,6 +198,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op string, handle
 			return 0, errOriginMissing
 		}
 		return 0, errOriginNotAllowed(origin)
+	}
+	if l := s.limits[op]; l != nil {
+		// An address that cannot be read (a garbled X-Forwarded-For from a trusted proxy)
+		// shares one bucket with every other such request.
+		addr, _ := clientaddr.From(r, s.TrustedProxies)
+		if err := l.allow(addr, s.Now()); err != nil {
+			return 0, err
+		}
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
 	if err != nil {
@@ -221,4 +252,17 @@ func cleanPath(p string) string {
 		p = strings.ReplaceAll(p, "//", "/")
 	}
 	return p
+}
+
+// Operation names a proxy request path's operation for metrics and the access log: the
+// operation under /v1/ when the proxy serves it, "unknown" otherwise.
+func Operation(path string) string {
+	op, ok := strings.CutPrefix(strings.TrimSuffix(cleanPath(path), "/"), "/v1/")
+	if !ok {
+		return "unknown"
+	}
+	if _, served := (&Server{}).routes()[op]; !served {
+		return "unknown"
+	}
+	return op
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -72,11 +74,11 @@ func TestSearchByAddressAndNoProxyKey(t *testing.T) {
 func TestSignInLimitPerAddressSignOutAndTLS(t *testing.T) {
 	e := setup(t)
 	b := e.browser()
-	for i := 0; i < 5; i++ {
-		b.post("/login", url.Values{"email": {"nobody" + string(rune('a'+i)) + "@example.com"}, "password": {"x"}})
+	for i := 0; i < dashboard.DefaultMaxFailuresPerAddress; i++ {
+		b.post("/login", url.Values{"email": {fmt.Sprintf("nobody%d@example.com", i)}, "password": {"x"}})
 	}
 	if r := b.login(password); r.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("after 5 failures from one address a sign-in answered %d", r.StatusCode)
+		t.Fatalf("after %d failures from one address a sign-in answered %d", dashboard.DefaultMaxFailuresPerAddress, r.StatusCode)
 	}
 
 	e2 := setup(t)

@@ -180,6 +180,7 @@ func (s *Server) search(ctx context.Context, r store.Reader, q string) ([]string
 	for _, k := range []struct{ key, value, kind string }{
 		{directory.KeyOrgName, strings.ToLower(q), directory.KindOrganization},
 		{directory.KeyUserEmail, strings.ToLower(q), directory.KindUser},
+		{directory.KeyUserEmailUnproven, strings.ToLower(q), directory.KindUser},
 		{wallets.KeyAccountAddress, wallets.NormalizeAddress(q), wallets.KindAccount},
 	} {
 		refs, err := r.Lookup(ctx, k.key, k.value)

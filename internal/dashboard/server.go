@@ -10,14 +10,15 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -42,13 +43,24 @@ type Server struct {
 	Now     func() time.Time
 	// SessionTTL defaults to 12 hours.
 	SessionTTL time.Duration
+	// MaxFailuresPerEmail and MaxFailuresPerAddress bound failed sign-ins per e-mail address
+	// and per client address in 15 minutes; MaxChecks bounds the password checks running at
+	// once in this process (an excess sign-in is answered 429 at once). Zero: the defaults.
+	MaxFailuresPerEmail, MaxFailuresPerAddress, MaxChecks int
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (package clientaddr).
+	TrustedProxies []netip.Prefix
 
-	started  time.Time
-	tmpl     *template.Template
-	mu       sync.Mutex
-	sessions map[string]*opSession
-	failures map[string][]time.Time
+	started time.Time
+	tmpl    *template.Template
+	checks  chan struct{} // password checks running (a semaphore of MaxChecks)
+	// checked counts the password checks made (PasswordChecks).
+	checked atomic.Int64
+	// beforeCheck, when set (tests), runs before each password hash.
+	beforeCheck func()
 }
+
+// PasswordChecks is how many argon2id password checks this process has made.
+func (s *Server) PasswordChecks() int64 { return s.checked.Load() }
 
 type opSession struct {
 	operator string
@@ -58,7 +70,6 @@ type opSession struct {
 
 const (
 	cookieName     = "latchkey_dash"
-	maxFailures    = 5
 	failureWindow  = 15 * time.Minute
 	pageSize       = 50
 	maxFormBytes   = 64 << 10
@@ -76,8 +87,17 @@ func (s *Server) Handler() http.Handler {
 	if s.SessionTTL <= 0 {
 		s.SessionTTL = defaultSession
 	}
+	if s.MaxFailuresPerEmail <= 0 {
+		s.MaxFailuresPerEmail = DefaultMaxFailuresPerEmail
+	}
+	if s.MaxFailuresPerAddress <= 0 {
+		s.MaxFailuresPerAddress = DefaultMaxFailuresPerAddress
+	}
+	if s.MaxChecks <= 0 {
+		s.MaxChecks = DefaultMaxChecks
+	}
+	s.checks = make(chan struct{}, s.MaxChecks)
 	s.started = s.Now()
-	s.sessions, s.failures = map[string]*opSession{}, map[string][]time.Time{}
 	s.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(assetsFS, "assets/*.html"))
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assetsFS, "assets")
@@ -127,24 +147,6 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (s *Server) session(r *http.Request) *opSession {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[c.Value]
-	if sess == nil {
-		return nil
-	}
-	if !s.Now().Before(sess.expires) {
-		delete(s.sessions, c.Value)
-		return nil
-	}
-	return sess
-}
-
 func current(r *http.Request) *opSession {
 	sess, _ := r.Context().Value(ctxKey{}).(*opSession)
 	return sess
@@ -156,46 +158,23 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+func (s *Server) clientIP(r *http.Request) string {
+	addr, ok := clientaddr.From(r, s.TrustedProxies)
+	if !ok {
+		return "unknown"
 	}
-	return host
-}
-
-// limited reports whether key has used up its failed sign-ins.
-func (s *Server) limited(keys ...string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cut := s.Now().Add(-failureWindow)
-	for _, k := range keys {
-		kept := s.failures[k][:0]
-		for _, t := range s.failures[k] {
-			if t.After(cut) {
-				kept = append(kept, t)
-			}
-		}
-		s.failures[k] = kept
-		if len(kept) >= maxFailures {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) failed(keys ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range keys {
-		s.failures[k] = append(s.failures[k], s.Now())
-	}
+	return addr.String()
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "login", map[string]any{"Title": "Sign in"})
 }
 
+// login checks an operator's password. In order, each refusal before the hash costs nothing:
+// a process already running MaxChecks password checks answers 429 at once; the attempt is then
+// reserved in the store for the e-mail and the client address (429 when either has used up
+// its failures in the window); only then is the argon2id hash computed. A success takes both
+// reservations back: only failures count.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
@@ -203,10 +182,27 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
-	keys := []string{"email:" + email, "ip:" + clientIP(r)}
-	if s.limited(keys...) {
-		s.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Title": "Sign in", "Email": email,
-			"Error": "Too many failed sign-ins. Wait 15 minutes and try again."})
+	ip := s.clientIP(r)
+	busy := func(msg string) {
+		w.Header().Set("Retry-After", "60")
+		s.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": msg})
+	}
+	select {
+	case s.checks <- struct{}{}:
+		defer func() { <-s.checks }()
+	default:
+		busy("Too many sign-ins at once. Try again in a minute.")
+		return
+	}
+	emailKey := "email:" + email
+	if err := s.reserve(r.Context(), []limit{{emailKey, s.MaxFailuresPerEmail}, {"ip:" + ip, s.MaxFailuresPerAddress}}); err != nil {
+		if errors.Is(err, errLocked) {
+			s.record(r, Audit{Operator: email, Action: "sign-in locked out", Target: ip, At: s.Now()})
+			busy("Too many failed sign-ins. Wait 15 minutes and try again.")
+			return
+		}
+		s.Log.Error("dashboard: reserving a sign-in attempt", "err", err)
+		s.render(w, r, http.StatusServiceUnavailable, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."})
 		return
 	}
 	o, err := findOperator(r.Context(), s.Store, email)
@@ -214,28 +210,32 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		hash = o.Hash
 	}
+	s.checked.Add(1)
+	if s.beforeCheck != nil {
+		s.beforeCheck()
+	}
 	if !checkPassword(hash, r.PostFormValue("password")) || err != nil {
-		s.failed(keys...)
+		s.record(r, Audit{Operator: email, Action: "sign-in failed", Target: ip, At: s.Now()})
 		s.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Wrong e-mail or password."})
 		return
 	}
-	token := randomToken()
-	s.mu.Lock()
-	s.sessions[token] = &opSession{operator: o.Email, csrf: randomToken(), expires: s.Now().Add(s.SessionTTL)}
-	s.mu.Unlock()
+	s.release(r.Context(), emailKey)
+	s.release(r.Context(), "ip:"+ip)
+	token, err := s.newSession(r.Context(), o.Email)
+	if err != nil {
+		s.Log.Error("dashboard: storing a session", "err", err)
+		s.render(w, r, http.StatusServiceUnavailable, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil, MaxAge: int(s.SessionTTL.Seconds())})
-	s.record(r, Audit{Operator: o.Email, Action: "sign-in", Target: clientIP(r), At: s.Now()})
+	s.record(r, Audit{Operator: o.Email, Action: "sign-in", Target: ip, At: s.Now()})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(cookieName); err == nil {
-		s.mu.Lock()
-		delete(s.sessions, c.Value)
-		s.mu.Unlock()
-	}
-	s.record(r, Audit{Operator: current(r).operator, Action: "sign-out", Target: clientIP(r), At: s.Now()})
+	s.endSession(r)
+	s.record(r, Audit{Operator: current(r).operator, Action: "sign-out", Target: s.clientIP(r), At: s.Now()})
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
@@ -281,4 +281,17 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		s.Log.Error("dashboard", "path", r.URL.Path, "err", err)
 		s.fail(w, r, http.StatusInternalServerError, "Something went wrong; the server log has the details.")
 	}
+}
+
+// Operation names a dashboard request path's page for metrics and the access log: the first
+// path segment when it is one of the dashboard's pages, "unknown" otherwise.
+func Operation(path string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	switch first {
+	case "":
+		return "overview"
+	case "assets", "login", "logout", "orgs", "activities", "keys", "health", "audit":
+		return first
+	}
+	return "unknown"
 }

@@ -56,6 +56,9 @@ func (l *Limits) LimitNames() map[string]*int {
 		"policies": &l.PoliciesPerOrg}
 }
 
+// Contact is an e-mail address or a phone number someone proved to own (with a one-time code).
+type Contact struct{ Email, Phone string }
+
 // UserSpec is a user to create, normalised from every version of the create-user parameters.
 type UserSpec struct {
 	Name           string
@@ -66,6 +69,8 @@ type UserSpec struct {
 	OAuthProviders []OAuthSpec
 	TagIDs         []string
 	Field          string // where it came from in the request, for error messages
+	// EmailUnproven and PhoneUnproven: see User.
+	EmailUnproven, PhoneUnproven bool
 }
 
 // APIKeySpec is an API key to register.
@@ -129,7 +134,9 @@ func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec Us
 	if err := env.Limits.Check(ctx, tx, KindUser, orgID, env.Limits.UsersPerOrg, "users"); err != nil {
 		return nil, err
 	}
-	u := &User{ID: id.New(), OrgID: orgID, Name: spec.Name, Email: spec.Email, PhoneNumber: spec.PhoneNumber, CreatedAt: env.Now, UpdatedAt: env.Now}
+	u := &User{ID: id.New(), OrgID: orgID, Name: spec.Name, Email: spec.Email, PhoneNumber: spec.PhoneNumber,
+		EmailUnproven: spec.Email != "" && spec.EmailUnproven, PhoneUnproven: spec.PhoneNumber != "" && spec.PhoneUnproven,
+		CreatedAt: env.Now, UpdatedAt: env.Now}
 	if err := SaveUser(ctx, tx, u); err != nil {
 		return nil, err
 	}
@@ -201,6 +208,9 @@ func CreateAPIKey(ctx context.Context, tx store.Tx, env Env, u *User, spec APIKe
 // limit; an expiring key past the limit evicts an expired key first, otherwise the oldest
 // expiring key (Turnkey's documented behaviour).
 func enforceKeyLimits(ctx context.Context, tx store.Tx, env Env, userID string, k *APIKey) error {
+	if err := tx.Lock(ctx, "credentials\x00"+userID); err != nil {
+		return err
+	}
 	keys, err := UserAPIKeys(ctx, tx, userID)
 	if err != nil {
 		return err
@@ -239,6 +249,9 @@ func enforceKeyLimits(ctx context.Context, tx store.Tx, env Env, userID string, 
 // CreateAuthenticator verifies a passkey registration and records it for u.
 func CreateAuthenticator(ctx context.Context, tx store.Tx, env Env, u *User, spec AuthenticatorSpec) (*Authenticator, error) {
 	if err := checkName(spec.Field+".authenticatorName", spec.Name); err != nil {
+		return nil, err
+	}
+	if err := tx.Lock(ctx, "credentials\x00"+u.ID); err != nil {
 		return nil, err
 	}
 	as, err := UserAuthenticators(ctx, tx, u.ID)

@@ -28,14 +28,21 @@ const (
 	KeyAuthCredentialID    = "authenticator.credential_id"
 	KeyAuthOrgCredentialID = "authenticator.org_credential_id" // unique: org/credentialId
 	KeyAuthUser            = "authenticator.user"
-	KeyUserEmail           = "user.email"        // lowercased
-	KeyUserPhone           = "user.phone_number" // as given (E.164)
-	KeyUserName            = "user.name"         // org/name, for search
-	KeyUserTagName         = "user_tag.name"     // unique: org/name
-	KeyUserTagMember       = "user_tag.member"   // value: user id
-	KeyOAuthUser           = "oauth_provider.user"
-	KeyOAuthSubject        = "oauth_provider.subject" // iss/sub/aud
-	KeyOrgName             = "organization.name"      // lowercased, for search
+	// KeyUserEmail and KeyUserPhone index only proven contacts (User.EmailUnproven): every
+	// look-up that finds a user or a sub-organization by contact for a login or an account
+	// look-up goes through them, so an unproven contact never matches one.
+	KeyUserEmail = "user.email"        // lowercased
+	KeyUserPhone = "user.phone_number" // as given (E.164)
+	// KeyUserEmailUnproven and KeyUserPhoneUnproven index unproven contacts, for the
+	// operator's search only.
+	KeyUserEmailUnproven = "user.email_unproven"
+	KeyUserPhoneUnproven = "user.phone_number_unproven"
+	KeyUserName          = "user.name"       // org/name, for search
+	KeyUserTagName       = "user_tag.name"   // unique: org/name
+	KeyUserTagMember     = "user_tag.member" // value: user id
+	KeyOAuthUser         = "oauth_provider.user"
+	KeyOAuthSubject      = "oauth_provider.subject" // iss/sub/aud
+	KeyOrgName           = "organization.name"      // lowercased, for search
 )
 
 // Quorum is an organization's root quorum.
@@ -82,13 +89,33 @@ func (o *Organization) IsRoot(userID string) bool {
 
 // User is a user of one organization.
 type User struct {
-	ID          string    `json:"id"`
-	OrgID       string    `json:"orgId"`
-	Name        string    `json:"name"`
-	Email       string    `json:"email,omitempty"`
-	PhoneNumber string    `json:"phoneNumber,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	ID          string `json:"id"`
+	OrgID       string `json:"orgId"`
+	Name        string `json:"name"`
+	Email       string `json:"email,omitempty"`
+	PhoneNumber string `json:"phoneNumber,omitempty"`
+	// EmailUnproven and PhoneUnproven mark a contact nobody vouched for: written through the
+	// auth proxy or by a sub-organization's own users without a verification token for it
+	// (see VouchedContacts). Such a contact is shown but never used to find the user for a
+	// login or an account look-up; proving it later (update_user_email with a verification
+	// token) clears the mark. Records written before the mark existed count as proven.
+	EmailUnproven bool      `json:"emailUnproven,omitempty"`
+	PhoneUnproven bool      `json:"phoneUnproven,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// VouchedContacts reports whether the contacts the caller writes into org are vouched for
+// without a verification token. A top-level organization vouches for its own users (no one
+// above it looks them up). A sub-organization's contacts are looked up by its parent (the
+// auth proxy's account look-up, list_suborgs, OTP login), so only the parent's own users
+// vouch for them: not the sub-organization's users (an end user could claim anybody's
+// address) and not the auth proxy key (anybody on the internet can sign up through it).
+func VouchedContacts(c *Caller, org *Organization) bool {
+	if org.ParentID == "" {
+		return c == nil || c.CredentialType != CredentialAuthProxy
+	}
+	return c != nil && c.CredentialType != CredentialAuthProxy && c.Org != nil && c.Org.ID != org.ID
 }
 
 // APIKey is the public half of a user's API key.
@@ -207,10 +234,18 @@ func LoadUser(ctx context.Context, r store.Reader, orgID, id string) (*User, err
 func SaveUser(ctx context.Context, tx store.Tx, u *User) error {
 	keys := []store.Key{{Name: KeyUserName, Value: u.OrgID + "/" + u.Name}}
 	if u.Email != "" {
-		keys = append(keys, store.Key{Name: KeyUserEmail, Value: strings.ToLower(u.Email)})
+		name := KeyUserEmail
+		if u.EmailUnproven {
+			name = KeyUserEmailUnproven
+		}
+		keys = append(keys, store.Key{Name: name, Value: strings.ToLower(u.Email)})
 	}
 	if u.PhoneNumber != "" {
-		keys = append(keys, store.Key{Name: KeyUserPhone, Value: u.PhoneNumber})
+		name := KeyUserPhone
+		if u.PhoneUnproven {
+			name = KeyUserPhoneUnproven
+		}
+		keys = append(keys, store.Key{Name: name, Value: u.PhoneNumber})
 	}
 	return save(ctx, tx, KindUser, u.ID, u.OrgID, u.CreatedAt, u.UpdatedAt, u, keys...)
 }

@@ -104,7 +104,23 @@ func TestChainDataNodeErrors(t *testing.T) {
 		t.Fatalf("the provider was tried %d times, want 3 (two retries)", n)
 	}
 
-	// The node refuses a transaction: the node's own words, with the network.
+	// The node refuses a transaction. Broadcasting happens after the activity commits (never
+	// inside its transaction), so the activity completes with the transaction's hash and the
+	// send's status says FAILED in the node's own words, with the network.
+	refused := func(r response, member, want string) {
+		t.Helper()
+		mustOK(t, r)
+		var id string
+		for _, v := range r.body["activity"].(map[string]any)["result"].(map[string]any) {
+			m := v.(map[string]any)
+			id, _ = m[member].(string)
+		}
+		st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+		mustOK(t, st)
+		if st.str("txStatus") != "FAILED" || !strings.Contains(st.str("txError"), want) {
+			t.Fatalf("status of a refused send: %s", st.raw)
+		}
+	}
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
 	tx, err := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5,
@@ -114,8 +130,8 @@ func TestChainDataNodeErrors(t *testing.T) {
 	}
 	raw, _ := tx.MarshalBinary()
 	h.advance(time.Millisecond)
-	wantError(t, root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
-		"caip2": "eip155:11155111"}), http.StatusBadRequest, 9, "eip155:11155111 node: nonce too low")
+	refused(root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
+		"caip2": "eip155:11155111"}), "transactionHash", "eip155:11155111 node: nonce too low")
 
 	from, _ := base58.Decode(solAddr)
 	msg := []byte{1, 0, 1, 3}
@@ -125,14 +141,14 @@ func TestChainDataNodeErrors(t *testing.T) {
 	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0)
 	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
 	h.advance(time.Millisecond)
-	wantError(t, root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
-		"signWiths": []string{solAddr}, "caip2": "solana:devnet"}), http.StatusBadRequest, 9, "Blockhash not found")
+	refused(root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+		"signWiths": []string{solAddr}, "caip2": "solana:devnet"}), "sendTransactionStatusId", "Blockhash not found")
 
 	// Turnkey's sponsored send is answered "not supported", clearly.
 	h.advance(time.Millisecond)
 	ns := root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
 		"to": to.Hex(), "value": "1", "sponsor": true})
-	if ns.status != http.StatusNotImplemented || !strings.Contains(ns.str("message"), "eth_send_raw_transaction") {
+	if ns.status != http.StatusNotImplemented || !strings.Contains(ns.str("message"), "gas station") {
 		t.Fatalf("eth_send_transaction: %d %s", ns.status, ns.raw)
 	}
 }

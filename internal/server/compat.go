@@ -1,6 +1,7 @@
 package server
 
 import (
+	_ "embed"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,8 +32,9 @@ func init() {
 		"get_boot_proof", "get_latest_boot_proof")
 	group("e-mail delivery events come from a hosted mail provider's feedback; Latchkey hands mail to your SMTP server and receives none",
 		"list_email_events")
-	group("builds, signs and sponsors a transaction (Turnkey's gas station): Latchkey signs with sign_transaction and sends with eth_send_raw_transaction",
-		"eth_send_transaction", "eth_undelegate_7702")
+	group("undoes an EIP-7702 delegation through Turnkey's gas station (a sponsored send); Latchkey runs no gas station: "+
+		"sign the undelegation with sign_transaction and send it with eth_send_raw_transaction",
+		"eth_undelegate_7702")
 	group("transaction history needs a chain indexer, which Latchkey does not run",
 		"list_eth_transaction_history", "list_sol_transaction_history")
 	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
@@ -45,12 +47,18 @@ func init() {
 // engineOps are served by the engine itself rather than a registry entry.
 var engineOps = map[string]bool{"approve_activity": true, "reject_activity": true}
 
+// compatIntro is the hand-written head of docs/compatibility.md: what differs on purpose.
+//
+//go:embed compat_intro.md
+var compatIntro string
+
 // CompatibilityTable renders docs/compatibility.md from the registry: one row per swagger
 // operation (the canonical file and the @turnkey/http superset).
 func CompatibilityTable(reg *activity.Registry) string {
 	var b strings.Builder
-	b.WriteString("# Compatibility with Turnkey's public API\n\n")
-	b.WriteString("Generated from the operation registry by `LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility`; do not edit by hand.\n\n")
+	b.WriteString(compatIntro)
+	b.WriteString("This file is generated from the operation registry by `LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility`; ")
+	b.WriteString("edit the text above the table in internal/server/compat_intro.md, never this file.\n\n")
 	b.WriteString("Every operation of `spec/public_api.swagger.json` (and of the `@turnkey/http` superset, marked †) answers either its result or ")
 	b.WriteString("the error `{\"code\":12,\"message\":\"… is not supported by Latchkey: <reason>\"}` (HTTP 501) naming it and giving ")
 	b.WriteString("the reason listed below. None answers 404.\n\n")

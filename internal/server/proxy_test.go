@@ -285,28 +285,9 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	const email = "alice@example.com"
 
-	// Sign-up first (no verification token): a sub-organization with an Ed25519 wallet in the
-	// spec's {path, curve} shape.
-	r := p.ok("signup", map[string]any{"userEmail": email, "userName": "alice", "organizationName": "alice's org",
-		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
-		"wallet": map[string]any{"path": "m/44'/501'/0'/0'", "curve": "CURVE_TYPE_ED25519"}})
-	subID, userID := r.str("organizationId"), r.str("userId")
-	if subID == "" || userID == "" || r.str("wallet", "walletId") == "" || len(r.str("wallet", "addresses", "0")) < 32 {
-		t.Fatalf("signup: %s", r.raw)
-	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.str("organizationId") != subID {
-		t.Fatalf("account by e-mail: %s", r.raw)
-	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.raw) != "{}" {
-		t.Fatalf("account of nobody: %s", r.raw)
-	}
-	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.status != 400 || !strings.Contains(r.str("message"), "filterType") {
-		t.Fatalf("bad filter: %d %s", r.status, r.raw)
-	}
-
 	// otp_init: the configuration's length and app name; otp_verify binds the device key
 	// (sent as public_key).
-	r = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
+	r := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
 	otpID := r.str("otpId")
 	if otpID == "" || r.body["otpEncryptionTargetBundle"] != nil {
 		t.Fatalf("otp_init: %s", r.raw)
@@ -324,6 +305,27 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 	tok := r.str("verificationToken")
 	if strings.Count(tok, ".") != 2 {
 		t.Fatalf("otp_verify: %s", r.raw)
+	}
+
+	// Sign-up with the verification token (and the hex client_signature over it): a
+	// sub-organization with an Ed25519 wallet in the spec's {path, curve} shape. Sign-up does
+	// not use the token up; the login below does.
+	r = p.ok("signup", map[string]any{"userEmail": email, "userName": "alice", "organizationName": "alice's org",
+		"verificationToken": tok, "client_signature": signDER(t, device, []byte(tok)),
+		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
+		"wallet": map[string]any{"path": "m/44'/501'/0'/0'", "curve": "CURVE_TYPE_ED25519"}})
+	subID, userID := r.str("organizationId"), r.str("userId")
+	if subID == "" || userID == "" || r.str("wallet", "walletId") == "" || len(r.str("wallet", "addresses", "0")) < 32 {
+		t.Fatalf("signup: %s", r.raw)
+	}
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.str("organizationId") != subID {
+		t.Fatalf("account by e-mail: %s", r.raw)
+	}
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.raw) != "{}" {
+		t.Fatalf("account of nobody: %s", r.raw)
+	}
+	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.status != 400 || !strings.Contains(r.str("message"), "filterType") {
+		t.Fatalf("bad filter: %d %s", r.status, r.raw)
 	}
 
 	// otp_login with the spec's client_signature: hex DER over SHA-256 of the token. The
@@ -461,13 +463,15 @@ func base64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeSt
 func TestProxyRemoteCoordinator(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	p.s.ProxyServer.Coordinator = authproxy.NewRemote(p.url + "/")
-	r := p.ok("signup", map[string]any{"userEmail": "carol@example.com", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
+	_, carolPub := p.newKey()
+	r := p.ok("signup", map[string]any{"userEmail": "carol@example.com", "authenticators": []any{}, "oauthProviders": []any{},
+		"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": carolPub, "curveType": "API_KEY_CURVE_P256"}},
 		"wallet": map[string]any{"walletName": "main", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32",
 			"path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
 	if !strings.HasPrefix(r.str("wallet", "addresses", "0"), "0x") {
 		t.Fatalf("signup over HTTP: %s", r.raw)
 	}
-	if a := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "carol@example.com"}); a.str("organizationId") != r.str("organizationId") {
+	if a := p.ok("account", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": carolPub}); a.str("organizationId") != r.str("organizationId") {
 		t.Fatalf("account over HTTP: %s", a.raw)
 	}
 	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.status != 404 && r.status != 400 {

@@ -206,10 +206,17 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 	subID := r.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
 	r = p.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
 	mustOK(t, r)
-	r = p.query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "alice@example.com"})
+	r = p.query("list_suborgs", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": endUserPub})
 	mustOK(t, r)
 	if r.str("organizationIds", "0") != subID {
 		t.Fatalf("lookup: %s", r.raw)
+	}
+	// The e-mail address the proxy key wrote without a verification token is unproven: it
+	// matches no look-up.
+	r = p.query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "alice@example.com"})
+	mustOK(t, r)
+	if r.str("organizationIds", "0") != "" {
+		t.Fatalf("an unproven e-mail address matched a look-up: %s", r.raw)
 	}
 	// In the new sub-organization the proxy key (a parent credential) can do nothing else either.
 	p.org = subID

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +25,8 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/messages"
+	"github.com/latchkey/latchkey/internal/metrics"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/oidc"
 	"github.com/latchkey/latchkey/internal/ops/activities"
@@ -47,19 +53,56 @@ import (
 // Version is the build's version, set with -ldflags "-X .../server.Version=...".
 var Version = "0.1.0-dev"
 
+// Commit and BuildDate are set by scripts/build.sh (-ldflags -X); when they are not, BuildInfo
+// falls back to what the Go toolchain recorded of the checkout.
+var Commit, BuildDate string
+
+// BuildInfo describes the build: version, commit, build date and Go version.
+func BuildInfo() string {
+	commit, date := Commit, BuildDate
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && commit == "":
+				commit = s.Value
+			case s.Key == "vcs.time" && date == "":
+				date = s.Value
+			}
+		}
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	if date == "" {
+		date = "unknown"
+	}
+	return fmt.Sprintf("%s (commit %s, built %s, %s)", Version, commit, date, runtime.Version())
+}
+
 // Config is the operator's configuration, validated once at start.
 type Config struct {
 	DataDir       string
 	DatabaseURL   string // postgres://... ; empty: SQLite in DataDir
 	MasterKeyFile string
 	Dev           bool
-	APIAddr       string
+	// MustExist refuses a data directory or database that holds no deployment yet (every
+	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
+	MustExist bool
+	// Exclusive takes the data directory's lock for the server's life (serve): a second serve on
+	// the same SQLite data directory is refused, naming the first.
+	Exclusive bool
+	APIAddr   string
 	// ProxyAddr is the auth proxy's listen address; empty serves no proxy.
 	ProxyAddr string
 	// CoordinatorURL, when set, is the activity API the auth proxy forwards to (another
 	// Latchkey); empty: this process's engine, in process.
 	CoordinatorURL string
-	DashboardAddr  string
+	// MetricsAddr is the Prometheus metrics listener's address (GET /metrics); empty serves none.
+	MetricsAddr string
+	// ProxySignupRate and ProxyOTPRate limit the auth proxy's sign-ups and code sends per
+	// client address (nil: authproxy's defaults; a zero Rate: no limit).
+	ProxySignupRate, ProxyOTPRate *authproxy.Rate
+	DashboardAddr                 string
 	// WebAuthn: relying party ids and origins accepted for passkeys; empty accepts any.
 	WebAuthnRPIDs   []string
 	WebAuthnOrigins []string
@@ -120,7 +163,16 @@ type Server struct {
 	OIDCVerifier *oidc.Verifier
 	chain        *chaindata.Deps
 	Log          *slog.Logger
+	// Messages is the outbox of the e-mails and SMS activities send.
+	Messages *messages.Outbox
+	// Metrics are the process's Prometheus metrics, served on --metrics-addr.
+	Metrics    *metrics.Metrics
+	metricsURL string
+	lock       *os.File // the data directory's lock (Config.Exclusive)
 }
+
+// MetricsURL is the metrics listener's address once Run listens ("" without one).
+func (s *Server) MetricsURL() string { return s.metricsURL }
 
 // DatabaseFile is the SQLite file inside the data directory.
 const DatabaseFile = "latchkey.db"
@@ -145,15 +197,46 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
 		return nil, err
 	}
+	// Everything that can be refused is refused before anything is written.
+	if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
+		return nil, errNoMasterKey
+	}
+	if err := checkDataDir(cfg); err != nil {
+		return nil, err
+	}
+	var lock *os.File
+	if cfg.Exclusive && cfg.DatabaseURL == "" {
+		var err error
+		if lock, err = LockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	s, err := open(ctx, cfg)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func open(ctx context.Context, cfg Config) (*Server, error) {
 	master, err := loadMasterKey(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, cfg)
+	m := metrics.New()
+	st, err := openStore(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Store: st, Log: cfg.Log}
+	if err := checkDatabase(ctx, cfg, st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Store: st, Log: cfg.Log, Metrics: m}
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
 		st.Close()
 		return nil, err
@@ -171,11 +254,26 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.cfg.Emailer, s.cfg.Texter = s.Outbox, s.Outbox
 		cfg.Log.Warn("DEVELOPMENT MODE: one-time codes are not sent; they are written to the outbox file", "path", s.Outbox.Path())
 	}
-	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log}
+	s.Messages = &messages.Outbox{Store: st, Keyring: s.Keyring, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter, Log: cfg.Log,
+		Sent: func(channel string, ok bool) {
+			s.Metrics.OTPSend(channel, ok)
+			if !ok {
+				s.Metrics.OutboxFailure("messages")
+			}
+		},
+		Backlog: func(n int) { s.Metrics.OutboxBacklog("messages", n) }}
+	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log,
+		Backlog: func(n int) { s.Metrics.OutboxBacklog("webhooks", n) }, Failed: func() { s.Metrics.OutboxFailure("webhooks") }}
 	s.Webhooks.Prepare()
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
-		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log}
-	if s.chain, err = newChainDeps(cfg); err != nil {
+		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log,
+		Recorded: func(typ, status, decision string) {
+			s.Metrics.Activity(typ, status)
+			if decision != "" {
+				s.Metrics.PolicyDecision(decision)
+			}
+		}}
+	if s.chain, err = newChainDeps(cfg, s.Metrics); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -184,6 +282,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	svc.VerifyOIDC = s.verifyOIDC
+	if s.OIDCVerifier != nil {
+		svc.PrefetchOIDC = s.OIDCVerifier.Prefetch
+	}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
@@ -191,7 +292,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
-	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk,
+	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk, WebhookJWKS: webhooks.JWKS(s.Keys),
 		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
 	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
 	s.API.OIDC = s.OIDCIssuer
@@ -203,8 +304,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		coord = authproxy.NewRemote(cfg.CoordinatorURL)
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log}
-	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log}
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
+		TrustedProxies: cfg.TrustedProxies}
+	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log,
+		SignupRate: cfg.ProxySignupRate, OTPRate: cfg.ProxyOTPRate, TrustedProxies: cfg.TrustedProxies}
 	return s, nil
 }
 
@@ -223,7 +326,7 @@ func (s *Server) registry() *activity.Registry {
 	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, SubOrgWallet: wd.SubOrgWallet, OwnedKinds: ownedKinds(),
 		SignupToken: otp.CheckSignupToken})
 	wallets.Register(reg, wd)
-	users.Register(reg, users.Deps{Env: env})
+	users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact})
 	credentials.Register(reg, credentials.Deps{Env: env})
 	activities.Register(reg)
 	policies.Register(reg, policies.Deps{Env: env})
@@ -231,9 +334,10 @@ func (s *Server) registry() *activity.Registry {
 	profiles.Register(reg)
 	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
 	mfa.Register(reg)
-	otp.Register(reg, otp.Deps{Env: env, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter})
-	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks)
-	s.chain.SignSolana = wd.SignSolana
+	otp.Register(reg, otp.Deps{Env: env, Messages: s.Messages})
+	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks, func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) })
+	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
+	s.chain.Store, s.chain.Log = s.Store, s.Log
 	chaindata.Register(reg, s.chain)
 	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
 	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
@@ -260,7 +364,16 @@ func ownedKinds() []string {
 }
 
 // Close releases the store.
-func (s *Server) Close() error { return s.Store.Close() }
+func (s *Server) Close() error {
+	err := s.Store.Close()
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
+	"for a development server use --dev")
 
 func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
 	if v := os.Getenv("LATCHKEY_MASTER_KEY"); v != "" && cfg.MasterKeyFile == "" {
@@ -269,7 +382,7 @@ func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
 	path := cfg.MasterKeyFile
 	if path == "" {
 		if !cfg.Dev {
-			return nil, errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; for a development server use --dev")
+			return nil, errNoMasterKey
 		}
 		path = filepath.Join(cfg.DataDir, MasterKeyFile)
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -288,17 +401,17 @@ func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
 	return custody.LoadMasterKeyFile(path)
 }
 
-func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+func openStore(ctx context.Context, cfg Config, m *metrics.Metrics) (store.Store, error) {
 	if cfg.DatabaseURL != "" {
 		if !strings.HasPrefix(cfg.DatabaseURL, "postgres://") && !strings.HasPrefix(cfg.DatabaseURL, "postgresql://") {
 			return nil, errors.New("--database-url must be a postgres:// URL")
 		}
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{OnCommit: func(n int, d time.Duration) { m.Commit("postgres", n, d) }})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
-	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DatabaseFile), sqlite.Options{})
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DatabaseFile), sqlite.Options{OnCommit: func(n int, d time.Duration) { m.Commit("sqlite", n, d) }})
 }
 
 // PublicKeys are the server's public keys as served at /.well-known/latchkey.json and printed by
@@ -364,7 +477,10 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 			ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
 	}
-	srv := newServer(s.API.Handler())
+	observe := func(listener string, operation func(string) string, h http.Handler) http.Handler {
+		return metrics.Observe(s.Metrics, s.Log, listener, operation, h)
+	}
+	srv := newServer(observe("api", api.Operation, s.API.Handler()))
 	servers := []*http.Server{srv}
 	errc := make(chan error, 3)
 	if s.cfg.ProxyAddr != "" {
@@ -373,7 +489,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 			ln.Close()
 			return fmt.Errorf("auth proxy listener (--proxy-addr): %w", err)
 		}
-		psrv := newServer(s.ProxyServer.Handler())
+		psrv := newServer(observe("proxy", authproxy.Operation, s.ProxyServer.Handler()))
 		servers = append(servers, psrv)
 		go func() { errc <- psrv.Serve(pln) }()
 		s.proxyURL = "http://" + pln.Addr().String()
@@ -389,17 +505,35 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 			ln.Close()
 			return fmt.Errorf("dashboard listener (--dashboard-addr): %w", err)
 		}
-		dsrv := newServer(s.Dashboard.Handler())
+		dsrv := newServer(observe("dashboard", dashboard.Operation, s.Dashboard.Handler()))
 		servers = append(servers, dsrv)
 		go func() { errc <- dsrv.Serve(dln) }()
 		s.dashboardURL = "http://" + dln.Addr().String()
 		s.Log.Info("latchkey dashboard listening", "addr", dln.Addr().String())
 	}
+	if s.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listener (--metrics-addr): %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.Metrics.Handler())
+		msrv := newServer(mux)
+		servers = append(servers, msrv)
+		go func() { errc <- msrv.Serve(mln) }()
+		s.metricsURL = "http://" + mln.Addr().String()
+		s.Log.Info("latchkey metrics listening", "addr", mln.Addr().String())
+	}
 	go func() { errc <- srv.Serve(ln) }()
 	dctx, stopDeliveries := context.WithCancel(context.Background())
 	delivered := make(chan struct{})
 	go func() { s.Webhooks.Run(dctx); close(delivered) }()
-	defer func() { stopDeliveries(); <-delivered }()
+	sent := make(chan struct{})
+	go func() { s.Messages.Run(dctx); close(sent) }()
+	followed := make(chan struct{})
+	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
+	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed }()
 	s.Log.Info("latchkey api listening", "addr", ln.Addr().String(), "store", s.Store.Dialect(), "version", Version)
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -409,6 +543,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		return err
 	case <-ctx.Done():
 	}
+	s.API.Drain()
 	s.Log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()

@@ -151,7 +151,10 @@ func (c *client) post(path string, body []byte) response {
 
 func (h *harness) raw(path string, body []byte, headers map[string]string) response {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.url+path, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, h.url+path, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatalf("request to %q: %v", path, err)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,7 +312,7 @@ func TestTVCValidation(t *testing.T) {
 	set := func(threshold int, ops ...tvcOperator) map[string]any {
 		var n []any
 		for i, o := range ops {
-			n = append(n, map[string]any{"name": "op" + string(rune('a'+i)), "publicKey": o.pub})
+			n = append(n, map[string]any{"name": "op" + strconv.Itoa(i), "publicKey": o.pub})
 		}
 		return map[string]any{"name": "set", "threshold": threshold, "newOperators": n}
 	}

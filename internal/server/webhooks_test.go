@@ -2,7 +2,8 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -16,42 +17,68 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/custody"
-	"github.com/latchkey/latchkey/internal/webhooks"
 )
 
+// receiver checks deliveries as a receiver written for Turnkey does: the Ed25519 signature over
+// "v1.ed25519.<key id>.<timestamp ms>.<event id>.<raw body>" with the key the JWKS names, and
+// the body as the activity itself (id, organizationId, status, type, fingerprint, intent,
+// result, votes at the top level).
 type receiver struct {
 	mu     sync.Mutex
 	seen   map[string]int // activity id -> deliveries
 	bad    []string
-	pub    *ecdsa.PublicKey
+	keys   map[string]ed25519.PublicKey // kid -> key, from the JWKS
 	events chan struct{}
+	orgs   map[string]int // X-Turnkey-Organization-Id -> deliveries
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	ts, sig := r.Header.Get("X-Latchkey-Timestamp"), r.Header.Get("X-Latchkey-Signature")
-	der, _ := hex.DecodeString(sig)
-	d := webhooks.Digest(ts, body)
-	var ev struct {
-		Type string `json:"type"`
-		Data struct {
-			Activity struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-			} `json:"activity"`
-		} `json:"data"`
-	}
-	_ = json.Unmarshal(body, &ev)
+	h := r.Header
+	kid, ts, eid := h.Get("X-Turnkey-Signature-Key-Id"), h.Get("X-Turnkey-Timestamp"), h.Get("X-Turnkey-Event-Id")
+	sig, _ := hex.DecodeString(h.Get("X-Turnkey-Signature"))
+	signed := append([]byte("v1.ed25519."+kid+"."+ts+"."+eid+"."), body...)
+	var act map[string]json.RawMessage
+	_ = json.Unmarshal(body, &act)
+	var id, status string
+	_ = json.Unmarshal(act["id"], &id)
+	_ = json.Unmarshal(act["status"], &status)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if !ecdsa.VerifyASN1(rc.pub, d[:], der) || ev.Type != "ACTIVITY_UPDATES" || r.Header.Get("X-Latchkey-Delivery") == "" {
+	ok := rc.keys[kid] != nil && ed25519.Verify(rc.keys[kid], signed, sig) && h.Get("X-Turnkey-Event-Type") == "ACTIVITY_UPDATES" &&
+		h.Get("X-Turnkey-Signature-Algorithm") == "ed25519" && h.Get("X-Turnkey-Signature-Version") == "v1" && h.Get("X-Turnkey-Webhook-Version") == "1" && eid != ""
+	for _, member := range []string{"id", "organizationId", "status", "type", "fingerprint", "intent", "result", "votes"} {
+		ok = ok && act[member] != nil
+	}
+	if !ok {
 		rc.bad = append(rc.bad, string(body))
 	}
-	rc.seen[ev.Data.Activity.ID]++
+	rc.seen[id]++
+	if rc.orgs != nil {
+		rc.orgs[h.Get("X-Turnkey-Organization-Id")+" "+status]++
+	}
 	select {
 	case rc.events <- struct{}{}:
 	default:
 	}
+}
+
+// jwksKeys fetches the webhook JWKS from a Latchkey API, as a receiver does.
+func jwksKeys(t *testing.T, apiURL string) map[string]ed25519.PublicKey {
+	t.Helper()
+	resp, err := http.Get(apiURL + "/public/v1/discovery/webhooks/jwks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var set struct {
+		Keys []struct{ Kid, Kty, Crv, X string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil || len(set.Keys) != 1 || set.Keys[0].Crv != "Ed25519" {
+		t.Fatalf("JWKS: %+v %v", set, err)
+	}
+	x, _ := base64.RawURLEncoding.DecodeString(set.Keys[0].X)
+	return map[string]ed25519.PublicKey{set.Keys[0].Kid: ed25519.PublicKey(x)}
 }
 
 func (rc *receiver) count() int {
@@ -85,12 +112,14 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 		return h, cancel, done
 	}
 	a, stopA, doneA := open()
-	rc := &receiver{seen: map[string]int{}, pub: a.s.Keys.Public(custody.Webhook), events: make(chan struct{}, 1)}
+	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, a.url), events: make(chan struct{}, 1)}
 	recvSrv := httptest.NewServer(rc)
 	defer recvSrv.Close()
 	root, created := a.rootOrg("Acme")
 	wantError(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
-		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}), http.StatusNotImplemented, 12, "not supported by Latchkey")
+		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}), http.StatusBadRequest, 3, "needs a chain provider")
+	wantError(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
+		"subscriptions": []any{map[string]any{"eventType": "PIZZA_UPDATES"}}}), http.StatusBadRequest, 3, "unknown event type")
 	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r"}))
 	l := root.query("list_webhook_endpoints", nil)
 	if l.str("webhookEndpoints", "0", "url") != recvSrv.URL || l.str("webhookEndpoints", "0", "isActive") != "true" {
@@ -136,5 +165,61 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 	}
 	if len(rc.bad) > 0 {
 		t.Fatalf("%d deliveries failed verification: %s", len(rc.bad), rc.bad[0])
+	}
+}
+
+// A parent organization's endpoint receives its sub-organizations' activities (the co-signing
+// pattern: a sub-organization's CONSENSUS_NEEDED reaches the parent's endpoint), with the
+// parent as X-Turnkey-Organization-Id and the sub-organization in the body.
+func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) { c.LoopbackWebhooks = true })
+	h.s.Webhooks.Poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, h.url), events: make(chan struct{}, 8), orgs: map[string]int{}}
+	recvSrv := httptest.NewServer(rc)
+	defer recvSrv.Close()
+	root, parent := h.rootOrg("Parent")
+	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "co-signer",
+		"subscriptions": []any{map[string]any{"eventType": "ACTIVITY_UPDATES"}}}))
+	// A sub-organization whose two root users must both approve.
+	priv1, pub1 := h.newKey()
+	_, pub2 := h.newKey()
+	user := func(name, pub string) map[string]any {
+		return map[string]any{"userName": name, "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}},
+			"authenticators": []any{}, "oauthProviders": []any{}}
+	}
+	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "end user",
+		"rootQuorumThreshold": 2, "rootUsers": []any{user("u1", pub1), user("u2", pub2)}})
+	mustOK(t, s)
+	subID := s.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
+	h.advance(time.Millisecond)
+	pending := h.client(subID, priv1).submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
+	if pending.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("want CONSENSUS_NEEDED: %s", pending.raw)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		rc.mu.Lock()
+		got := rc.orgs[parent.OrganizationID+" ACTIVITY_STATUS_CONSENSUS_NEEDED"]
+		rc.mu.Unlock()
+		if got == 1 {
+			break
+		}
+		select {
+		case <-rc.events:
+		case <-deadline:
+			t.Fatalf("the sub-organization's CONSENSUS_NEEDED did not reach the parent's endpoint: %v", rc.orgs)
+		}
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bad) > 0 {
+		t.Fatalf("a delivery failed the receiver's checks: %s", rc.bad[0])
+	}
+	if rc.seen[pending.str("activity", "id")] != 1 {
+		t.Fatalf("the sub-organization's activity was delivered %d times", rc.seen[pending.str("activity", "id")])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,8 +33,13 @@ const (
 	KindDelivery = "webhook_delivery"
 	// outboxOwner is the store owner of every delivery, so one listing finds them in order.
 	outboxOwner = "webhook-outbox"
-	// EventActivityUpdates is the one event type Latchkey emits.
-	EventActivityUpdates = "ACTIVITY_UPDATES"
+	// Event types (Turnkey's): activity status changes, organization-scoped (a parent's endpoints
+	// receive its sub-organizations' too); send status changes and balance changes, scoped to the
+	// top-level ("billing") organization.
+	EventActivityUpdates   = "ACTIVITY_UPDATES"
+	EventSendStatusUpdates = "SEND_TRANSACTION_STATUS_UPDATES"
+	EventBalanceConfirmed  = "BALANCE_CONFIRMED_UPDATES"
+	EventBalanceFinalized  = "BALANCE_FINALIZED_UPDATES"
 	// MaxEndpoints bounds an organization's endpoints.
 	MaxEndpoints = 20
 )
@@ -49,6 +56,17 @@ type Endpoint struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// KeyBalanceEndpoint marks the active endpoints subscribed to balance updates: the balance
+// follower asks the nodes for nothing while no endpoint carries it.
+const KeyBalanceEndpoint = "webhook_endpoint.balance"
+
+func (e *Endpoint) keys() []store.Key {
+	if e.Active && (slices.Contains(e.Events, EventBalanceConfirmed) || slices.Contains(e.Events, EventBalanceFinalized)) {
+		return []store.Key{{Name: KeyBalanceEndpoint, Value: "1"}}
+	}
+	return nil
+}
+
 func (e *Endpoint) toWire() wire.WebhookEndpointData {
 	subs := make([]wire.WebhookSubscriptionParams, 0, len(e.Events))
 	for _, ev := range e.Events {
@@ -58,10 +76,12 @@ func (e *Endpoint) toWire() wire.WebhookEndpointData {
 	return wire.WebhookEndpointData{EndpointId: e.ID, OrganizationId: e.OrgID, Url: e.URL, Name: e.Name, IsActive: e.Active, Subscriptions: subs}
 }
 
-// Delivery is one pending event for one endpoint.
+// Delivery is one pending event for one endpoint. Its id is the X-Turnkey-Event-Id header,
+// stable across retries; OrgID is the endpoint's organization (X-Turnkey-Organization-Id).
 type Delivery struct {
 	ID          string          `json:"id"`
 	OrgID       string          `json:"orgId"`
+	EventType   string          `json:"eventType,omitempty"` // "" in records written before event types: ACTIVITY_UPDATES
 	EndpointID  string          `json:"endpointId"`
 	URL         string          `json:"url"`
 	Body        json.RawMessage `json:"body"`
@@ -72,12 +92,13 @@ type Delivery struct {
 	CreatedAt   time.Time       `json:"createdAt"`
 }
 
-// Register adds the endpoint operations to reg.
-func Register(reg *activity.Registry, allowLoopback bool) {
-	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: createEndpoint(allowLoopback)})
-	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: updateEndpoint(allowLoopback)})
-	reg.Submit(activity.Operation{Path: "delete_webhook_endpoint", Access: activity.AccessRoot, Execute: deleteEndpoint})
-	reg.Query(activity.QueryOp{Path: "list_webhook_endpoints", Execute: listEndpoints})
+// Register adds the endpoint operations to reg. networks, when set, lists the networks that have
+// a chain provider (balance updates need one).
+func Register(reg *activity.Registry, allowLoopback bool, networks func() []string) {
+	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(createEndpoint(allowLoopback, networks))})
+	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(updateEndpoint(allowLoopback))})
+	reg.Submit(activity.Operation{Path: "delete_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(deleteEndpoint)})
+	reg.Query(activity.QueryOp{Path: "list_webhook_endpoints", Execute: activity.Query(listEndpoints)})
 }
 
 func checkURL(field, raw string, allowLoopback bool) error {
@@ -94,27 +115,45 @@ func checkURL(field, raw string, allowLoopback bool) error {
 	return nil
 }
 
-func createEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any, error) {
-	return func(x *activity.Exec, intent any) (any, error) {
-		in := intent.(*wire.CreateWebhookEndpointIntent)
+// checkEvent refuses an event type Latchkey does not emit, a billing-scoped one subscribed from a
+// sub-organization (as Turnkey does), and balance updates when no network has a provider
+// (networks lists those that have one).
+func checkEvent(o *directory.Organization, field, event string, networks func() []string) error {
+	switch event {
+	case EventActivityUpdates:
+		return nil
+	case EventSendStatusUpdates, EventBalanceConfirmed, EventBalanceFinalized:
+		if o.ParentID != "" {
+			return apierr.New(apierr.PermissionDenied, "PERMISSION_DENIED", "%s: %s endpoints are managed from the top-level (billing) organization, not a sub-organization", field, event)
+		}
+		if event != EventSendStatusUpdates && (networks == nil || len(networks()) == 0) {
+			return apierr.Invalid(field, "%s needs a chain provider: this server has no --chain-rpc, so no balances can be followed", event)
+		}
+		return nil
+	}
+	return apierr.Invalid(field, "unknown event type %q (ACTIVITY_UPDATES, SEND_TRANSACTION_STATUS_UPDATES, BALANCE_CONFIRMED_UPDATES or BALANCE_FINALIZED_UPDATES)", event)
+}
+
+func createEndpoint(allowLoopback bool, networks func() []string) func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
+	return func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
 		if err := checkURL("parameters.url", in.Url, allowLoopback); err != nil {
+			return nil, err
+		}
+		o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+		if err != nil {
 			return nil, err
 		}
 		events := []string{}
 		for i, s := range in.Subscriptions {
-			if s.EventType != EventActivityUpdates {
-				return nil, apierr.New(apierr.Unimplemented, "NOT_SUPPORTED", "parameters.subscriptions[%d].eventType: %s is not supported by Latchkey (only %s)", i, s.EventType, EventActivityUpdates)
+			if err := checkEvent(o, fmt.Sprintf("parameters.subscriptions[%d].eventType", i), s.EventType, networks); err != nil {
+				return nil, err
 			}
-			if s.IsActive == nil || *s.IsActive {
+			if (s.IsActive == nil || *s.IsActive) && !slices.Contains(events, s.EventType) {
 				events = append(events, s.EventType)
 			}
 		}
 		if len(in.Subscriptions) == 0 {
 			events = []string{EventActivityUpdates}
-		}
-		o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
-		if err != nil {
-			return nil, err
 		}
 		if o.WebhookEndpoints >= MaxEndpoints {
 			return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d webhook endpoints", MaxEndpoints)
@@ -123,7 +162,7 @@ func createEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any,
 		if e.Name == "" {
 			return nil, apierr.Required("parameters.name")
 		}
-		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e); err != nil {
+		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e, e.keys()...); err != nil {
 			return nil, err
 		}
 		o.WebhookEndpoints++
@@ -134,9 +173,8 @@ func createEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any,
 	}
 }
 
-func updateEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any, error) {
-	return func(x *activity.Exec, intent any) (any, error) {
-		in := intent.(*wire.UpdateWebhookEndpointIntent)
+func updateEndpoint(allowLoopback bool) func(x *activity.Exec, in *wire.UpdateWebhookEndpointIntent) (any, error) {
+	return func(x *activity.Exec, in *wire.UpdateWebhookEndpointIntent) (any, error) {
 		e, err := records.Load[Endpoint](x.Ctx, x.Tx, KindEndpoint, x.OrgID, in.EndpointId, "webhook endpoint")
 		if err != nil {
 			return nil, err
@@ -154,15 +192,14 @@ func updateEndpoint(allowLoopback bool) func(x *activity.Exec, intent any) (any,
 			e.Active = *in.IsActive
 		}
 		e.UpdatedAt = x.Now
-		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e); err != nil {
+		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e, e.keys()...); err != nil {
 			return nil, err
 		}
 		return wire.UpdateWebhookEndpointResult{EndpointId: e.ID, WebhookEndpoint: e.toWire()}, nil
 	}
 }
 
-func deleteEndpoint(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteWebhookEndpointIntent)
+func deleteEndpoint(x *activity.Exec, in *wire.DeleteWebhookEndpointIntent) (any, error) {
 	if _, err := records.Load[Endpoint](x.Ctx, x.Tx, KindEndpoint, x.OrgID, in.EndpointId, "webhook endpoint"); err != nil {
 		return nil, err
 	}
@@ -182,7 +219,7 @@ func deleteEndpoint(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteWebhookEndpointResult{EndpointId: in.EndpointId}, nil
 }
 
-func listEndpoints(q *activity.Read, _ any) (any, error) {
+func listEndpoints(q *activity.Read, _ *wire.ListWebhookEndpointsRequest) (any, error) {
 	es, err := records.List[Endpoint](q.Ctx, q.R, KindEndpoint, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -194,27 +231,45 @@ func listEndpoints(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-// Enqueue writes one delivery of the activity (its JSON) per active endpoint of org, in the
-// activity's transaction. Organizations without endpoints cost nothing.
+// Enqueue writes one ACTIVITY_UPDATES delivery of the activity per active endpoint of org and,
+// for a sub-organization, of its parent (Turnkey: "parent-owned endpoints receive events for the
+// parent and all sub-organizations"), in the activity's transaction. The body is the activity
+// itself, as get_activity returns it. Organizations without endpoints cost one lookup.
 func Enqueue(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
-	if org == nil || org.WebhookEndpoints == 0 {
+	if org == nil {
 		return nil
 	}
-	es, err := records.List[Endpoint](ctx, tx, KindEndpoint, org.ID, store.ListOptions{})
+	owners := []*directory.Organization{org}
+	if org.ParentID != "" {
+		parent, err := directory.LoadOrganization(ctx, tx, org.ParentID)
+		if err != nil {
+			return err
+		}
+		owners = append(owners, parent)
+	}
+	for _, o := range owners {
+		if err := EnqueueEvent(ctx, tx, o, EventActivityUpdates, now, activityJSON); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueEvent writes one delivery of body per active endpoint of owner subscribed to event, in
+// the caller's transaction.
+func EnqueueEvent(ctx context.Context, tx store.Tx, owner *directory.Organization, event string, now time.Time, body []byte) error {
+	if owner == nil || owner.WebhookEndpoints == 0 {
+		return nil
+	}
+	es, err := records.List[Endpoint](ctx, tx, KindEndpoint, owner.ID, store.ListOptions{})
 	if err != nil {
 		return err
 	}
 	for _, e := range es {
-		if !e.Active || len(e.Events) == 0 {
+		if !e.Active || !slices.Contains(e.Events, event) {
 			continue
 		}
-		d := &Delivery{ID: id.New(), OrgID: org.ID, EndpointID: e.ID, URL: e.URL, NextAttempt: now, CreatedAt: now}
-		body, err := json.Marshal(map[string]any{"type": EventActivityUpdates, "deliveryId": d.ID, "organizationId": org.ID,
-			"timestampMs": strconv.FormatInt(now.UnixMilli(), 10), "data": map[string]json.RawMessage{"activity": activityJSON}})
-		if err != nil {
-			return err
-		}
-		d.Body = body
+		d := &Delivery{ID: id.New(), OrgID: owner.ID, EventType: event, EndpointID: e.ID, URL: e.URL, NextAttempt: now, CreatedAt: now, Body: body}
 		if err := records.Save(ctx, tx, KindDelivery, d.ID, outboxOwner, now, now, d); err != nil {
 			return err
 		}
@@ -233,7 +288,11 @@ type Deliverer struct {
 	Poll time.Duration
 	// MaxAttempts bounds retries of one delivery.
 	MaxAttempts int
-	wake        chan struct{}
+	// Backlog, when set, is told how many deliveries wait after each round; Failed of each failed
+	// attempt (metrics).
+	Backlog func(n int)
+	Failed  func()
+	wake    chan struct{}
 }
 
 // Wake asks the deliverer to look at the outbox now (after an activity was enqueued).
@@ -291,6 +350,9 @@ func (d *Deliverer) round() int {
 		if err != nil {
 			return err
 		}
+		if d.Backlog != nil {
+			d.Backlog(len(ds))
+		}
 		for _, dl := range ds {
 			if len(due) >= 32 || dl.NextAttempt.After(now) || dl.LeaseUntil.After(now) {
 				continue
@@ -313,6 +375,9 @@ func (d *Deliverer) round() int {
 	}
 	for _, dl := range due {
 		err := d.send(ctx, dl)
+		if err != nil && d.Failed != nil {
+			d.Failed()
+		}
 		if uerr := d.Store.Update(ctx, func(tx store.Tx) error {
 			if err == nil || dl.Attempts >= d.MaxAttempts {
 				if err != nil {
@@ -363,6 +428,24 @@ func (d *Deliverer) send(ctx context.Context, dl *Delivery) error {
 	req.Header.Set("X-Latchkey-Delivery", dl.ID)
 	req.Header.Set("X-Latchkey-Timestamp", ts)
 	req.Header.Set("X-Latchkey-Signature", sig)
+	// Turnkey's delivery contract: routing headers and an Ed25519 signature over
+	// "v1.ed25519.<key id>.<timestamp ms>.<event id>.<raw body>" (verifyTurnkeyWebhookSignature).
+	event := dl.EventType
+	if event == "" {
+		event = EventActivityUpdates
+	}
+	tsMs := strconv.FormatInt(d.Now().UnixMilli(), 10)
+	_, kid := d.Keys.WebhookEd25519()
+	req.Header.Set("X-Turnkey-Organization-Id", dl.OrgID)
+	req.Header.Set("X-Turnkey-Event-Type", event)
+	req.Header.Set("X-Turnkey-Timestamp", tsMs)
+	req.Header.Set("X-Turnkey-Webhook-Version", "1")
+	req.Header.Set("X-Turnkey-Event-Id", dl.ID)
+	req.Header.Set("X-Turnkey-Signature-Key-Id", kid)
+	req.Header.Set("X-Turnkey-Signature-Algorithm", "ed25519")
+	req.Header.Set("X-Turnkey-Signature-Version", "v1")
+	signed := append([]byte("v1.ed25519."+kid+"."+tsMs+"."+dl.ID+"."), dl.Body...)
+	req.Header.Set("X-Turnkey-Signature", hex.EncodeToString(d.Keys.SignWebhook(signed)))
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		return err
@@ -377,4 +460,13 @@ func (d *Deliverer) send(ctx context.Context, dl *Delivery) error {
 // Digest is what a receiver verifies the signature against.
 func Digest(timestamp string, body []byte) [32]byte {
 	return sha256.Sum256(append([]byte(timestamp+"."), body...))
+}
+
+// JWKS is the webhook signing key as Turnkey publishes its own
+// (GET /public/v1/discovery/webhooks/jwks): receivers look the X-Turnkey-Signature-Key-Id up in it.
+func JWKS(keys *custody.ServerKeys) []byte {
+	pub, kid := keys.WebhookEd25519()
+	b, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kid": kid, "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
+		"x": base64.RawURLEncoding.EncodeToString(pub), "turnkey_signature_algorithm": "ed25519", "turnkey_signature_version": "v1"}}})
+	return b
 }

@@ -13,13 +13,12 @@ import (
 
 // Register adds the queries to reg.
 func Register(reg *activity.Registry) {
-	reg.Query(activity.QueryOp{Path: "get_activity", Execute: getActivity})
-	reg.Query(activity.QueryOp{Path: "list_activities", Execute: listActivities})
-	reg.Query(activity.QueryOp{Path: "list_app_proofs", Execute: listAppProofs})
+	reg.Query(activity.QueryOp{Path: "get_activity", Execute: activity.Query(getActivity)})
+	reg.Query(activity.QueryOp{Path: "list_activities", Execute: activity.Query(listActivities)})
+	reg.Query(activity.QueryOp{Path: "list_app_proofs", Execute: activity.Query(listAppProofs)})
 }
 
-func listAppProofs(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetAppProofsRequest)
+func listAppProofs(q *activity.Read, in *wire.GetAppProofsRequest) (any, error) {
 	a, err := q.R.GetActivity(q.Ctx, in.ActivityId)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.OrgID != q.OrgID) {
 		return nil, apierr.NotFoundf("activity not found: %s", in.ActivityId)
@@ -49,8 +48,7 @@ type activitiesResponse struct {
 	Activities []json.RawMessage `json:"activities"`
 }
 
-func getActivity(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetActivityRequest)
+func getActivity(q *activity.Read, in *wire.GetActivityRequest) (any, error) {
 	a, err := q.R.GetActivity(q.Ctx, in.ActivityId)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.OrgID != q.OrgID) {
 		return nil, apierr.NotFoundf("activity not found: %s", in.ActivityId)
@@ -61,8 +59,7 @@ func getActivity(q *activity.Read, req any) (any, error) {
 	return activityResponse{Activity: activity.RenderFor(a.Data, q.Caller)}, nil
 }
 
-func listActivities(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetActivitiesRequest)
+func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error) {
 	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", true)
 	if err != nil {
 		return nil, err

@@ -17,9 +17,9 @@ const MaxRules = 100
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: setAllowlist})
-	reg.Submit(activity.Operation{Path: "remove_ip_allowlist", Access: activity.AccessRoot, Execute: removeAllowlist})
-	reg.Query(activity.QueryOp{Path: "get_ip_allowlist", Execute: getAllowlist})
+	reg.Submit(activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(setAllowlist)})
+	reg.Submit(activity.Operation{Path: "remove_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(removeAllowlist)})
+	reg.Query(activity.QueryOp{Path: "get_ip_allowlist", Execute: activity.Query(getAllowlist)})
 }
 
 // keyByPublicKey finds an API key of orgID by its public key.
@@ -34,8 +34,7 @@ func keyByPublicKey(x *activity.Exec, field, pub string) (*directory.APIKey, err
 	return directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, ids[0])
 }
 
-func setAllowlist(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.SetIpAllowlistIntent)
+func setAllowlist(x *activity.Exec, in *wire.SetIpAllowlistIntent) (any, error) {
 	if len(in.Rules) > MaxRules {
 		return nil, apierr.Invalid("parameters.rules", "at most %d rules", MaxRules)
 	}
@@ -80,8 +79,7 @@ func setAllowlist(x *activity.Exec, intent any) (any, error) {
 	return wire.SetIpAllowlistResult{}, directory.SaveOrganization(x.Ctx, x.Tx, o)
 }
 
-func removeAllowlist(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.RemoveIpAllowlistIntent)
+func removeAllowlist(x *activity.Exec, in *wire.RemoveIpAllowlistIntent) (any, error) {
 	if in.PublicKey != "" {
 		k, err := keyByPublicKey(x, "parameters.publicKey", in.PublicKey)
 		if err != nil {
@@ -98,8 +96,7 @@ func removeAllowlist(x *activity.Exec, intent any) (any, error) {
 	return wire.RemoveIpAllowlistResult{}, directory.SaveOrganization(x.Ctx, x.Tx, o)
 }
 
-func getAllowlist(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetIpAllowlistRequest)
+func getAllowlist(q *activity.Read, in *wire.GetIpAllowlistRequest) (any, error) {
 	var l *directory.IPAllowlist
 	if in.PublicKey != "" {
 		ids, err := records.LookupIDs(q.Ctx, q.R, directory.KeyAPIKeyPublicKey, strings.ToLower(strings.TrimPrefix(in.PublicKey, "0x")), directory.KindAPIKey, q.OrgID)

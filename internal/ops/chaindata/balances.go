@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"math/big"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/rpc"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -35,8 +37,13 @@ type Deps struct {
 	Prices Prices
 	// SignSolana signs a Solana transaction with the key signWith names (wallets.Deps.SignSolana).
 	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
-	CacheTTL   time.Duration
-	cache      *balanceCache
+	// SignEthereum signs an unsigned Ethereum transaction with the key signWith names.
+	SignEthereum func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
+	CacheTTL     time.Duration
+	// Store records refused broadcasts (after the activity's commit); Log reports what fails there.
+	Store store.Store
+	Log   *slog.Logger
+	cache *balanceCache
 }
 
 // NewDeps returns the dependencies with a fresh cache.
@@ -49,12 +56,15 @@ func NewDeps(providers map[string]*rpc.Client, catalog Catalog, ttl time.Duratio
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d *Deps) {
-	reg.Query(activity.QueryOp{Path: "list_supported_assets", Execute: d.listAssets})
-	reg.Query(activity.QueryOp{Path: "get_wallet_address_balances", Execute: d.balances})
-	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: d.nonces})
-	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: d.status})
-	reg.Submit(activity.Operation{Path: "eth_send_raw_transaction", Access: activity.AccessRoot, Execute: d.sendRaw})
-	reg.Submit(activity.Operation{Path: "sol_send_transaction", Access: activity.AccessRoot, Execute: d.solSend})
+	reg.Query(activity.QueryOp{Path: "list_supported_assets", Execute: activity.Query(d.listAssets)})
+	reg.Query(activity.QueryOp{Path: "get_wallet_address_balances", Execute: activity.Query(d.balances)})
+	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: activity.Query(d.nonces)})
+	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: activity.Query(d.status)})
+	reg.Submit(activity.Operation{Path: "eth_send_raw_transaction", Access: activity.AccessRoot, Execute: activity.On(d.sendRaw)})
+	ethSends := []any{(*wire.EthSendTransactionIntentV2)(nil), (*wire.EthSendTransactionIntent)(nil)}
+	reg.Submit(activity.Operation{Path: "eth_send_transaction", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareEthSend, ethSends...),
+		Execute: activity.OnAny(d.ethSendExecute, ethSends...), PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...)})
+	reg.Submit(activity.Operation{Path: "sol_send_transaction", Access: activity.AccessRoot, Execute: activity.OnAny(d.solSend, (*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil))})
 }
 
 func (d *Deps) provider(caip2 string) (*rpc.Client, error) {
@@ -76,8 +86,7 @@ func rpcError(err error) error {
 	return apierr.Internalf(err, "chain provider")
 }
 
-func (d *Deps) listAssets(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.ListSupportedAssetsRequest)
+func (d *Deps) listAssets(q *activity.Read, in *wire.ListSupportedAssetsRequest) (any, error) {
 	n, err := checkNetwork("caip2", in.Caip2, true)
 	if err != nil {
 		return nil, err
@@ -121,8 +130,7 @@ func checkAddressFor(field, caip2, addr string) error {
 	return nil
 }
 
-func (d *Deps) balances(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetWalletAddressBalancesRequest)
+func (d *Deps) balances(q *activity.Read, in *wire.GetWalletAddressBalancesRequest) (any, error) {
 	n, err := checkNetwork("caip2", in.Caip2, true)
 	if err != nil {
 		return nil, err

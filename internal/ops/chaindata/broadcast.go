@@ -1,8 +1,10 @@
 package chaindata
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -21,18 +23,71 @@ import (
 const (
 	KindSend   = "send_transaction"
 	keySendTxn = "send_transaction.hash"
+	// keySendFollowed marks the sends whose final status is not known yet (the follower's list).
+	keySendFollowed = "send_transaction.followed"
 )
 
 // OwnedKinds are the record kinds an organization owns here.
 var OwnedKinds = []string{KindSend, KindGrant}
 
-// Send is a sent transaction.
+// Send is a sent transaction. It is recorded in the activity's transaction and broadcast
+// once that commits (never inside it: broadcast is network I/O, and a transaction may be
+// rolled back or run again); a node's refusal is recorded as BroadcastError, which
+// get_send_transaction_status reports as FAILED.
 type Send struct {
-	ID        string    `json:"id"`
-	OrgID     string    `json:"orgId"`
-	Caip2     string    `json:"caip2"`
-	TxHash    string    `json:"txHash"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID             string    `json:"id"`
+	OrgID          string    `json:"orgId"`
+	Caip2          string    `json:"caip2"`
+	TxHash         string    `json:"txHash"`
+	BroadcastError string    `json:"broadcastError,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	// ActivityID is the activity that sent it; Final is the last status reported to webhooks
+	// (INCLUDED or FAILED; "" while the follower still watches it).
+	ActivityID string `json:"activityId,omitempty"`
+	Final      string `json:"final,omitempty"`
+}
+
+// keys are the send's lookup keys: its hash, and, until it is final, the followed mark.
+func (s *Send) keys() []store.Key {
+	ks := []store.Key{{Name: keySendTxn, Value: s.TxHash}}
+	if s.Final == "" {
+		ks = append(ks, store.Key{Name: keySendFollowed, Value: "1"})
+	}
+	return ks
+}
+
+// record writes a send in the activity's transaction and broadcasts it after commit with
+// method and params; a refusal is kept on the record.
+func (d *Deps) record(x *activity.Exec, s *Send, c *rpc.Client, method string, params []any) error {
+	s.ActivityID = x.ActivityID
+	if err := records.Save(x.Ctx, x.Tx, KindSend, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, s.keys()...); err != nil {
+		return err
+	}
+	if err := d.statusEvent(x.Ctx, x.Tx, s, "BROADCASTING", nil, x.Now); err != nil {
+		return err
+	}
+	x.AfterCommit(func(ctx context.Context) {
+		var ignored json.RawMessage
+		err := c.Call(ctx, method, params, &ignored)
+		if err == nil {
+			return
+		}
+		s.BroadcastError = "the node refused the transaction: " + err.Error()
+		if !errors.As(err, new(*rpc.Error)) {
+			s.BroadcastError = "the transaction could not be sent: " + err.Error()
+		}
+		if uerr := d.Store.Update(ctx, func(tx store.Tx) error {
+			now := time.Now().UTC()
+			s.Final = StatusFailed
+			if err := records.Save(ctx, tx, KindSend, s.ID, s.OrgID, s.CreatedAt, now, s, s.keys()...); err != nil {
+				return err
+			}
+			return d.statusEvent(ctx, tx, s, StatusFailed, &wire.TxError{Message: s.BroadcastError}, now)
+		}); uerr != nil && d.Log != nil {
+			d.Log.Error("chaindata: recording a refused broadcast", "network", s.Caip2, "err", uerr)
+		}
+	})
+	return nil
 }
 
 // Transaction statuses (what @turnkey/core's pollTransactionStatus reads).
@@ -45,8 +100,7 @@ const (
 const maxSignedTx = 128 << 10
 
 // sendRaw sends a signed EVM transaction to the node of its network.
-func (d *Deps) sendRaw(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.EthSendRawTransactionIntent)
+func (d *Deps) sendRaw(x *activity.Exec, in *wire.EthSendRawTransactionIntent) (any, error) {
 	n, err := checkNetwork("parameters.caip2", in.Caip2, false)
 	if err != nil {
 		return nil, err
@@ -74,15 +128,8 @@ func (d *Deps) sendRaw(x *activity.Exec, intent any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var hash string
-	if err := c.Call(x.Ctx, "eth_sendRawTransaction", []any{"0x" + hex.EncodeToString(raw)}, &hash); err != nil {
-		return nil, rpcError(err)
-	}
-	if !strings.EqualFold(hash, tx.Hash().Hex()) {
-		hash = tx.Hash().Hex()
-	}
-	s := &Send{ID: id.New(), OrgID: x.OrgID, Caip2: n, TxHash: strings.ToLower(hash), CreatedAt: x.Now}
-	if err := records.Save(x.Ctx, x.Tx, KindSend, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, store.Key{Name: keySendTxn, Value: s.TxHash}); err != nil {
+	s := &Send{ID: id.New(), OrgID: x.OrgID, Caip2: n, TxHash: strings.ToLower(tx.Hash().Hex()), CreatedAt: x.Now}
+	if err := d.record(x, s, c, "eth_sendRawTransaction", []any{"0x" + hex.EncodeToString(raw)}); err != nil {
 		return nil, err
 	}
 	return wire.EthSendRawTransactionResult{TransactionHash: s.TxHash}, nil
@@ -90,8 +137,7 @@ func (d *Deps) sendRaw(x *activity.Exec, intent any) (any, error) {
 
 // status follows a sent transaction: its status id, or (for eth_send_raw_transaction, which
 // answers with the hash only) its transaction hash.
-func (d *Deps) status(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetSendTransactionStatusRequest)
+func (d *Deps) status(q *activity.Read, in *wire.GetSendTransactionStatusRequest) (any, error) {
 	if in.SendTransactionStatusId == "" {
 		return nil, apierr.Required("sendTransactionStatusId")
 	}
@@ -105,19 +151,34 @@ func (d *Deps) status(q *activity.Read, req any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.chainStatus(q.Ctx, s)
+}
+
+// chainStatus is a send's status: FAILED with the node's words when the broadcast was refused,
+// otherwise what the node says now.
+func (d *Deps) chainStatus(ctx context.Context, s *Send) (wire.GetSendTransactionStatusResponse, error) {
+	if s.BroadcastError != "" {
+		out := wire.GetSendTransactionStatusResponse{TxStatus: StatusFailed, TxError: s.BroadcastError, Error: &wire.TxError{Message: s.BroadcastError}}
+		if isSolana(s.Caip2) {
+			out.Solana = &wire.SolanaSendTransactionStatus{Signature: s.TxHash}
+		} else {
+			out.Eth = &wire.EthSendTransactionStatus{TxHash: s.TxHash}
+		}
+		return out, nil
+	}
 	c, err := d.provider(s.Caip2)
 	if err != nil {
-		return nil, err
+		return wire.GetSendTransactionStatusResponse{}, err
 	}
 	if isSolana(s.Caip2) {
-		return solanaStatus(q, c, s)
+		return solanaStatus(ctx, c, s)
 	}
 	var receipt *struct {
 		Status      string `json:"status"`
 		BlockNumber string `json:"blockNumber"`
 	}
-	if err := c.Call(q.Ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &receipt); err != nil {
-		return nil, rpcError(err)
+	if err := c.Call(ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &receipt); err != nil {
+		return wire.GetSendTransactionStatusResponse{}, rpcError(err)
 	}
 	out := wire.GetSendTransactionStatusResponse{TxStatus: StatusPending, Eth: &wire.EthSendTransactionStatus{TxHash: s.TxHash}}
 	switch {
@@ -133,15 +194,15 @@ func (d *Deps) status(q *activity.Read, req any) (any, error) {
 }
 
 // solanaStatus reads a Solana transaction's status with getSignatureStatuses.
-func solanaStatus(q *activity.Read, c *rpc.Client, s *Send) (any, error) {
+func solanaStatus(ctx context.Context, c *rpc.Client, s *Send) (wire.GetSendTransactionStatusResponse, error) {
 	var st struct {
 		Value []*struct {
 			ConfirmationStatus string          `json:"confirmationStatus"`
 			Err                json.RawMessage `json:"err"`
 		} `json:"value"`
 	}
-	if err := c.Call(q.Ctx, "getSignatureStatuses", []any{[]string{s.TxHash}, map[string]bool{"searchTransactionHistory": true}}, &st); err != nil {
-		return nil, rpcError(err)
+	if err := c.Call(ctx, "getSignatureStatuses", []any{[]string{s.TxHash}, map[string]bool{"searchTransactionHistory": true}}, &st); err != nil {
+		return wire.GetSendTransactionStatusResponse{}, rpcError(err)
 	}
 	out := wire.GetSendTransactionStatusResponse{TxStatus: StatusPending, Solana: &wire.SolanaSendTransactionStatus{Signature: s.TxHash}}
 	if len(st.Value) == 0 || st.Value[0] == nil {
@@ -160,8 +221,7 @@ func solanaStatus(q *activity.Read, c *rpc.Client, s *Send) (any, error) {
 }
 
 // nonces reads an address's next nonce (pending) from the node.
-func (d *Deps) nonces(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetNoncesRequest)
+func (d *Deps) nonces(q *activity.Read, in *wire.GetNoncesRequest) (any, error) {
 	n, err := checkNetwork("caip2", in.Caip2, false)
 	if err != nil {
 		return nil, err

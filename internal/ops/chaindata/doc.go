@@ -20,8 +20,10 @@
 //   - sol_send_transaction: signed with the named accounts (wallets.Deps.SignSolana), sent with
 //     sendTransaction, followed with getSignatureStatuses.
 //
-// Broadcasting happens inside the activity's transaction (the store waits on the node, bounded
-// by the provider timeout): an activity that says a transaction was sent means it was.
-// Sponsored (gas station) sends and eth_send_transaction (which would build, sign and sponsor)
-// answer "not supported".
+// A send is recorded in the activity's transaction and broadcast once it commits (never inside
+// it: broadcasting is network I/O, and a transaction may roll back or run again); a node's
+// refusal is kept on the record, and get_send_transaction_status reports the send FAILED with the
+// node's words. eth_send_transaction (ethsend.go) builds, signs and sends one unsponsored
+// EIP-1559 transaction, asking the provider for what the caller left out before the transaction.
+// Sponsored (gas station) sends answer "not supported".
 package chaindata

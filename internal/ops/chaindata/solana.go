@@ -12,8 +12,6 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/solana"
 	"github.com/latchkey/latchkey/internal/id"
-	"github.com/latchkey/latchkey/internal/records"
-	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -75,12 +73,16 @@ func (d *Deps) solSend(x *activity.Exec, intent any) (any, error) {
 			return nil, err
 		}
 	}
-	var sig string
-	if err := c.Call(x.Ctx, "sendTransaction", []any{base64.StdEncoding.EncodeToString(raw), map[string]string{"encoding": "base64"}}, &sig); err != nil {
-		return nil, rpcError(err)
+	signed, err := solana.ParseTransaction(raw)
+	if err != nil {
+		return nil, apierr.Internalf(err, "reading the signed transaction")
+	}
+	sig, err := signed.FirstSignature()
+	if err != nil {
+		return nil, apierr.Invalid(f, "%v", err)
 	}
 	s := &Send{ID: id.New(), OrgID: x.OrgID, Caip2: n, TxHash: sig, CreatedAt: x.Now}
-	if err := records.Save(x.Ctx, x.Tx, KindSend, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, store.Key{Name: keySendTxn, Value: s.TxHash}); err != nil {
+	if err := d.record(x, s, c, "sendTransaction", []any{base64.StdEncoding.EncodeToString(raw), map[string]string{"encoding": "base64"}}); err != nil {
 		return nil, err
 	}
 	if _, ok := intent.(*wire.SolSendTransactionIntentV2); ok {

@@ -27,18 +27,18 @@ const MaxSessionSeconds = login.MaxSessionSeconds
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_api_keys", Access: activity.AccessSelf, Execute: d.createAPIKeys, SelfUser: intentUser})
-	reg.Submit(activity.Operation{Path: "delete_api_keys", Access: activity.AccessSelf, Execute: deleteAPIKeys, SelfUser: intentUser})
-	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: d.createAuthenticators, SelfUser: intentUser})
-	reg.Submit(activity.Operation{Path: "delete_authenticators", Access: activity.AccessSelf, Execute: deleteAuthenticators, SelfUser: intentUser})
-	reg.Submit(activity.Operation{Path: "create_read_write_session", Access: activity.AccessSelf, Execute: d.createReadWriteSession, SelfUser: sessionUser})
+	reg.Submit(activity.Operation{Path: "create_api_keys", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAPIKeys, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_api_keys", Access: activity.AccessSelf, Execute: activity.On(deleteAPIKeys), SelfUser: activity.UserAny(intentUser, (*wire.DeleteApiKeysIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAuthenticators, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_authenticators", Access: activity.AccessSelf, Execute: activity.On(deleteAuthenticators), SelfUser: activity.UserAny(intentUser, (*wire.DeleteAuthenticatorsIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_read_write_session", Access: activity.AccessSelf, Execute: activity.OnAny(d.createReadWriteSession, (*wire.CreateReadWriteSessionIntentV2)(nil), (*wire.CreateReadWriteSessionIntent)(nil)), SelfUser: activity.UserAny(sessionUser, (*wire.CreateReadWriteSessionIntentV2)(nil), (*wire.CreateReadWriteSessionIntent)(nil))})
 
-	reg.Submit(activity.Operation{Path: "create_read_only_session", Access: activity.AccessAnyUser, Execute: createReadOnlySession})
+	reg.Submit(activity.Operation{Path: "create_read_only_session", Access: activity.AccessAnyUser, Execute: activity.OnAny(createReadOnlySession, (*wire.CreateReadOnlySessionIntent)(nil))})
 
-	reg.Query(activity.QueryOp{Path: "get_api_key", Execute: getAPIKey})
-	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: getAPIKeys})
-	reg.Query(activity.QueryOp{Path: "get_authenticator", Execute: getAuthenticator})
-	reg.Query(activity.QueryOp{Path: "get_authenticators", Execute: getAuthenticators})
+	reg.Query(activity.QueryOp{Path: "get_api_key", Execute: activity.Query(getAPIKey)})
+	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: activity.Query(getAPIKeys)})
+	reg.Query(activity.QueryOp{Path: "get_authenticator", Execute: activity.Query(getAuthenticator)})
+	reg.Query(activity.QueryOp{Path: "get_authenticators", Execute: activity.Query(getAuthenticators)})
 }
 
 // intentUser is the userId member of a credential intent.
@@ -96,8 +96,7 @@ func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateApiKeysResult{ApiKeyIds: ids}, nil
 }
 
-func deleteAPIKeys(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteApiKeysIntent)
+func deleteAPIKeys(x *activity.Exec, in *wire.DeleteApiKeysIntent) (any, error) {
 	if len(in.ApiKeyIds) == 0 {
 		return nil, apierr.Invalid("parameters.apiKeyIds", "at least one API key id is required")
 	}
@@ -144,8 +143,7 @@ func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateAuthenticatorsResult{AuthenticatorIds: ids}, nil
 }
 
-func deleteAuthenticators(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteAuthenticatorsIntent)
+func deleteAuthenticators(x *activity.Exec, in *wire.DeleteAuthenticatorsIntent) (any, error) {
 	if len(in.AuthenticatorIds) == 0 {
 		return nil, apierr.Invalid("parameters.authenticatorIds", "at least one authenticator id is required")
 	}
@@ -238,8 +236,7 @@ func (d Deps) createReadWriteSession(x *activity.Exec, intent any) (any, error) 
 	return res, nil
 }
 
-func getAPIKey(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetApiKeyRequest)
+func getAPIKey(q *activity.Read, in *wire.GetApiKeyRequest) (any, error) {
 	k, err := directory.LoadAPIKey(q.Ctx, q.R, q.OrgID, in.ApiKeyId)
 	if err != nil {
 		return nil, err
@@ -247,8 +244,7 @@ func getAPIKey(q *activity.Read, req any) (any, error) {
 	return wire.GetApiKeyResponse{ApiKey: k.ToWire()}, nil
 }
 
-func getAPIKeys(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetApiKeysRequest)
+func getAPIKeys(q *activity.Read, in *wire.GetApiKeysRequest) (any, error) {
 	var users []*directory.User
 	if in.UserId != "" {
 		u, err := directory.LoadUser(q.Ctx, q.R, q.OrgID, in.UserId)
@@ -275,8 +271,7 @@ func getAPIKeys(q *activity.Read, req any) (any, error) {
 	return out, nil
 }
 
-func getAuthenticator(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetAuthenticatorRequest)
+func getAuthenticator(q *activity.Read, in *wire.GetAuthenticatorRequest) (any, error) {
 	a, err := directory.LoadAuthenticator(q.Ctx, q.R, q.OrgID, in.AuthenticatorId)
 	if err != nil {
 		return nil, err
@@ -284,8 +279,7 @@ func getAuthenticator(q *activity.Read, req any) (any, error) {
 	return wire.GetAuthenticatorResponse{Authenticator: a.ToWire()}, nil
 }
 
-func getAuthenticators(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetAuthenticatorsRequest)
+func getAuthenticators(q *activity.Read, in *wire.GetAuthenticatorsRequest) (any, error) {
 	if _, err := directory.LoadUser(q.Ctx, q.R, q.OrgID, in.UserId); err != nil {
 		return nil, err
 	}

@@ -58,12 +58,12 @@ func Register(reg *activity.Registry) {
 		}
 		return ""
 	}
-	reg.Submit(activity.Operation{Path: "create_mfa_policy", Access: activity.AccessSelf, SelfUser: self, Execute: create})
-	reg.Submit(activity.Operation{Path: "update_mfa_policy", Access: activity.AccessSelf, SelfUser: self, Execute: update})
-	reg.Submit(activity.Operation{Path: "delete_mfa_policy", Access: activity.AccessSelf, SelfUser: self, Execute: remove})
-	reg.Query(activity.QueryOp{Path: "get_mfa_policy", Execute: get})
-	reg.Query(activity.QueryOp{Path: "get_mfa_policies", Execute: list})
-	reg.Query(activity.QueryOp{Path: "get_mfa_status", Execute: status})
+	reg.Submit(activity.Operation{Path: "create_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.CreateMfaPolicyIntent)(nil)), Execute: activity.On(create)})
+	reg.Submit(activity.Operation{Path: "update_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.UpdateMfaPolicyIntent)(nil)), Execute: activity.On(update)})
+	reg.Submit(activity.Operation{Path: "delete_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.DeleteMfaPolicyIntent)(nil)), Execute: activity.On(remove)})
+	reg.Query(activity.QueryOp{Path: "get_mfa_policy", Execute: activity.Query(get)})
+	reg.Query(activity.QueryOp{Path: "get_mfa_policies", Execute: activity.Query(list)})
+	reg.Query(activity.QueryOp{Path: "get_mfa_status", Execute: activity.Query(status)})
 }
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }
@@ -136,8 +136,7 @@ func save(x *activity.Exec, p *Policy) error {
 	return records.Save(x.Ctx, x.Tx, KindMFAPolicy, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p, store.Key{Name: KeyUser, Value: p.UserID})
 }
 
-func create(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateMfaPolicyIntent)
+func create(x *activity.Exec, in *wire.CreateMfaPolicyIntent) (any, error) {
 	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, in.UserId)
 	if err != nil {
 		return nil, apierr.NotFoundf("parameters.userId: user not found: %s", in.UserId)
@@ -153,6 +152,9 @@ func create(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.order", "must be 0 or more")
 	}
 	if p.Steps, err = checkSteps(x, u, "parameters.requiredAuthenticationMethods", in.RequiredAuthenticationMethods); err != nil {
+		return nil, err
+	}
+	if err := x.Tx.Lock(x.Ctx, "mfa_policies\x00"+u.ID); err != nil {
 		return nil, err
 	}
 	existing, err := userPolicies(x.Ctx, x.Tx, x.OrgID, u.ID)
@@ -179,8 +181,7 @@ func load(ctx context.Context, r store.Reader, orgID, userID, policyID string) (
 	return p, nil
 }
 
-func update(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateMfaPolicyIntent)
+func update(x *activity.Exec, in *wire.UpdateMfaPolicyIntent) (any, error) {
 	p, err := load(x.Ctx, x.Tx, x.OrgID, in.UserId, in.MfaPolicyId)
 	if err != nil {
 		return nil, err
@@ -221,8 +222,7 @@ func update(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateMfaPolicyResult{MfaPolicyId: p.ID}, nil
 }
 
-func remove(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteMfaPolicyIntent)
+func remove(x *activity.Exec, in *wire.DeleteMfaPolicyIntent) (any, error) {
 	p, err := load(x.Ctx, x.Tx, x.OrgID, in.UserId, in.MfaPolicyId)
 	if err != nil {
 		return nil, err
@@ -254,8 +254,7 @@ func (p *Policy) toWire() wire.MfaPolicy {
 		Order: p.Order, Notes: p.Notes, CreatedAt: directory.Timestamp(p.CreatedAt), UpdatedAt: directory.Timestamp(p.UpdatedAt)}
 }
 
-func get(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetMfaPolicyRequest)
+func get(q *activity.Read, in *wire.GetMfaPolicyRequest) (any, error) {
 	p, err := load(q.Ctx, q.R, q.OrgID, in.UserId, in.MfaPolicyId)
 	if err != nil {
 		return nil, err
@@ -263,8 +262,7 @@ func get(q *activity.Read, req any) (any, error) {
 	return wire.GetMfaPolicyResponse{MfaPolicy: p.toWire()}, nil
 }
 
-func list(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetMfaPoliciesRequest)
+func list(q *activity.Read, in *wire.GetMfaPoliciesRequest) (any, error) {
 	ps, err := userPolicies(q.Ctx, q.R, q.OrgID, in.UserId)
 	if err != nil {
 		return nil, err
@@ -276,8 +274,7 @@ func list(q *activity.Read, req any) (any, error) {
 	return out, nil
 }
 
-func status(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetMfaStatusRequest)
+func status(q *activity.Read, in *wire.GetMfaStatusRequest) (any, error) {
 	if act, err := q.R.GetActivity(q.Ctx, in.ActivityId); err != nil || act.OrgID != q.OrgID {
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			return nil, apierr.NotFoundf("activity not found: %s", in.ActivityId)

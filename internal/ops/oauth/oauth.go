@@ -59,20 +59,29 @@ type Deps struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "oauth_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.oauthLogin})
-	reg.Submit(activity.Operation{Path: "oauth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.oauth})
-	reg.Submit(activity.Operation{Path: "create_oauth_providers", Access: activity.AccessSelf, Execute: d.createProviders,
-		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.CreateOauthProvidersIntent).UserId }})
-	reg.Submit(activity.Operation{Path: "delete_oauth_providers", Access: activity.AccessSelf, Execute: deleteProviders,
-		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.DeleteOauthProvidersIntent).UserId }})
-	reg.Query(activity.QueryOp{Path: "get_oauth_providers", Execute: getProviders})
-	reg.Submit(activity.Operation{Path: "create_oauth2_credential", Access: activity.AccessRoot, Execute: createCredential})
-	reg.Submit(activity.Operation{Path: "update_oauth2_credential", Access: activity.AccessRoot, Execute: updateCredential})
-	reg.Submit(activity.Operation{Path: "delete_oauth2_credential", Access: activity.AccessRoot, Execute: deleteCredential})
-	reg.Query(activity.QueryOp{Path: "get_oauth2_credential", Execute: getCredential})
-	reg.Query(activity.QueryOp{Path: "list_oauth2_credentials", Execute: listCredentials})
+	reg.Submit(activity.Operation{Path: "oauth_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauthLogin)})
+	reg.Submit(activity.Operation{Path: "oauth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauth)})
+	reg.Submit(activity.Operation{Path: "create_oauth_providers", Access: activity.AccessSelf,
+		Execute: activity.Versions(activity.On(d.createProvidersV2), activity.On(d.createProviders)),
+		SelfUser: activity.UserAny(func(_ *activity.Exec, in any) string {
+			switch in := in.(type) {
+			case *wire.CreateOauthProvidersIntentV2:
+				return in.UserId
+			case *wire.CreateOauthProvidersIntent:
+				return in.UserId
+			}
+			return ""
+		}, (*wire.CreateOauthProvidersIntentV2)(nil), (*wire.CreateOauthProvidersIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_oauth_providers", Access: activity.AccessSelf, Execute: activity.On(deleteProviders),
+		SelfUser: activity.User(func(_ *activity.Exec, in *wire.DeleteOauthProvidersIntent) string { return in.UserId })})
+	reg.Query(activity.QueryOp{Path: "get_oauth_providers", Execute: activity.Query(getProviders)})
+	reg.Submit(activity.Operation{Path: "create_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(createCredential)})
+	reg.Submit(activity.Operation{Path: "update_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(updateCredential)})
+	reg.Submit(activity.Operation{Path: "delete_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(deleteCredential)})
+	reg.Query(activity.QueryOp{Path: "get_oauth2_credential", Execute: activity.Query(getCredential)})
+	reg.Query(activity.QueryOp{Path: "list_oauth2_credentials", Execute: activity.Query(listCredentials)})
 	reg.Submit(activity.Operation{Path: "oauth2_authenticate", Access: activity.AccessRoot, ParentMayWrite: true,
-		Prepare: d.exchange, Execute: d.authenticate, Redact: redactAuthenticate})
+		Prepare: activity.On(d.exchange), Execute: activity.On(d.authenticate), Redact: activity.Redactor(redactAuthenticate)})
 }
 
 // verified checks token (with the nonce of publicKey) and returns the one user of the
@@ -102,8 +111,7 @@ func verified(x *activity.Exec, token, publicKey, keyField string) (*directory.U
 	return nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%d users of organization %s have this OAuth identity; cannot tell which one logs in", len(ps), x.OrgID)
 }
 
-func (d Deps) oauthLogin(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.OauthLoginIntent)
+func (d Deps) oauthLogin(x *activity.Exec, in *wire.OauthLoginIntent) (any, error) {
 	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err
@@ -120,8 +128,7 @@ func (d Deps) oauthLogin(x *activity.Exec, intent any) (any, error) {
 	return wire.OauthLoginResult{Session: tok}, nil
 }
 
-func (d Deps) oauth(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.OauthIntent)
+func (d Deps) oauth(x *activity.Exec, in *wire.OauthIntent) (any, error) {
 	u, err := verified(x, in.OidcToken, in.TargetPublicKey, "parameters.targetPublicKey")
 	if err != nil {
 		return nil, err
@@ -136,18 +143,27 @@ func (d Deps) oauth(x *activity.Exec, intent any) (any, error) {
 
 // ---- providers linked to users ----
 
-func (d Deps) createProviders(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateOauthProvidersIntent)
-	if len(in.OauthProviders) == 0 {
+// createProvidersV2 is ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2, the version the swagger lists:
+// its providers may carry an oidcClaims instead of a token (directory.OAuthV2).
+func (d Deps) createProvidersV2(x *activity.Exec, in *wire.CreateOauthProvidersIntentV2) (any, error) {
+	return d.addProviders(x, in.UserId, directory.OAuthV2("parameters.oauthProviders", in.OauthProviders))
+}
+
+func (d Deps) createProviders(x *activity.Exec, in *wire.CreateOauthProvidersIntent) (any, error) {
+	return d.addProviders(x, in.UserId, directory.OAuthV1("parameters.oauthProviders", in.OauthProviders))
+}
+
+func (d Deps) addProviders(x *activity.Exec, userID string, specs []directory.OAuthSpec) (any, error) {
+	if len(specs) == 0 {
 		return nil, apierr.Invalid("parameters.oauthProviders", "at least one provider is required")
 	}
-	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, in.UserId)
+	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, userID)
 	if err != nil {
 		return nil, err
 	}
 	env := d.Env(x)
 	out := wire.CreateOauthProvidersResult{ProviderIds: []string{}}
-	for _, spec := range directory.OAuthV1("parameters.oauthProviders", in.OauthProviders) {
+	for _, spec := range specs {
 		p, err := directory.CreateOAuthProvider(x.Ctx, x.Tx, env, u, spec)
 		if err != nil {
 			return nil, err
@@ -157,8 +173,7 @@ func (d Deps) createProviders(x *activity.Exec, intent any) (any, error) {
 	return out, nil
 }
 
-func deleteProviders(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteOauthProvidersIntent)
+func deleteProviders(x *activity.Exec, in *wire.DeleteOauthProvidersIntent) (any, error) {
 	if len(in.ProviderIds) == 0 {
 		return nil, apierr.Invalid("parameters.providerIds", "at least one provider id is required")
 	}
@@ -184,8 +199,7 @@ func deleteProviders(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteOauthProvidersResult{ProviderIds: in.ProviderIds}, nil
 }
 
-func getProviders(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetOauthProvidersRequest)
+func getProviders(q *activity.Read, in *wire.GetOauthProvidersRequest) (any, error) {
 	userID := in.UserId
 	if userID == "" {
 		userID = q.Caller.User.ID
@@ -239,8 +253,7 @@ func saveCredential(ctx context.Context, tx store.Tx, c *Credential) error {
 	return records.Save(ctx, tx, KindCredential, c.ID, c.OrgID, c.CreatedAt, c.UpdatedAt, c)
 }
 
-func createCredential(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateOauth2CredentialIntent)
+func createCredential(x *activity.Exec, in *wire.CreateOauth2CredentialIntent) (any, error) {
 	if n, err := x.Tx.Count(x.Ctx, KindCredential, x.OrgID, MaxCredentialsPerOrg); err != nil {
 		return nil, apierr.Internalf(err, "counting OAuth 2.0 credentials")
 	} else if n >= MaxCredentialsPerOrg {
@@ -260,8 +273,7 @@ func loadCredential(ctx context.Context, r store.Reader, orgID, id string) (*Cre
 	return records.Load[Credential](ctx, r, KindCredential, orgID, id, "OAuth 2.0 credential")
 }
 
-func updateCredential(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateOauth2CredentialIntent)
+func updateCredential(x *activity.Exec, in *wire.UpdateOauth2CredentialIntent) (any, error) {
 	c, err := loadCredential(x.Ctx, x.Tx, x.OrgID, in.Oauth2CredentialId)
 	if err != nil {
 		return nil, err
@@ -275,8 +287,7 @@ func updateCredential(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateOauth2CredentialResult{Oauth2CredentialId: c.ID}, nil
 }
 
-func deleteCredential(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteOauth2CredentialIntent)
+func deleteCredential(x *activity.Exec, in *wire.DeleteOauth2CredentialIntent) (any, error) {
 	c, err := loadCredential(x.Ctx, x.Tx, x.OrgID, in.Oauth2CredentialId)
 	if err != nil {
 		return nil, err
@@ -287,8 +298,7 @@ func deleteCredential(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteOauth2CredentialResult{Oauth2CredentialId: c.ID}, nil
 }
 
-func getCredential(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetOauth2CredentialRequest)
+func getCredential(q *activity.Read, in *wire.GetOauth2CredentialRequest) (any, error) {
 	c, err := loadCredential(q.Ctx, q.R, q.OrgID, in.Oauth2CredentialId)
 	if err != nil {
 		return nil, err
@@ -296,7 +306,7 @@ func getCredential(q *activity.Read, req any) (any, error) {
 	return wire.GetOauth2CredentialResponse{Oauth2Credential: c.toWire()}, nil
 }
 
-func listCredentials(q *activity.Read, _ any) (any, error) {
+func listCredentials(q *activity.Read, _ *wire.ListOauth2CredentialsRequest) (any, error) {
 	cs, err := records.List[Credential](q.Ctx, q.R, KindCredential, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err

@@ -15,16 +15,15 @@ import (
 // or sign up with it.
 const TokenLifetime = 10 * time.Minute
 
-func redactAuthenticate(intent any) any {
-	in := *intent.(*wire.Oauth2AuthenticateIntent)
+func redactAuthenticate(p *wire.Oauth2AuthenticateIntent) any {
+	in := *p
 	in.AuthCode, in.CodeVerifier = "[redacted]", "[redacted]"
 	return &in
 }
 
 // exchange runs before the activity's transaction: the token and user-info requests to the
 // provider. Its result is the provider's user.
-func (d Deps) exchange(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.Oauth2AuthenticateIntent)
+func (d Deps) exchange(x *activity.Exec, in *wire.Oauth2AuthenticateIntent) (any, error) {
 	if in.BearerTokenTargetPublicKey != "" {
 		return nil, activity.ErrNotSupported("bearerTokenTargetPublicKey on oauth2_authenticate (returning the provider's bearer token)")
 	}
@@ -61,8 +60,7 @@ func (d Deps) exchange(x *activity.Exec, intent any) (any, error) {
 }
 
 // authenticate mints Latchkey's id_token for the provider's user.
-func (d Deps) authenticate(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.Oauth2AuthenticateIntent)
+func (d Deps) authenticate(x *activity.Exec, in *wire.Oauth2AuthenticateIntent) (any, error) {
 	c, err := loadCredential(x.Ctx, x.Tx, x.OrgID, in.Oauth2CredentialId)
 	if err != nil {
 		return nil, err

@@ -26,22 +26,22 @@ type Deps struct {
 	OwnedKinds []string
 	// SignupToken, when set, checks create_sub_organization's verificationToken and
 	// clientSignature against the root users (the one-time-code domain provides it).
-	SignupToken func(x *activity.Exec, token string, sig *wire.ClientSignature, users []directory.UserSpec) error
+	SignupToken func(x *activity.Exec, token string, sig *wire.ClientSignature, users []directory.UserSpec) (directory.Contact, error)
 }
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Execute: d.createSubOrganization})
-	reg.Submit(activity.Operation{Path: "delete_sub_organization", Access: activity.AccessRoot, Execute: d.deleteSubOrganization})
-	reg.Submit(activity.Operation{Path: "update_organization_name", Access: activity.AccessRoot, Execute: updateOrganizationName})
-	reg.Submit(activity.Operation{Path: "update_root_quorum", Access: activity.AccessRoot, Execute: updateRootQuorum})
-	reg.Submit(activity.Operation{Path: "set_organization_feature", Access: activity.AccessRoot, Execute: setFeature})
-	reg.Submit(activity.Operation{Path: "remove_organization_feature", Access: activity.AccessRoot, Execute: removeFeature})
+	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Execute: activity.OnAny(d.createSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_sub_organization", Access: activity.AccessRoot, Execute: activity.On(d.deleteSubOrganization)})
+	reg.Submit(activity.Operation{Path: "update_organization_name", Access: activity.AccessRoot, Execute: activity.On(updateOrganizationName)})
+	reg.Submit(activity.Operation{Path: "update_root_quorum", Access: activity.AccessRoot, Execute: activity.On(updateRootQuorum)})
+	reg.Submit(activity.Operation{Path: "set_organization_feature", Access: activity.AccessRoot, Execute: activity.On(setFeature)})
+	reg.Submit(activity.Operation{Path: "remove_organization_feature", Access: activity.AccessRoot, Execute: activity.On(removeFeature)})
 
-	reg.Query(activity.QueryOp{Path: "whoami", Execute: whoami})
-	reg.Query(activity.QueryOp{Path: "get_organization", Execute: getOrganization})
-	reg.Query(activity.QueryOp{Path: "get_organization_configs", Execute: getConfigs})
-	reg.Query(activity.QueryOp{Path: "list_suborgs", Execute: listSuborgs})
+	reg.Query(activity.QueryOp{Path: "whoami", Execute: activity.Query(whoami)})
+	reg.Query(activity.QueryOp{Path: "get_organization", Execute: activity.Query(getOrganization)})
+	reg.Query(activity.QueryOp{Path: "get_organization_configs", Execute: activity.Query(getConfigs)})
+	reg.Query(activity.QueryOp{Path: "list_suborgs", Execute: activity.Query(listSuborgs)})
 }
 
 func loadTarget(x *activity.Exec) (*directory.Organization, error) {
@@ -49,8 +49,7 @@ func loadTarget(x *activity.Exec) (*directory.Organization, error) {
 	return directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
 }
 
-func updateOrganizationName(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateOrganizationNameIntent)
+func updateOrganizationName(x *activity.Exec, in *wire.UpdateOrganizationNameIntent) (any, error) {
 	name, err := directory.CheckName("parameters.organizationName", in.OrganizationName)
 	if err != nil {
 		return nil, err
@@ -90,8 +89,12 @@ func ValidateQuorum(x *activity.Exec, orgID string, userIDs []string, threshold 
 	return nil
 }
 
-func updateRootQuorum(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateRootQuorumIntent)
+func updateRootQuorum(x *activity.Exec, in *wire.UpdateRootQuorumIntent) (any, error) {
+	// The quorum's members must exist when it commits: serialise with delete_users, which
+	// refuses to delete a member (see LockRootQuorum).
+	if err := LockRootQuorum(x); err != nil {
+		return nil, err
+	}
 	if err := ValidateQuorum(x, x.OrgID, in.UserIds, int(in.Threshold), "parameters"); err != nil {
 		return nil, err
 	}
@@ -107,8 +110,7 @@ func updateRootQuorum(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateRootQuorumResult{}, nil
 }
 
-func setFeature(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.SetOrganizationFeatureIntent)
+func setFeature(x *activity.Exec, in *wire.SetOrganizationFeatureIntent) (any, error) {
 	o, err := loadTarget(x)
 	if err != nil {
 		return nil, err
@@ -127,8 +129,7 @@ func setFeature(x *activity.Exec, intent any) (any, error) {
 	return wire.SetOrganizationFeatureResult{Features: o.FeaturesToWire()}, nil
 }
 
-func removeFeature(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.RemoveOrganizationFeatureIntent)
+func removeFeature(x *activity.Exec, in *wire.RemoveOrganizationFeatureIntent) (any, error) {
 	o, err := loadTarget(x)
 	if err != nil {
 		return nil, err
@@ -145,8 +146,7 @@ func removeFeature(x *activity.Exec, intent any) (any, error) {
 	return wire.RemoveOrganizationFeatureResult{Features: o.FeaturesToWire()}, nil
 }
 
-func (d Deps) deleteSubOrganization(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteSubOrganizationIntent)
+func (d Deps) deleteSubOrganization(x *activity.Exec, in *wire.DeleteSubOrganizationIntent) (any, error) {
 	o, err := loadTarget(x)
 	if err != nil {
 		return nil, err
@@ -189,17 +189,17 @@ func DeleteOrganizationRecords(ctx context.Context, tx store.Tx, orgID string, m
 	return nil
 }
 
-func whoami(q *activity.Read, _ any) (any, error) {
+func whoami(q *activity.Read, _ *wire.GetWhoamiRequest) (any, error) {
 	c := q.Caller
 	return wire.GetWhoamiResponse{OrganizationId: c.Org.ID, OrganizationName: c.Org.Name, UserId: c.User.ID, Username: c.User.Name}, nil
 }
 
-func getConfigs(q *activity.Read, _ any) (any, error) {
+func getConfigs(q *activity.Read, _ *wire.GetOrganizationConfigsRequest) (any, error) {
 	o := q.Caller.Target
 	return wire.GetOrganizationConfigsResponse{Configs: wire.Config{Features: o.FeaturesToWire(), Quorum: o.QuorumToWire()}}, nil
 }
 
-func getOrganization(q *activity.Read, _ any) (any, error) {
+func getOrganization(q *activity.Read, _ *wire.GetOrganizationRequest) (any, error) {
 	o := q.Caller.Target
 	users, err := directory.ListUsers(q.Ctx, q.R, o.ID)
 	if err != nil {
@@ -257,8 +257,7 @@ var suborgFilterKeys = map[string]string{
 // turns an OIDC_TOKEN into it once the token verifies.
 const oidcSubject = "oidc subject"
 
-func listSuborgs(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetSubOrgIdsRequest)
+func listSuborgs(q *activity.Read, in *wire.GetSubOrgIdsRequest) (any, error) {
 	parent := q.Caller.Target
 	if in.FilterType == "" {
 		opts, err := ListOptions(in.PaginationOptions, "paginationOptions", false)
@@ -383,4 +382,11 @@ func wrapLookup(err error) error {
 // NewOrganization builds a top-level or sub-organization record.
 func NewOrganization(name, parentID string, x *activity.Exec) *directory.Organization {
 	return &directory.Organization{ID: id.New(), Name: name, ParentID: parentID, Features: []directory.Feature{}, CreatedAt: x.Now, UpdatedAt: x.Now}
+}
+
+// LockRootQuorum serialises the activities that change the root quorum or delete users in x's
+// organization until commit, so a user joining the quorum and the same user being deleted
+// cannot both succeed and leave a quorum it cannot reach.
+func LockRootQuorum(x *activity.Exec) error {
+	return x.Tx.Lock(x.Ctx, "root_quorum\x00"+x.OrgID)
 }

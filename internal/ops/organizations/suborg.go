@@ -2,6 +2,7 @@ package organizations
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
@@ -137,11 +138,12 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 	if s.PrivateKeys > 0 {
 		return nil, apierr.Unsupported("create_sub_organization privateKeys (V3); create private keys with create_private_keys")
 	}
+	var proven directory.Contact
 	if s.VerificationToken != "" || s.ClientSignature != nil {
 		if d.SignupToken == nil {
 			return nil, apierr.Unsupported("create_sub_organization verificationToken/clientSignature")
 		}
-		if err := d.SignupToken(x, s.VerificationToken, s.ClientSignature, s.RootUsers); err != nil {
+		if proven, err = d.SignupToken(x, s.VerificationToken, s.ClientSignature, s.RootUsers); err != nil {
 			return nil, err
 		}
 	}
@@ -149,6 +151,9 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Unsupported("create_sub_organization wallet (arrives with wallets)")
 	}
 	o := NewOrganization(name, parent.ID, x)
+	if err := markUnproven(x, o, s.RootUsers, proven); err != nil {
+		return nil, err
+	}
 	o.DisableEmailRecovery, o.DisableEmailAuth, o.DisableSMSAuth, o.DisableOTPEmailAuth = s.DisableEmailRecov, s.DisableEmailAuth, s.DisableSMSAuth, s.DisableOTPEmail
 	env := d.Env(x)
 	rootIDs := make([]string, 0, len(s.RootUsers))
@@ -170,4 +175,28 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		}
 	}
 	return res, nil
+}
+
+// markUnproven marks the root users' contacts that nobody vouched for (see
+// directory.VouchedContacts): through the auth proxy, only the contact a verification token
+// proved is stored as proven, so signing up someone else's address never makes it match a
+// look-up or a login. A sign-up through the proxy must also name a credential or a proven
+// contact: a sub-organization nobody can log in to is refused.
+func markUnproven(x *activity.Exec, o *directory.Organization, users []directory.UserSpec, proven directory.Contact) error {
+	if directory.VouchedContacts(x.Caller, o) {
+		return nil
+	}
+	usable := false
+	for i := range users {
+		u := &users[i]
+		u.EmailUnproven = u.Email != "" && (proven.Email == "" || !strings.EqualFold(u.Email, proven.Email))
+		u.PhoneUnproven = u.PhoneNumber != "" && (proven.Phone == "" || u.PhoneNumber != proven.Phone)
+		usable = usable || len(u.APIKeys)+len(u.Authenticators)+len(u.OAuthProviders) > 0 ||
+			u.Email != "" && !u.EmailUnproven || u.PhoneNumber != "" && !u.PhoneUnproven
+	}
+	if !usable {
+		return apierr.Invalid(rootField, "a sign-up must name a credential (apiKeys, authenticators or oauthProviders) "+
+			"or carry a verificationToken proving the user's e-mail address or phone number")
+	}
+	return nil
 }

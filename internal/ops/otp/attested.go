@@ -160,8 +160,7 @@ func usersUnder(ctx context.Context, r store.Reader, orgID, key, value, kind str
 // stampLogin registers the request's session key for the caller and returns the session. The
 // caller is whoever stamped the request: an API key, a passkey, or an attested OTP/OAuth
 // sign-in (whose verification token it uses up).
-func (d Deps) stampLogin(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.StampLoginIntent)
+func (d Deps) stampLogin(x *activity.Exec, in *wire.StampLoginIntent) (any, error) {
 	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
 	if err != nil {
 		return nil, err

@@ -18,16 +18,15 @@ import (
 // bundle, turnkey-wire.md §3.4): in the result (otp_auth) or in an e-mail (email_auth, recovery),
 // so that the e-mail's reader, not the caller, gets the credential.
 
-func redactOTPAuth(intent any) any {
-	in := *intent.(*wire.OtpAuthIntent)
+func redactOTPAuth(p *wire.OtpAuthIntent) any {
+	in := *p
 	in.OtpCode = "[redacted]"
 	return &in
 }
 
 // otpAuth checks the code of an init_otp_auth and answers with a credential for the user with
 // the code's contact.
-func (d Deps) otpAuth(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.OtpAuthIntent)
+func (d Deps) otpAuth(x *activity.Exec, in *wire.OtpAuthIntent) (any, error) {
 	c, err := loadLiveCode(x, in.OtpId)
 	if err != nil {
 		return nil, err
@@ -94,10 +93,10 @@ func readLink(intent any) linkParams {
 }
 
 // emailCredential makes the credential of credType for the user with the e-mail address and
-// sends its bundle to that address. Delivery happens inside the activity's transaction, like
-// init_otp's: when it fails, the key is not kept.
+// sends its bundle to that address through the message outbox: queued in the activity's
+// transaction, sent once it commits (retried if the send fails).
 func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (*directory.User, *directory.APIKey, error) {
-	if d.Emailer == nil {
+	if d.Messages == nil || !d.Messages.CanEmail() {
 		return nil, nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)")
 	}
 	if p.custom.TemplateId != "" {
@@ -135,7 +134,7 @@ func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (
 	if err != nil {
 		return nil, nil, apierr.Invalid("parameters.emailCustomization", "%s", strings.ReplaceAll(err.Error(), bundle, "[redacted]"))
 	}
-	if err := d.Emailer.SendEmail(x.Ctx, m); err != nil {
+	if err := d.Messages.Email(x, m); err != nil {
 		return nil, nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "DELIVERY_FAILED",
 			Message: "the e-mail could not be delivered; no credential was issued, try again: " + strings.ReplaceAll(err.Error(), bundle, "[redacted]")}
 	}
@@ -162,8 +161,7 @@ func (d Deps) initRecovery(x *activity.Exec, intent any) (any, error) {
 
 // recoverUser adds a passkey to the user, stamped by that user's recovery credential, which it
 // then removes: a recovery credential recovers once.
-func (d Deps) recoverUser(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.RecoverUserIntent)
+func (d Deps) recoverUser(x *activity.Exec, in *wire.RecoverUserIntent) (any, error) {
 	c := x.Caller
 	if c.CredentialType != directory.CredentialRecoverUser || c.User.ID != in.UserId {
 		return nil, apierr.Denied("request not authorized: recover_user must be stamped with the user's own recovery credential (init_user_email_recovery)")

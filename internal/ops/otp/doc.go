@@ -9,12 +9,12 @@
 // transaction that checked it, which commits with the failed activity
 // (activity.FailKeepingWrites), so concurrent guesses cannot outrun the count.
 //
-// Delivery happens inside the activity's transaction, after the code is written and before the
-// commit. This is safe in both directions: a failed send fails the activity with the code burned
-// (kept only so that it counts toward the contact's send rate), and a send followed by a failed
-// commit leaves a code in the recipient's hands that exists nowhere, so it can never be used.
-// The cost is that the store's writer waits for the SMTP or SMS exchange (bounded by their
-// timeouts); an outbox worker would remove that wait and is the next step if it matters.
+// Delivery goes through the message outbox (package messages): the e-mail or SMS is queued,
+// sealed, in the activity's transaction, next to the code, and sent once that transaction
+// commits (before the activity is answered); a send that fails is retried from the outbox. So a
+// code is sent exactly once per committed activity, never for one that rolled back or ran again,
+// and no SMTP or SMS exchange ever holds the store's writer. Every queued code counts toward the
+// contact's send rate.
 //
 // verify_otp answers with an OTP verification token (turnkey-wire.md §4.2): an ES256 JWT
 // (single SHA-256, r‖s) signed by the server's OTP key, exp in milliseconds as a string,

@@ -69,12 +69,20 @@ const (
 // Deps are what these operations need from the server configuration.
 type Deps struct {
 	Env func(x *activity.Exec) directory.Env
-	// Emailer and Texter deliver the codes; nil refuses that OTP type with a clear error.
-	Emailer notify.Emailer
-	Texter  notify.Texter
+	// Messages queues the codes and links in the activity's transaction; they are sent once it
+	// commits (messages.Outbox). A channel it cannot send on refuses that OTP type clearly.
+	Messages Messages
 	// SendLimit codes at most are sent to one contact per SendWindow (default 3 per 3 minutes).
 	SendLimit  int
 	SendWindow time.Duration
+}
+
+// Messages is what the operations need of the message outbox (messages.Outbox).
+type Messages interface {
+	CanEmail() bool
+	CanSMS() bool
+	Email(x *activity.Exec, m notify.Message) error
+	SMS(x *activity.Exec, s notify.SMS) error
 }
 
 // Register adds the operations to reg.
@@ -85,18 +93,18 @@ func Register(reg *activity.Registry, d Deps) {
 	if d.SendWindow <= 0 {
 		d.SendWindow = DefaultSendWindow
 	}
-	reg.Submit(activity.Operation{Path: "init_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initOTP})
-	reg.Submit(activity.Operation{Path: "verify_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.verifyOTP, Redact: redactVerify})
-	reg.Submit(activity.Operation{Path: "otp_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.otpLogin})
-	reg.Submit(activity.Operation{Path: "init_otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initOTP})
-	reg.Submit(activity.Operation{Path: "otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.otpAuth, Redact: redactOTPAuth})
-	reg.Submit(activity.Operation{Path: "email_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.emailAuth})
-	reg.Submit(activity.Operation{Path: "init_user_email_recovery", Access: activity.AccessRoot, ParentMayWrite: true, Execute: d.initRecovery})
-	reg.Submit(activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: d.recoverUser,
-		SelfUser: func(_ *activity.Exec, intent any) string { return intent.(*wire.RecoverUserIntent).UserId }})
-	reg.Query(activity.QueryOp{Path: "list_verified_suborgs", Execute: listVerifiedSuborgs})
-	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: d.stampLogin,
-		SelfUser: func(x *activity.Exec, _ any) string { return x.Caller.User.ID }})
+	reg.Submit(activity.Operation{Path: "init_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initOTP, (*wire.InitOtpIntentV3)(nil), (*wire.InitOtpIntentV2)(nil), (*wire.InitOtpIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "verify_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.verifyOTP, (*wire.VerifyOtpIntentV2)(nil), (*wire.VerifyOtpIntent)(nil)), Redact: activity.RedactAny(redactVerify, (*wire.VerifyOtpIntentV2)(nil), (*wire.VerifyOtpIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "otp_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.otpLogin, (*wire.OtpLoginIntentV2)(nil), (*wire.OtpLoginIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "init_otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initOTP, (*wire.InitOtpAuthIntentV3)(nil), (*wire.InitOtpAuthIntentV2)(nil), (*wire.InitOtpAuthIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.otpAuth), Redact: activity.Redactor(redactOTPAuth)})
+	reg.Submit(activity.Operation{Path: "email_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.emailAuth, (*wire.EmailAuthIntentV3)(nil), (*wire.EmailAuthIntentV2)(nil), (*wire.EmailAuthIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "init_user_email_recovery", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initRecovery, (*wire.InitUserEmailRecoveryIntentV2)(nil), (*wire.InitUserEmailRecoveryIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: activity.On(d.recoverUser),
+		SelfUser: activity.User(func(_ *activity.Exec, intent *wire.RecoverUserIntent) string { return intent.UserId })})
+	reg.Query(activity.QueryOp{Path: "list_verified_suborgs", Execute: activity.Query(listVerifiedSuborgs)})
+	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: activity.On(d.stampLogin),
+		SelfUser: activity.UserAny(func(x *activity.Exec, _ any) string { return x.Caller.User.ID }, (*wire.StampLoginIntent)(nil))})
 }
 
 // Code is the stored one-time code: never the code itself, only its MAC.
@@ -288,9 +296,9 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 		return nil, activity.ErrNotSupported("emailCustomization.templateId (stored e-mail templates); use templateVariables with the built-in template")
 	}
 	switch {
-	case p.otpType == TypeEmail && d.Emailer == nil:
+	case p.otpType == TypeEmail && (d.Messages == nil || !d.Messages.CanEmail()):
 		return nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)")
-	case p.otpType == TypeSMS && d.Texter == nil:
+	case p.otpType == TypeSMS && (d.Messages == nil || !d.Messages.CanSMS()):
 		return nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "SMS delivery is not configured on this server (--sms-twilio-*, or --dev for the outbox)")
 	}
 
@@ -385,7 +393,7 @@ func (d Deps) deliver(x *activity.Exec, p initParams, contact, code string, secs
 		if rerr != nil {
 			return deliveryError(what, rerr, code)
 		}
-		err = d.Emailer.SendEmail(x.Ctx, m)
+		err = d.Messages.Email(x, m)
 	case TypeSMS:
 		what = "SMS"
 		s, rerr := notify.RenderOTPSMSTemplate(p.smsTemplate, p.appName, code)
@@ -393,7 +401,7 @@ func (d Deps) deliver(x *activity.Exec, p initParams, contact, code string, secs
 			return deliveryError(what, rerr, code)
 		}
 		s.To = contact
-		err = d.Texter.SendSMS(x.Ctx, s)
+		err = d.Messages.SMS(x, s)
 	}
 	if err != nil {
 		return deliveryError(what, err, code)

@@ -50,8 +50,7 @@ func isVerified(ctx context.Context, r store.Reader, kr *custody.Keyring, orgID,
 // listVerifiedSuborgs: the sub-organizations with a user whose e-mail address or phone number
 // was verified with a one-time code, by the parent (the auth proxy's organization) or by the
 // sub-organization itself.
-func listVerifiedSuborgs(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetVerifiedSubOrgIdsRequest)
+func listVerifiedSuborgs(q *activity.Read, in *wire.GetVerifiedSubOrgIdsRequest) (any, error) {
 	otpType := map[string]string{"EMAIL": TypeEmail, "PHONE_NUMBER": TypeSMS}[in.FilterType]
 	if otpType == "" {
 		return nil, apierr.Invalid("filterType", "must be EMAIL or PHONE_NUMBER, got %q", in.FilterType)

@@ -28,8 +28,7 @@ const (
 // MaxInterfaceBytes bounds an uploaded ABI or IDL (the swagger says "Limited to 400kb").
 const MaxInterfaceBytes = 400 << 10
 
-func createInterface(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateSmartContractInterfaceIntent)
+func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceIntent) (any, error) {
 	const (
 		fAddress   = "parameters.smartContractAddress"
 		fInterface = "parameters.smartContractInterface"
@@ -70,8 +69,7 @@ func createInterface(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateSmartContractInterfaceResult{SmartContractInterfaceId: s.ID}, nil
 }
 
-func deleteInterface(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteSmartContractInterfaceIntent)
+func deleteInterface(x *activity.Exec, in *wire.DeleteSmartContractInterfaceIntent) (any, error) {
 	s, err := LoadSmartContractInterface(x.Ctx, x.Tx, x.OrgID, in.SmartContractInterfaceId)
 	if err != nil {
 		return nil, notFoundAsInvalid(err, "parameters.smartContractInterfaceId", "no smart contract interface %s in this organization", in.SmartContractInterfaceId)
@@ -82,8 +80,7 @@ func deleteInterface(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteSmartContractInterfaceResult{SmartContractInterfaceId: s.ID}, nil
 }
 
-func getInterface(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetSmartContractInterfaceRequest)
+func getInterface(q *activity.Read, in *wire.GetSmartContractInterfaceRequest) (any, error) {
 	s, err := LoadSmartContractInterface(q.Ctx, q.R, q.OrgID, in.SmartContractInterfaceId)
 	if err != nil {
 		return nil, err
@@ -91,7 +88,7 @@ func getInterface(q *activity.Read, req any) (any, error) {
 	return wire.GetSmartContractInterfaceResponse{SmartContractInterface: s.ToWire()}, nil
 }
 
-func listInterfaces(q *activity.Read, _ any) (any, error) {
+func listInterfaces(q *activity.Read, _ *wire.GetSmartContractInterfacesRequest) (any, error) {
 	ss, err := ListSmartContractInterfaces(q.Ctx, q.R, q.OrgID)
 	if err != nil {
 		return nil, err

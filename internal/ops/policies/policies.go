@@ -20,19 +20,19 @@ type Deps struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_policy", Access: activity.AccessRoot, Execute: d.createPolicy})
-	reg.Submit(activity.Operation{Path: "create_policies", Access: activity.AccessRoot, Execute: d.createPolicies})
-	reg.Submit(activity.Operation{Path: "update_policy", Access: activity.AccessRoot, Execute: updatePolicy})
-	reg.Submit(activity.Operation{Path: "delete_policy", Access: activity.AccessRoot, Execute: deletePolicy})
-	reg.Submit(activity.Operation{Path: "delete_policies", Access: activity.AccessRoot, Execute: deletePolicies})
-	reg.Submit(activity.Operation{Path: "create_smart_contract_interface", Access: activity.AccessRoot, Execute: createInterface})
-	reg.Submit(activity.Operation{Path: "delete_smart_contract_interface", Access: activity.AccessRoot, Execute: deleteInterface})
+	reg.Submit(activity.Operation{Path: "create_policy", Access: activity.AccessRoot, Execute: activity.OnAny(d.createPolicy, (*wire.CreatePolicyIntentV3)(nil), (*wire.CreatePolicyIntentV2)(nil), (*wire.CreatePolicyIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_policies", Access: activity.AccessRoot, Execute: activity.On(d.createPolicies)})
+	reg.Submit(activity.Operation{Path: "update_policy", Access: activity.AccessRoot, Execute: activity.OnAny(updatePolicy, (*wire.UpdatePolicyIntentV2)(nil), (*wire.UpdatePolicyIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_policy", Access: activity.AccessRoot, Execute: activity.On(deletePolicy)})
+	reg.Submit(activity.Operation{Path: "delete_policies", Access: activity.AccessRoot, Execute: activity.On(deletePolicies)})
+	reg.Submit(activity.Operation{Path: "create_smart_contract_interface", Access: activity.AccessRoot, Execute: activity.On(createInterface)})
+	reg.Submit(activity.Operation{Path: "delete_smart_contract_interface", Access: activity.AccessRoot, Execute: activity.On(deleteInterface)})
 
-	reg.Query(activity.QueryOp{Path: "get_policy", Execute: getPolicy})
-	reg.Query(activity.QueryOp{Path: "list_policies", Execute: listPolicies})
-	reg.Query(activity.QueryOp{Path: "get_policy_evaluations", Execute: getPolicyEvaluations})
-	reg.Query(activity.QueryOp{Path: "get_smart_contract_interface", Execute: getInterface})
-	reg.Query(activity.QueryOp{Path: "list_smart_contract_interfaces", Execute: listInterfaces})
+	reg.Query(activity.QueryOp{Path: "get_policy", Execute: activity.Query(getPolicy)})
+	reg.Query(activity.QueryOp{Path: "list_policies", Execute: activity.Query(listPolicies)})
+	reg.Query(activity.QueryOp{Path: "get_policy_evaluations", Execute: activity.Query(getPolicyEvaluations)})
+	reg.Query(activity.QueryOp{Path: "get_smart_contract_interface", Execute: activity.Query(getInterface)})
+	reg.Query(activity.QueryOp{Path: "list_smart_contract_interfaces", Execute: activity.Query(listInterfaces)})
 }
 
 func index(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
@@ -137,8 +137,7 @@ func (d Deps) createPolicy(x *activity.Exec, intent any) (any, error) {
 
 // createPolicies creates every policy or, the activity's transaction being undone on the first
 // error, none.
-func (d Deps) createPolicies(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreatePoliciesIntent)
+func (d Deps) createPolicies(x *activity.Exec, in *wire.CreatePoliciesIntent) (any, error) {
 	if len(in.Policies) == 0 {
 		return nil, apierr.Invalid("parameters.policies", "at least one policy is required")
 	}
@@ -198,16 +197,14 @@ func updatePolicy(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdatePolicyResultV2{PolicyId: p.ID}, nil
 }
 
-func deletePolicy(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeletePolicyIntent)
+func deletePolicy(x *activity.Exec, in *wire.DeletePolicyIntent) (any, error) {
 	if err := deleteOne(x, "parameters.policyId", in.PolicyId); err != nil {
 		return nil, err
 	}
 	return wire.DeletePolicyResult{PolicyId: in.PolicyId}, nil
 }
 
-func deletePolicies(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeletePoliciesIntent)
+func deletePolicies(x *activity.Exec, in *wire.DeletePoliciesIntent) (any, error) {
 	if len(in.PolicyIds) == 0 {
 		return nil, apierr.Invalid("parameters.policyIds", "at least one policy id is required")
 	}
@@ -236,8 +233,7 @@ func deleteOne(x *activity.Exec, field, policyID string) error {
 	return deleteRecord(x.Ctx, x.Tx, KindPolicy, p.ID)
 }
 
-func getPolicy(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetPolicyRequest)
+func getPolicy(q *activity.Read, in *wire.GetPolicyRequest) (any, error) {
 	p, err := LoadPolicy(q.Ctx, q.R, q.OrgID, in.PolicyId)
 	if err != nil {
 		return nil, err
@@ -245,7 +241,7 @@ func getPolicy(q *activity.Read, req any) (any, error) {
 	return wire.GetPolicyResponse{Policy: p.ToWire()}, nil
 }
 
-func listPolicies(q *activity.Read, _ any) (any, error) {
+func listPolicies(q *activity.Read, _ *wire.GetPoliciesRequest) (any, error) {
 	ps, err := ListPolicies(q.Ctx, q.R, q.OrgID)
 	if err != nil {
 		return nil, err
@@ -257,8 +253,7 @@ func listPolicies(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-func getPolicyEvaluations(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetPolicyEvaluationsRequest)
+func getPolicyEvaluations(q *activity.Read, in *wire.GetPolicyEvaluationsRequest) (any, error) {
 	es, err := ActivityEvaluations(q.Ctx, q.R, q.OrgID, in.ActivityId)
 	if err != nil {
 		return nil, err

@@ -336,7 +336,6 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 		{"approvers in time", "create_policy", typeCreateV3, withTime(v3("p", allow, "", ""), "approvers.count() > 1"),
 			400, "parameters.time: invalid policy time: 1:1: unknown identifier 'approvers'"},
 		{"bad effect", "create_policy", typeCreateV3, v3("p", "EFFECT_MAYBE", "", ""), 400, "parameters.effect"},
-		{"notes required", "create_policy", typeCreateV3, map[string]any{"policyName": "p", "effect": allow}, 400, "parameters.notes is required"},
 		{"blank name", "create_policy", typeCreateV3, v3("   ", allow, "", ""), 400, "parameters.policyName is required"},
 		{"duplicate name", "create_policy", typeCreateV3, v3("existing", deny, "", ""), 400, "parameters.policyName: policy label must be unique"},
 		{"duplicate name trimmed", "create_policy", typeCreateV3, v3(" existing ", deny, "", ""), 400, "policy label must be unique"},

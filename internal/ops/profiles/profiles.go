@@ -59,15 +59,14 @@ type Invitation struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "create_session_profile", Access: activity.AccessRoot, Execute: createProfile})
-	reg.Query(activity.QueryOp{Path: "get_session_profile", Execute: getProfile})
-	reg.Query(activity.QueryOp{Path: "get_session_profiles", Execute: listProfiles})
-	reg.Submit(activity.Operation{Path: "create_invitations", Access: activity.AccessRoot, Execute: createInvitations})
-	reg.Submit(activity.Operation{Path: "delete_invitation", Access: activity.AccessRoot, Execute: deleteInvitation})
+	reg.Submit(activity.Operation{Path: "create_session_profile", Access: activity.AccessRoot, Execute: activity.On(createProfile)})
+	reg.Query(activity.QueryOp{Path: "get_session_profile", Execute: activity.Query(getProfile)})
+	reg.Query(activity.QueryOp{Path: "get_session_profiles", Execute: activity.Query(listProfiles)})
+	reg.Submit(activity.Operation{Path: "create_invitations", Access: activity.AccessRoot, Execute: activity.On(createInvitations)})
+	reg.Submit(activity.Operation{Path: "delete_invitation", Access: activity.AccessRoot, Execute: activity.On(deleteInvitation)})
 }
 
-func createProfile(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateSessionProfileIntent)
+func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, error) {
 	name := strings.TrimSpace(in.SessionProfileName)
 	if name == "" {
 		return nil, apierr.Required("parameters.sessionProfileName")
@@ -97,8 +96,7 @@ func createProfile(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateSessionProfileResult{SessionProfileId: p.ID}, nil
 }
 
-func getProfile(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetSessionProfileRequest)
+func getProfile(q *activity.Read, in *wire.GetSessionProfileRequest) (any, error) {
 	p, err := records.Load[Profile](q.Ctx, q.R, KindSessionProfile, q.OrgID, in.SessionProfileId, "session profile")
 	if err != nil {
 		return nil, err
@@ -106,7 +104,7 @@ func getProfile(q *activity.Read, req any) (any, error) {
 	return wire.GetSessionProfileResponse{SessionProfile: p.toWire()}, nil
 }
 
-func listProfiles(q *activity.Read, _ any) (any, error) {
+func listProfiles(q *activity.Read, _ *wire.GetSessionProfilesRequest) (any, error) {
 	ps, err := records.List[Profile](q.Ctx, q.R, KindSessionProfile, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -141,8 +139,7 @@ func Scope(ctx context.Context, r store.Reader, orgID, profileID string) (*polic
 	return policy.Compile(p.Scope)
 }
 
-func createInvitations(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateInvitationsIntent)
+func createInvitations(x *activity.Exec, in *wire.CreateInvitationsIntent) (any, error) {
 	if len(in.Invitations) == 0 {
 		return nil, apierr.Invalid("parameters.invitations", "at least one invitation is required")
 	}
@@ -173,8 +170,7 @@ func createInvitations(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateInvitationsResult{InvitationIds: ids}, nil
 }
 
-func deleteInvitation(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteInvitationIntent)
+func deleteInvitation(x *activity.Exec, in *wire.DeleteInvitationIntent) (any, error) {
 	if _, err := records.Load[Invitation](x.Ctx, x.Tx, KindInvitation, x.OrgID, in.InvitationId, "invitation"); err != nil {
 		return nil, apierr.Invalid("parameters.invitationId", "no invitation %s in this organization", in.InvitationId)
 	}

@@ -70,11 +70,11 @@ type Deps struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "init_import_secrets", Access: activity.AccessRoot, Execute: d.initImport})
-	reg.Submit(activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: d.importSecrets})
-	reg.Submit(activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: d.exportSecrets})
-	reg.Submit(activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: deleteSecrets})
-	reg.Query(activity.QueryOp{Path: "list_secrets", Execute: listSecrets})
+	reg.Submit(activity.Operation{Path: "init_import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.initImport)})
+	reg.Submit(activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.importSecrets)})
+	reg.Submit(activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: activity.On(d.exportSecrets)})
+	reg.Submit(activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: activity.On(deleteSecrets)})
+	reg.Query(activity.QueryOp{Path: "list_secrets", Execute: activity.Query(listSecrets)})
 }
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }
@@ -86,8 +86,7 @@ func checkSuite(field string, s wire.TransportEncryptionSuite) error {
 	return nil
 }
 
-func (d Deps) initImport(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.InitImportSecretsIntent)
+func (d Deps) initImport(x *activity.Exec, in *wire.InitImportSecretsIntent) (any, error) {
 	if err := checkSuite("parameters.encryptionSuite", in.EncryptionSuite); err != nil {
 		return nil, err
 	}
@@ -132,8 +131,7 @@ func checkProperties(field string, props []wire.KeyValue) ([]wire.KeyValue, erro
 	return out, nil
 }
 
-func (d Deps) importSecrets(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ImportSecretsIntent)
+func (d Deps) importSecrets(x *activity.Exec, in *wire.ImportSecretsIntent) (any, error) {
 	const f = "parameters.secrets"
 	if len(in.Secrets) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret is required")
@@ -191,8 +189,7 @@ func takeTarget(x *activity.Exec, pub, field string) (*Target, error) {
 	return t, nil
 }
 
-func (d Deps) exportSecrets(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ExportSecretsIntent)
+func (d Deps) exportSecrets(x *activity.Exec, in *wire.ExportSecretsIntent) (any, error) {
 	const f = "parameters.secrets"
 	if len(in.Secrets) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret is required")
@@ -220,8 +217,7 @@ func (d Deps) exportSecrets(x *activity.Exec, intent any) (any, error) {
 	return out, nil
 }
 
-func deleteSecrets(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteSecretsIntent)
+func deleteSecrets(x *activity.Exec, in *wire.DeleteSecretsIntent) (any, error) {
 	const f = "parameters.secretIds"
 	if len(in.SecretIds) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret id is required")
@@ -237,8 +233,7 @@ func deleteSecrets(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteSecretsResult{SecretIds: in.SecretIds}, nil
 }
 
-func listSecrets(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.ListSecretsRequest)
+func listSecrets(q *activity.Read, in *wire.ListSecretsRequest) (any, error) {
 	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", true)
 	if err != nil {
 		return nil, err

@@ -28,20 +28,20 @@ type Deps struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_tvc_operator", Access: activity.AccessRoot, Execute: d.createOperator})
-	reg.Submit(activity.Operation{Path: "create_tvc_app", Access: activity.AccessRoot, Execute: createApp})
-	reg.Submit(activity.Operation{Path: "create_tvc_deployment", Access: activity.AccessRoot, Execute: d.createDeployment, Redact: redactPullSecret})
-	reg.Submit(activity.Operation{Path: "create_tvc_manifest_approvals", Access: activity.AccessRoot, Execute: createApprovals})
-	reg.Submit(activity.Operation{Path: "set_tvc_app_live_deployment", Access: activity.AccessRoot, Execute: setLive})
-	reg.Submit(activity.Operation{Path: "delete_tvc_deployment", Access: activity.AccessRoot, Execute: deleteDeployment})
-	reg.Submit(activity.Operation{Path: "restore_tvc_deployment", Access: activity.AccessRoot, Execute: restoreDeployment})
-	reg.Submit(activity.Operation{Path: "delete_tvc_app_and_deployments", Access: activity.AccessRoot, Execute: deleteApp})
-	reg.Query(activity.QueryOp{Path: "get_tvc_app", Execute: getApp})
-	reg.Query(activity.QueryOp{Path: "list_tvc_apps", Execute: listApps})
-	reg.Query(activity.QueryOp{Path: "get_tvc_deployment", Execute: getDeployment})
-	reg.Query(activity.QueryOp{Path: "list_tvc_app_deployments", Execute: listDeployments})
-	reg.Query(activity.QueryOp{Path: "get_tvc_qos_versions", Execute: d.qosVersions})
-	reg.Query(activity.QueryOp{Path: "get_app_status", Execute: appStatus})
+	reg.Submit(activity.Operation{Path: "create_tvc_operator", Access: activity.AccessRoot, Execute: activity.On(d.createOperator)})
+	reg.Submit(activity.Operation{Path: "create_tvc_app", Access: activity.AccessRoot, Execute: activity.On(createApp)})
+	reg.Submit(activity.Operation{Path: "create_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(d.createDeployment), Redact: activity.RedactAny(redactPullSecret, (*wire.CreateTvcDeploymentIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_tvc_manifest_approvals", Access: activity.AccessRoot, Execute: activity.On(createApprovals)})
+	reg.Submit(activity.Operation{Path: "set_tvc_app_live_deployment", Access: activity.AccessRoot, Execute: activity.On(setLive)})
+	reg.Submit(activity.Operation{Path: "delete_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(deleteDeployment)})
+	reg.Submit(activity.Operation{Path: "restore_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(restoreDeployment)})
+	reg.Submit(activity.Operation{Path: "delete_tvc_app_and_deployments", Access: activity.AccessRoot, Execute: activity.On(deleteApp)})
+	reg.Query(activity.QueryOp{Path: "get_tvc_app", Execute: activity.Query(getApp)})
+	reg.Query(activity.QueryOp{Path: "list_tvc_apps", Execute: activity.Query(listApps)})
+	reg.Query(activity.QueryOp{Path: "get_tvc_deployment", Execute: activity.Query(getDeployment)})
+	reg.Query(activity.QueryOp{Path: "list_tvc_app_deployments", Execute: activity.Query(listDeployments)})
+	reg.Query(activity.QueryOp{Path: "get_tvc_qos_versions", Execute: activity.Query(d.qosVersions)})
+	reg.Query(activity.QueryOp{Path: "get_app_status", Execute: activity.Query(appStatus)})
 }
 
 // resolveSet loads the existing set setID, or validates params and builds a new set (fresh
@@ -108,8 +108,7 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 	return s, fresh, true, nil
 }
 
-func createApp(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateTvcAppIntent)
+func createApp(x *activity.Exec, in *wire.CreateTvcAppIntent) (any, error) {
 	name, err := directory.CheckName("parameters.name", in.Name)
 	if err != nil {
 		return nil, err
@@ -160,8 +159,7 @@ func createApp(x *activity.Exec, intent any) (any, error) {
 		ShareSetId: ss.ID, ShareSetOperatorIds: ss.OperatorIDs, ShareSetThreshold: ss.Threshold}, nil
 }
 
-func deleteApp(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteTvcAppAndDeploymentsIntent)
+func deleteApp(x *activity.Exec, in *wire.DeleteTvcAppAndDeploymentsIntent) (any, error) {
 	a, err := loadApp(x.Ctx, x.Tx, x.OrgID, in.AppId)
 	if err != nil {
 		return nil, apierr.NotFoundf("parameters.appId: TVC app not found: %s", in.AppId)
@@ -238,8 +236,7 @@ func collectSets(x *activity.Exec, deleted *App) error {
 	return nil
 }
 
-func getApp(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetTvcAppRequest)
+func getApp(q *activity.Read, in *wire.GetTvcAppRequest) (any, error) {
 	a, err := loadApp(q.Ctx, q.R, q.OrgID, in.TvcAppId)
 	if err != nil {
 		return nil, err
@@ -251,7 +248,7 @@ func getApp(q *activity.Read, req any) (any, error) {
 	return wire.GetTvcAppResponse{TvcApp: w}, nil
 }
 
-func listApps(q *activity.Read, _ any) (any, error) {
+func listApps(q *activity.Read, _ *wire.GetTvcAppsRequest) (any, error) {
 	as, err := records.List[App](q.Ctx, q.R, KindApp, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -268,7 +265,7 @@ func listApps(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-func (d Deps) qosVersions(_ *activity.Read, _ any) (any, error) {
+func (d Deps) qosVersions(_ *activity.Read, _ *wire.GetTvcQosVersionsRequest) (any, error) {
 	out := wire.GetTvcQosVersionsResponse{AvailableVersions: append([]string{}, d.QOSVersions...)}
 	if n := len(d.QOSVersions); n > 0 {
 		out.LatestVersion = d.QOSVersions[n-1]

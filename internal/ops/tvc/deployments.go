@@ -30,8 +30,7 @@ func redactPullSecret(intent any) any {
 	return intent
 }
 
-func (d Deps) createDeployment(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateTvcDeploymentIntent)
+func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentIntent) (any, error) {
 	const p = "parameters."
 	a, err := loadApp(x.Ctx, x.Tx, x.OrgID, in.AppId)
 	if err != nil {
@@ -131,8 +130,7 @@ func (d Deps) createDeployment(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateTvcDeploymentResult{DeploymentId: dep.ID, ManifestId: dep.ManifestID}, nil
 }
 
-func createApprovals(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateTvcManifestApprovalsIntent)
+func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent) (any, error) {
 	const f = "parameters.approvals"
 	ids, err := records.LookupIDs(x.Ctx, x.Tx, KeyManifest, in.ManifestId, KindDeployment, x.OrgID)
 	if err != nil {
@@ -206,8 +204,7 @@ func approved(x *activity.Exec, dep *Deployment) (have, need int64, err error) {
 	return have, ms.Threshold, nil
 }
 
-func setLive(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateTvcAppLiveDeploymentIntent)
+func setLive(x *activity.Exec, in *wire.UpdateTvcAppLiveDeploymentIntent) (any, error) {
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
@@ -234,8 +231,7 @@ func setLive(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateTvcAppLiveDeploymentResult{}, nil
 }
 
-func deleteDeployment(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteTvcDeploymentIntent)
+func deleteDeployment(x *activity.Exec, in *wire.DeleteTvcDeploymentIntent) (any, error) {
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
@@ -258,8 +254,7 @@ func deleteDeployment(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteTvcDeploymentResult{DeploymentId: dep.ID}, nil
 }
 
-func restoreDeployment(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.RestoreTvcDeploymentIntent)
+func restoreDeployment(x *activity.Exec, in *wire.RestoreTvcDeploymentIntent) (any, error) {
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
@@ -275,8 +270,7 @@ func restoreDeployment(x *activity.Exec, intent any) (any, error) {
 	return wire.RestoreTvcDeploymentResult{DeploymentId: dep.ID}, nil
 }
 
-func getDeployment(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetTvcDeploymentRequest)
+func getDeployment(q *activity.Read, in *wire.GetTvcDeploymentRequest) (any, error) {
 	dep, err := loadDeployment(q.Ctx, q.R, q.OrgID, in.DeploymentId)
 	if err != nil {
 		return nil, err
@@ -288,8 +282,7 @@ func getDeployment(q *activity.Read, req any) (any, error) {
 	return wire.GetTvcDeploymentResponse{TvcDeployment: w}, nil
 }
 
-func listDeployments(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetTvcAppDeploymentsRequest)
+func listDeployments(q *activity.Read, in *wire.GetTvcAppDeploymentsRequest) (any, error) {
 	if _, err := loadApp(q.Ctx, q.R, q.OrgID, in.AppId); err != nil {
 		return nil, err
 	}
@@ -311,8 +304,7 @@ func listDeployments(q *activity.Read, req any) (any, error) {
 
 // appStatus reports the record state of an app's deployments (see the package doc): nothing
 // runs, so no replica is ever ready.
-func appStatus(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetAppStatusRequest)
+func appStatus(q *activity.Read, in *wire.GetAppStatusRequest) (any, error) {
 	a, err := loadApp(q.Ctx, q.R, q.OrgID, in.AppId)
 	if err != nil {
 		return nil, err

@@ -16,8 +16,7 @@ import (
 // (basePath/0 encrypts, basePath/1 signs). Its public key is the 130-byte QuorumOS pair
 // (encryption point then signing point), so the operator's manifest approvals are made with
 // sign_raw_payload on the signing account (HASH_FUNCTION_SHA256) and checked like any other.
-func (d Deps) createOperator(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateTvcOperatorIntent)
+func (d Deps) createOperator(x *activity.Exec, in *wire.CreateTvcOperatorIntent) (any, error) {
 	name, err := directory.CheckName("parameters.operatorName", in.OperatorName)
 	if err != nil {
 		return nil, err

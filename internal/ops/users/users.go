@@ -8,33 +8,83 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // Deps are what these operations need from the server configuration.
 type Deps struct {
 	Env func(x *activity.Exec) directory.Env
+	// ProveContact checks a verification token for exactly the contact (otp.ProveContact)
+	// and uses it up; nil refuses verification tokens as not supported.
+	ProveContact func(x *activity.Exec, field, token, otpType, contact string) error
+}
+
+// OTP verification types (the verification_type of a verification token).
+const (
+	otpEmail = "OTP_TYPE_EMAIL"
+	otpSMS   = "OTP_TYPE_SMS"
+)
+
+// vouched reports whether the caller vouches for the contacts it writes in x's organization
+// (directory.VouchedContacts); contacts it does not vouch for are stored unproven.
+func vouched(x *activity.Exec) (bool, error) {
+	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
+	if err != nil {
+		return false, err
+	}
+	return directory.VouchedContacts(x.Caller, o), nil
+}
+
+// markSpecs marks the contacts of users to create as unproven unless the caller vouches.
+func markSpecs(x *activity.Exec, specs []directory.UserSpec) error {
+	ok, err := vouched(x)
+	if err != nil || ok {
+		return err
+	}
+	for i := range specs {
+		specs[i].EmailUnproven, specs[i].PhoneUnproven = true, true
+	}
+	return nil
+}
+
+// proveContact decides whether a contact update stores a proven contact: with a verification
+// token for exactly that contact, or when the caller vouches for it.
+func (d Deps) proveContact(x *activity.Exec, token, otpType, contact string) (bool, error) {
+	if token == "" {
+		return vouched(x)
+	}
+	if d.ProveContact == nil {
+		return false, apierr.Unsupported("verificationToken (one-time codes are not served)")
+	}
+	if contact == "" {
+		return false, apierr.Invalid("parameters.verificationToken", "a verification token proves a contact: there is none to prove")
+	}
+	if err := d.ProveContact(x, "parameters.verificationToken", token, otpType, contact); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_users", Access: activity.AccessRoot, Execute: d.createUsers})
-	reg.Submit(activity.Operation{Path: "create_api_only_users", Access: activity.AccessRoot, Execute: d.createAPIOnlyUsers})
-	reg.Submit(activity.Operation{Path: "update_user", Access: activity.AccessRoot, Execute: updateUser})
-	reg.Submit(activity.Operation{Path: "update_user_name", Access: activity.AccessSelf, Execute: updateUserName,
-		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.UpdateUserNameIntent).UserId }})
-	reg.Submit(activity.Operation{Path: "update_user_email", Access: activity.AccessSelf, Execute: updateUserEmail,
-		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.UpdateUserEmailIntent).UserId }})
-	reg.Submit(activity.Operation{Path: "update_user_phone_number", Access: activity.AccessSelf, Execute: updateUserPhone,
-		SelfUser: func(_ *activity.Exec, in any) string { return in.(*wire.UpdateUserPhoneNumberIntent).UserId }})
-	reg.Submit(activity.Operation{Path: "delete_users", Access: activity.AccessRoot, Execute: deleteUsers})
-	reg.Submit(activity.Operation{Path: "create_user_tag", Access: activity.AccessRoot, Execute: d.createUserTag})
-	reg.Submit(activity.Operation{Path: "update_user_tag", Access: activity.AccessRoot, Execute: updateUserTag})
-	reg.Submit(activity.Operation{Path: "delete_user_tags", Access: activity.AccessRoot, Execute: deleteUserTags})
+	reg.Submit(activity.Operation{Path: "create_users", Access: activity.AccessRoot, Execute: activity.OnAny(d.createUsers, (*wire.CreateUsersIntentV4)(nil), (*wire.CreateUsersIntentV3)(nil), (*wire.CreateUsersIntentV2)(nil), (*wire.CreateUsersIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_api_only_users", Access: activity.AccessRoot, Execute: activity.On(d.createAPIOnlyUsers)})
+	reg.Submit(activity.Operation{Path: "update_user", Access: activity.AccessRoot, Execute: activity.On(updateUser)})
+	reg.Submit(activity.Operation{Path: "update_user_name", Access: activity.AccessSelf, Execute: activity.On(updateUserName),
+		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserNameIntent) string { return in.UserId })})
+	reg.Submit(activity.Operation{Path: "update_user_email", Access: activity.AccessSelf, Execute: activity.On(d.updateUserEmail),
+		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserEmailIntent) string { return in.UserId })})
+	reg.Submit(activity.Operation{Path: "update_user_phone_number", Access: activity.AccessSelf, Execute: activity.On(d.updateUserPhone),
+		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserPhoneNumberIntent) string { return in.UserId })})
+	reg.Submit(activity.Operation{Path: "delete_users", Access: activity.AccessRoot, Execute: activity.On(deleteUsers)})
+	reg.Submit(activity.Operation{Path: "create_user_tag", Access: activity.AccessRoot, Execute: activity.On(d.createUserTag)})
+	reg.Submit(activity.Operation{Path: "update_user_tag", Access: activity.AccessRoot, Execute: activity.On(updateUserTag)})
+	reg.Submit(activity.Operation{Path: "delete_user_tags", Access: activity.AccessRoot, Execute: activity.On(deleteUserTags)})
 
-	reg.Query(activity.QueryOp{Path: "get_user", Execute: getUser})
-	reg.Query(activity.QueryOp{Path: "list_users", Execute: listUsers})
-	reg.Query(activity.QueryOp{Path: "list_user_tags", Execute: listUserTags})
+	reg.Query(activity.QueryOp{Path: "get_user", Execute: activity.Query(getUser)})
+	reg.Query(activity.QueryOp{Path: "list_users", Execute: activity.Query(listUsers)})
+	reg.Query(activity.QueryOp{Path: "list_user_tags", Execute: activity.Query(listUserTags)})
 }
 
 func field(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
@@ -79,6 +129,9 @@ func (d Deps) createUsers(x *activity.Exec, intent any) (any, error) {
 	if len(specs) == 0 {
 		return nil, apierr.Invalid(f, "at least one user is required")
 	}
+	if err := markSpecs(x, specs); err != nil {
+		return nil, err
+	}
 	env := d.Env(x)
 	ids := make([]string, 0, len(specs))
 	for _, s := range specs {
@@ -93,16 +146,19 @@ func (d Deps) createUsers(x *activity.Exec, intent any) (any, error) {
 
 // createAPIOnlyUsers is the older form of create_users for users that authenticate only with
 // API keys: no authenticators, no phone number.
-func (d Deps) createAPIOnlyUsers(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateApiOnlyUsersIntent)
+func (d Deps) createAPIOnlyUsers(x *activity.Exec, in *wire.CreateApiOnlyUsersIntent) (any, error) {
 	const f = "parameters.apiOnlyUsers"
 	if len(in.ApiOnlyUsers) == 0 {
 		return nil, apierr.Invalid(f, "at least one user is required")
 	}
 	env := d.Env(x)
+	ok, err := vouched(x)
+	if err != nil {
+		return nil, err
+	}
 	ids := make([]string, 0, len(in.ApiOnlyUsers))
 	for i, u := range in.ApiOnlyUsers {
-		s := directory.UserSpec{Name: u.UserName, Email: u.UserEmail, TagIDs: u.UserTags, Field: field(f, i)}
+		s := directory.UserSpec{Name: u.UserName, Email: u.UserEmail, TagIDs: u.UserTags, Field: field(f, i), EmailUnproven: !ok}
 		s.APIKeys = directory.APIKeysV1(s.Field+".apiKeys", u.ApiKeys)
 		created, err := directory.CreateUser(x.Ctx, x.Tx, env, x.OrgID, s)
 		if err != nil {
@@ -135,24 +191,23 @@ func setName(u *directory.User, name string) error {
 	return nil
 }
 
-func setEmail(u *directory.User, email string) error {
+func setEmail(u *directory.User, email string, proven bool) error {
 	if email != "" && !strings.Contains(email, "@") {
 		return apierr.Invalid("parameters.userEmail", "not an e-mail address: %q", email)
 	}
-	u.Email = email
+	u.Email, u.EmailUnproven = email, email != "" && !proven
 	return nil
 }
 
-func setPhone(u *directory.User, phone string) error {
+func setPhone(u *directory.User, phone string, proven bool) error {
 	if phone != "" && !directory.ValidE164(phone) {
 		return apierr.Invalid("parameters.userPhoneNumber", "must be in E.164 format (e.g. +13214567890)")
 	}
-	u.PhoneNumber = phone
+	u.PhoneNumber, u.PhoneUnproven = phone, phone != "" && !proven
 	return nil
 }
 
-func updateUser(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateUserIntent)
+func updateUser(x *activity.Exec, in *wire.UpdateUserIntent) (any, error) {
 	u, err := loadUser(x, in.UserId)
 	if err != nil {
 		return nil, err
@@ -162,13 +217,17 @@ func updateUser(x *activity.Exec, intent any) (any, error) {
 			return nil, err
 		}
 	}
+	ok, err := vouched(x)
+	if err != nil {
+		return nil, err
+	}
 	if in.UserEmail != "" {
-		if err := setEmail(u, in.UserEmail); err != nil {
+		if err := setEmail(u, in.UserEmail, ok); err != nil {
 			return nil, err
 		}
 	}
 	if in.UserPhoneNumber != "" {
-		if err := setPhone(u, in.UserPhoneNumber); err != nil {
+		if err := setPhone(u, in.UserPhoneNumber, ok); err != nil {
 			return nil, err
 		}
 	}
@@ -252,8 +311,7 @@ func containsStr(xs []string, s string) bool {
 	return false
 }
 
-func updateUserName(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateUserNameIntent)
+func updateUserName(x *activity.Exec, in *wire.UpdateUserNameIntent) (any, error) {
 	u, err := loadUser(x, in.UserId)
 	if err != nil {
 		return nil, err
@@ -267,16 +325,16 @@ func updateUserName(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateUserNameResult{UserId: u.ID}, nil
 }
 
-func updateUserEmail(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateUserEmailIntent)
-	if in.VerificationToken != "" {
-		return nil, apierr.Unsupported("update_user_email verificationToken (arrives with OTP verification)")
-	}
+func (d Deps) updateUserEmail(x *activity.Exec, in *wire.UpdateUserEmailIntent) (any, error) {
 	u, err := loadUser(x, in.UserId)
 	if err != nil {
 		return nil, err
 	}
-	if err := setEmail(u, in.UserEmail); err != nil {
+	proven, err := d.proveContact(x, in.VerificationToken, otpEmail, in.UserEmail)
+	if err != nil {
+		return nil, err
+	}
+	if err := setEmail(u, in.UserEmail, proven); err != nil {
 		return nil, err
 	}
 	if err := saveUser(x, u); err != nil {
@@ -285,16 +343,16 @@ func updateUserEmail(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateUserEmailResult{UserId: u.ID}, nil
 }
 
-func updateUserPhone(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateUserPhoneNumberIntent)
-	if in.VerificationToken != "" {
-		return nil, apierr.Unsupported("update_user_phone_number verificationToken (arrives with OTP verification)")
-	}
+func (d Deps) updateUserPhone(x *activity.Exec, in *wire.UpdateUserPhoneNumberIntent) (any, error) {
 	u, err := loadUser(x, in.UserId)
 	if err != nil {
 		return nil, err
 	}
-	if err := setPhone(u, in.UserPhoneNumber); err != nil {
+	proven, err := d.proveContact(x, in.VerificationToken, otpSMS, in.UserPhoneNumber)
+	if err != nil {
+		return nil, err
+	}
+	if err := setPhone(u, in.UserPhoneNumber, proven); err != nil {
 		return nil, err
 	}
 	if err := saveUser(x, u); err != nil {
@@ -303,10 +361,12 @@ func updateUserPhone(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateUserPhoneNumberResult{UserId: u.ID}, nil
 }
 
-func deleteUsers(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteUsersIntent)
+func deleteUsers(x *activity.Exec, in *wire.DeleteUsersIntent) (any, error) {
 	if len(in.UserIds) == 0 {
 		return nil, apierr.Invalid("parameters.userIds", "at least one user id is required")
+	}
+	if err := organizations.LockRootQuorum(x); err != nil {
+		return nil, err
 	}
 	o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
 	if err != nil {
@@ -341,8 +401,7 @@ func checkUsers(x *activity.Exec, f string, ids []string) error {
 	return nil
 }
 
-func (d Deps) createUserTag(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateUserTagIntent)
+func (d Deps) createUserTag(x *activity.Exec, in *wire.CreateUserTagIntent) (any, error) {
 	name, err := directory.CheckName("parameters.userTagName", in.UserTagName)
 	if err != nil {
 		return nil, err
@@ -361,8 +420,7 @@ func (d Deps) createUserTag(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateUserTagResult{UserTagId: t.ID, UserIds: t.UserIDs}, nil
 }
 
-func updateUserTag(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateUserTagIntent)
+func updateUserTag(x *activity.Exec, in *wire.UpdateUserTagIntent) (any, error) {
 	t, err := directory.LoadUserTag(x.Ctx, x.Tx, x.OrgID, in.UserTagId)
 	if err != nil {
 		return nil, apierr.Invalid("parameters.userTagId", "no user tag %s in this organization", in.UserTagId)
@@ -385,8 +443,7 @@ func updateUserTag(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdateUserTagResult{UserTagId: t.ID}, nil
 }
 
-func deleteUserTags(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteUserTagsIntent)
+func deleteUserTags(x *activity.Exec, in *wire.DeleteUserTagsIntent) (any, error) {
 	if len(in.UserTagIds) == 0 {
 		return nil, apierr.Invalid("parameters.userTagIds", "at least one user tag id is required")
 	}
@@ -410,8 +467,7 @@ func deleteUserTags(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteUserTagsResult{UserTagIds: in.UserTagIds, UserIds: users}, nil
 }
 
-func getUser(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetUserRequest)
+func getUser(q *activity.Read, in *wire.GetUserRequest) (any, error) {
 	u, err := directory.LoadUser(q.Ctx, q.R, q.OrgID, in.UserId)
 	if err != nil {
 		return nil, err
@@ -423,7 +479,7 @@ func getUser(q *activity.Read, req any) (any, error) {
 	return wire.GetUserResponse{User: w}, nil
 }
 
-func listUsers(q *activity.Read, _ any) (any, error) {
+func listUsers(q *activity.Read, _ *wire.GetUsersRequest) (any, error) {
 	us, err := directory.ListUsers(q.Ctx, q.R, q.OrgID)
 	if err != nil {
 		return nil, err
@@ -439,7 +495,7 @@ func listUsers(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-func listUserTags(q *activity.Read, _ any) (any, error) {
+func listUserTags(q *activity.Read, _ *wire.ListUserTagsRequest) (any, error) {
 	ts, err := directory.ListUserTags(q.Ctx, q.R, q.OrgID)
 	if err != nil {
 		return nil, err

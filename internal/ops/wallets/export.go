@@ -12,9 +12,9 @@ import (
 )
 
 func (d Deps) registerExport(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "export_wallet", Access: activity.AccessRoot, Execute: d.exportWallet, PolicyEnv: exportEnv})
-	reg.Submit(activity.Operation{Path: "export_wallet_account", Access: activity.AccessRoot, Execute: d.exportWalletAccount, PolicyEnv: exportEnv})
-	reg.Submit(activity.Operation{Path: "export_private_key", Access: activity.AccessRoot, Execute: d.exportPrivateKey, PolicyEnv: exportEnv})
+	reg.Submit(activity.Operation{Path: "export_wallet", Access: activity.AccessRoot, Execute: activity.On(d.exportWallet), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "export_wallet_account", Access: activity.AccessRoot, Execute: activity.On(d.exportWalletAccount), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletAccountIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "export_private_key", Access: activity.AccessRoot, Execute: activity.On(d.exportPrivateKey), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportPrivateKeyIntent)(nil))})
 	own := func(_ *activity.Exec, intent any) string {
 		switch in := intent.(type) {
 		case *wire.InitImportWalletIntent:
@@ -29,10 +29,10 @@ func (d Deps) registerExport(reg *activity.Registry) {
 		return ""
 	}
 	// Imports must target the caller's own user (Turnkey's hard rule); root users may import.
-	reg.Submit(activity.Operation{Path: "init_import_wallet", Access: activity.AccessRoot, SelfUser: own, Execute: d.initImport("wallet")})
-	reg.Submit(activity.Operation{Path: "import_wallet", Access: activity.AccessRoot, SelfUser: own, Execute: d.importWallet})
-	reg.Submit(activity.Operation{Path: "init_import_private_key", Access: activity.AccessRoot, SelfUser: own, Execute: d.initImport("private_key")})
-	reg.Submit(activity.Operation{Path: "import_private_key", Access: activity.AccessRoot, SelfUser: own, Execute: d.importPrivateKey})
+	reg.Submit(activity.Operation{Path: "init_import_wallet", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.InitImportWalletIntent)(nil)), Execute: activity.OnAny(d.initImport("wallet"), (*wire.InitImportWalletIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "import_wallet", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.ImportWalletIntent)(nil)), Execute: activity.On(d.importWallet)})
+	reg.Submit(activity.Operation{Path: "init_import_private_key", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.InitImportPrivateKeyIntent)(nil)), Execute: activity.OnAny(d.initImport("private_key"), (*wire.InitImportPrivateKeyIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "import_private_key", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.ImportPrivateKeyIntent)(nil)), Execute: activity.On(d.importPrivateKey)})
 }
 
 func exportErr(err error) error {
@@ -43,8 +43,7 @@ func exportErr(err error) error {
 	return apierr.Invalid("parameters.targetPublicKey", "%v", err)
 }
 
-func (d Deps) exportWallet(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ExportWalletIntent)
+func (d Deps) exportWallet(x *activity.Exec, in *wire.ExportWalletIntent) (any, error) {
 	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
 	if err != nil {
 		return nil, err
@@ -62,8 +61,7 @@ func (d Deps) exportWallet(x *activity.Exec, intent any) (any, error) {
 	return wire.ExportWalletResult{WalletId: w.ID, ExportBundle: bundle}, nil
 }
 
-func (d Deps) exportWalletAccount(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ExportWalletAccountIntent)
+func (d Deps) exportWalletAccount(x *activity.Exec, in *wire.ExportWalletAccountIntent) (any, error) {
 	ids, err := lookupIDs(x.Ctx, x.Tx, KeyAccountAddress, NormalizeAddress(in.Address), KindAccount, x.OrgID)
 	if err != nil {
 		return nil, err
@@ -88,8 +86,7 @@ func (d Deps) exportWalletAccount(x *activity.Exec, intent any) (any, error) {
 	return wire.ExportWalletAccountResult{Address: a.Address, ExportBundle: bundle}, nil
 }
 
-func (d Deps) exportPrivateKey(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ExportPrivateKeyIntent)
+func (d Deps) exportPrivateKey(x *activity.Exec, in *wire.ExportPrivateKeyIntent) (any, error) {
 	k, err := load[PrivateKey](x.Ctx, x.Tx, KindPrivateKey, x.OrgID, in.PrivateKeyId, "private key")
 	if err != nil {
 		return nil, err
@@ -154,8 +151,7 @@ func takeTarget(x *activity.Exec, userID, what string) (*ImportTarget, error) {
 	return t, nil
 }
 
-func (d Deps) importWallet(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ImportWalletIntent)
+func (d Deps) importWallet(x *activity.Exec, in *wire.ImportWalletIntent) (any, error) {
 	if err := checkOwnUser(x, in.UserId); err != nil {
 		return nil, err
 	}
@@ -185,8 +181,7 @@ func (d Deps) importWallet(x *activity.Exec, intent any) (any, error) {
 	return wire.ImportWalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
 }
 
-func (d Deps) importPrivateKey(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.ImportPrivateKeyIntent)
+func (d Deps) importPrivateKey(x *activity.Exec, in *wire.ImportPrivateKeyIntent) (any, error) {
 	if err := checkOwnUser(x, in.UserId); err != nil {
 		return nil, err
 	}

@@ -13,14 +13,14 @@ import (
 )
 
 func (d Deps) registerKeys(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "create_private_keys", Access: activity.AccessRoot, Execute: d.createPrivateKeys})
-	reg.Submit(activity.Operation{Path: "delete_private_keys", Access: activity.AccessRoot, Execute: deletePrivateKeys})
-	reg.Submit(activity.Operation{Path: "create_private_key_tag", Access: activity.AccessRoot, Execute: createPKTag})
-	reg.Submit(activity.Operation{Path: "update_private_key_tag", Access: activity.AccessRoot, Execute: updatePKTag})
-	reg.Submit(activity.Operation{Path: "delete_private_key_tags", Access: activity.AccessRoot, Execute: deletePKTags})
-	reg.Query(activity.QueryOp{Path: "get_private_key", Execute: getPrivateKey})
-	reg.Query(activity.QueryOp{Path: "list_private_keys", Execute: listPrivateKeys})
-	reg.Query(activity.QueryOp{Path: "list_private_key_tags", Execute: listPKTags})
+	reg.Submit(activity.Operation{Path: "create_private_keys", Access: activity.AccessRoot, Execute: activity.OnAny(d.createPrivateKeys, (*wire.CreatePrivateKeysIntentV2)(nil), (*wire.CreatePrivateKeysIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "delete_private_keys", Access: activity.AccessRoot, Execute: activity.On(deletePrivateKeys)})
+	reg.Submit(activity.Operation{Path: "create_private_key_tag", Access: activity.AccessRoot, Execute: activity.On(createPKTag)})
+	reg.Submit(activity.Operation{Path: "update_private_key_tag", Access: activity.AccessRoot, Execute: activity.On(updatePKTag)})
+	reg.Submit(activity.Operation{Path: "delete_private_key_tags", Access: activity.AccessRoot, Execute: activity.On(deletePKTags)})
+	reg.Query(activity.QueryOp{Path: "get_private_key", Execute: activity.Query(getPrivateKey)})
+	reg.Query(activity.QueryOp{Path: "list_private_keys", Execute: activity.Query(listPrivateKeys)})
+	reg.Query(activity.QueryOp{Path: "list_private_key_tags", Execute: activity.Query(listPKTags)})
 }
 
 // keyAddresses derives the addresses of a key for formats.
@@ -99,8 +99,7 @@ func immutableAddrs(as []Addr) []wire.Immutableactivityv1Address {
 	return out
 }
 
-func deletePrivateKeys(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeletePrivateKeysIntent)
+func deletePrivateKeys(x *activity.Exec, in *wire.DeletePrivateKeysIntent) (any, error) {
 	if len(in.PrivateKeyIds) == 0 {
 		return nil, apierr.Invalid("parameters.privateKeyIds", "at least one private key id is required")
 	}
@@ -164,8 +163,7 @@ func checkKeys(x *activity.Exec, field string, ids []string) error {
 	return nil
 }
 
-func createPKTag(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreatePrivateKeyTagIntent)
+func createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, error) {
 	name, err := directory.CheckName("parameters.privateKeyTagName", in.PrivateKeyTagName)
 	if err != nil {
 		return nil, err
@@ -180,8 +178,7 @@ func createPKTag(x *activity.Exec, intent any) (any, error) {
 	return wire.CreatePrivateKeyTagResult{PrivateKeyTagId: t.ID, PrivateKeyIds: t.KeyIDs}, nil
 }
 
-func updatePKTag(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdatePrivateKeyTagIntent)
+func updatePKTag(x *activity.Exec, in *wire.UpdatePrivateKeyTagIntent) (any, error) {
 	t, err := load[PrivateKeyTag](x.Ctx, x.Tx, KindPrivateKeyTag, x.OrgID, in.PrivateKeyTagId, "private key tag")
 	if err != nil {
 		return nil, apierr.Invalid("parameters.privateKeyTagId", "no private key tag %s in this organization", in.PrivateKeyTagId)
@@ -204,8 +201,7 @@ func updatePKTag(x *activity.Exec, intent any) (any, error) {
 	return wire.UpdatePrivateKeyTagResult{PrivateKeyTagId: t.ID}, nil
 }
 
-func deletePKTags(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeletePrivateKeyTagsIntent)
+func deletePKTags(x *activity.Exec, in *wire.DeletePrivateKeyTagsIntent) (any, error) {
 	if len(in.PrivateKeyTagIds) == 0 {
 		return nil, apierr.Invalid("parameters.privateKeyTagIds", "at least one private key tag id is required")
 	}
@@ -241,8 +237,7 @@ func (k *PrivateKey) toWire(tags []string) wire.PrivateKey {
 		PrivateKeyTags: tags, CreatedAt: ts(k.CreatedAt), UpdatedAt: ts(k.UpdatedAt), Exported: k.Exported, Imported: k.Imported}
 }
 
-func getPrivateKey(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetPrivateKeyRequest)
+func getPrivateKey(q *activity.Read, in *wire.GetPrivateKeyRequest) (any, error) {
 	k, err := load[PrivateKey](q.Ctx, q.R, KindPrivateKey, q.OrgID, in.PrivateKeyId, "private key")
 	if err != nil {
 		return nil, err
@@ -254,7 +249,7 @@ func getPrivateKey(q *activity.Read, req any) (any, error) {
 	return wire.GetPrivateKeyResponse{PrivateKey: k.toWire(tags)}, nil
 }
 
-func listPrivateKeys(q *activity.Read, _ any) (any, error) {
+func listPrivateKeys(q *activity.Read, _ *wire.GetPrivateKeysRequest) (any, error) {
 	ks, err := listKind[PrivateKey](q.Ctx, q.R, KindPrivateKey, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -270,7 +265,7 @@ func listPrivateKeys(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-func listPKTags(q *activity.Read, _ any) (any, error) {
+func listPKTags(q *activity.Read, _ *wire.ListPrivateKeyTagsRequest) (any, error) {
 	tags, err := listKind[PrivateKeyTag](q.Ctx, q.R, KindPrivateKeyTag, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err

@@ -18,8 +18,8 @@ import (
 )
 
 func (d Deps) registerSigning(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned, PolicyEnv: signedEnv})
-	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: d.prepareSignRaw, Execute: executeSigned, PolicyEnv: signedEnv})
+	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignRaw, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignRaw, (*wire.SignRawPayloadsIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignRawPayloadsIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignRawPayloadsIntent)(nil))})
 }
 
 // SigningKey is a resolved signWith: a wallet account or a private key, with what signing needs.

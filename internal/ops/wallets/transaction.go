@@ -88,7 +88,7 @@ func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]polic
 }
 
 func (d Deps) registerTransactions(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_transaction", Access: activity.AccessRoot, Prepare: d.prepareSignTransaction, Execute: executeSigned, PolicyEnv: signedEnv})
+	reg.Submit(activity.Operation{Path: "sign_transaction", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignTransaction, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil))})
 }
 
 func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) {
@@ -120,6 +120,17 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "%v", err)
 	}
 	return signed{key: k, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)}, env: env}, nil
+}
+
+// SignEthereum signs an unsigned Ethereum transaction with the key signWith names in x's
+// organization and returns the signed transaction (eth_send_transaction).
+func (d Deps) SignEthereum(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error) {
+	k, err := ResolveSigner(x.Ctx, x.Tx, x.OrgID, signWith)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := signEthereum(d, k, unsigned)
+	return out, err
 }
 
 // SignSolana signs a Solana transaction (wire bytes) with the key signWith names in x's

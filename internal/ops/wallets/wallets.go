@@ -30,15 +30,15 @@ const (
 
 // Register adds the operations to reg and makes sub-organization deletion aware of keys.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Execute: d.createWallet})
-	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Execute: d.createWalletAccounts})
-	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: updateWallet})
-	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: deleteWallets})
-	reg.Submit(activity.Operation{Path: "delete_wallet_accounts", Access: activity.AccessRoot, Execute: deleteWalletAccounts})
-	reg.Query(activity.QueryOp{Path: "get_wallet", Execute: getWallet})
-	reg.Query(activity.QueryOp{Path: "list_wallets", Execute: listWallets})
-	reg.Query(activity.QueryOp{Path: "get_wallet_account", Execute: getWalletAccount})
-	reg.Query(activity.QueryOp{Path: "list_wallet_accounts", Execute: listWalletAccounts})
+	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Execute: activity.On(d.createWallet)})
+	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(d.createWalletAccounts)})
+	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)})
+	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: activity.On(deleteWallets)})
+	reg.Submit(activity.Operation{Path: "delete_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(deleteWalletAccounts)})
+	reg.Query(activity.QueryOp{Path: "get_wallet", Execute: activity.Query(getWallet)})
+	reg.Query(activity.QueryOp{Path: "list_wallets", Execute: activity.Query(listWallets)})
+	reg.Query(activity.QueryOp{Path: "get_wallet_account", Execute: activity.Query(getWalletAccount)})
+	reg.Query(activity.QueryOp{Path: "list_wallet_accounts", Execute: activity.Query(listWalletAccounts)})
 	d.registerKeys(reg)
 	d.registerSigning(reg)
 	d.registerTransactions(reg)
@@ -170,8 +170,7 @@ func (d Deps) newWallet(x *activity.Exec, orgID, name string, mnemonicLength *in
 	return w, accts, err
 }
 
-func (d Deps) createWallet(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateWalletIntent)
+func (d Deps) createWallet(x *activity.Exec, in *wire.CreateWalletIntent) (any, error) {
 	w, accts, err := d.newWallet(x, x.OrgID, in.WalletName, in.MnemonicLength, in.Accounts, "parameters")
 	if err != nil {
 		return nil, err
@@ -188,8 +187,7 @@ func (d Deps) SubOrgWallet(x *activity.Exec, orgID string, p *wire.WalletParams)
 	return &wire.WalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
 }
 
-func (d Deps) createWalletAccounts(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.CreateWalletAccountsIntent)
+func (d Deps) createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
 	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
 	if err != nil {
 		return nil, err
@@ -209,8 +207,7 @@ func (d Deps) createWalletAccounts(x *activity.Exec, intent any) (any, error) {
 	return wire.CreateWalletAccountsResult{Addresses: addresses(accts)}, nil
 }
 
-func updateWallet(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.UpdateWalletIntent)
+func updateWallet(x *activity.Exec, in *wire.UpdateWalletIntent) (any, error) {
 	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
 	if err != nil {
 		return nil, err
@@ -244,8 +241,7 @@ func walletAccounts(ctx context.Context, r store.Reader, orgID, walletID string)
 	return out, nil
 }
 
-func deleteWallets(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteWalletsIntent)
+func deleteWallets(x *activity.Exec, in *wire.DeleteWalletsIntent) (any, error) {
 	if len(in.WalletIds) == 0 {
 		return nil, apierr.Invalid("parameters.walletIds", "at least one wallet id is required")
 	}
@@ -274,8 +270,7 @@ func deleteWallets(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteWalletsResult{WalletIds: in.WalletIds}, nil
 }
 
-func deleteWalletAccounts(x *activity.Exec, intent any) (any, error) {
-	in := intent.(*wire.DeleteWalletAccountsIntent)
+func deleteWalletAccounts(x *activity.Exec, in *wire.DeleteWalletAccountsIntent) (any, error) {
 	if len(in.WalletAccountIds) == 0 {
 		return nil, apierr.Invalid("parameters.walletAccountIds", "at least one wallet account id is required")
 	}
@@ -298,8 +293,7 @@ func deleteWalletAccounts(x *activity.Exec, intent any) (any, error) {
 	return wire.DeleteWalletAccountsResult{WalletAccountIds: in.WalletAccountIds}, nil
 }
 
-func getWallet(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetWalletRequest)
+func getWallet(q *activity.Read, in *wire.GetWalletRequest) (any, error) {
 	w, err := load[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, in.WalletId, "wallet")
 	if err != nil {
 		return nil, err
@@ -307,7 +301,7 @@ func getWallet(q *activity.Read, req any) (any, error) {
 	return wire.GetWalletResponse{Wallet: w.ToWire()}, nil
 }
 
-func listWallets(q *activity.Read, _ any) (any, error) {
+func listWallets(q *activity.Read, _ *wire.GetWalletsRequest) (any, error) {
 	ws, err := listKind[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, store.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -319,8 +313,7 @@ func listWallets(q *activity.Read, _ any) (any, error) {
 	return out, nil
 }
 
-func getWalletAccount(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetWalletAccountRequest)
+func getWalletAccount(q *activity.Read, in *wire.GetWalletAccountRequest) (any, error) {
 	if in.Address == "" && in.Path == "" {
 		return nil, apierr.Invalid("address", "give the account's address or path")
 	}
@@ -336,8 +329,7 @@ func getWalletAccount(q *activity.Read, req any) (any, error) {
 	return nil, apierr.NotFoundf("wallet account not found in wallet %s", in.WalletId)
 }
 
-func listWalletAccounts(q *activity.Read, req any) (any, error) {
-	in := req.(*wire.GetWalletAccountsRequest)
+func listWalletAccounts(q *activity.Read, in *wire.GetWalletAccountsRequest) (any, error) {
 	var accts []*Account
 	var err error
 	if in.WalletId != "" {

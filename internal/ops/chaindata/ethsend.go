@@ -1,0 +1,223 @@
+package chaindata
+
+import (
+	"encoding/hex"
+	"math/big"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rlp"
+
+	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
+	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/policy"
+	"github.com/latchkey/latchkey/internal/wire"
+)
+
+// ethSend is eth_send_transaction without sponsorship: Latchkey fills what the caller left out
+// (nonce, gas limit, fees) from the network's provider, signs with the `from` account, records
+// the send and broadcasts it after the activity commits; get_send_transaction_status follows it.
+// Sponsored sends (Turnkey's gas station) answer "not supported".
+type ethSend struct {
+	from, caip2                   string
+	to, value, data               string
+	nonce, gasLimit, maxFee, prio string
+	sponsor                       *bool
+	gasStationNonce               string
+	calls                         int
+}
+
+func readEthSend(intent any) ethSend {
+	switch in := intent.(type) {
+	case *wire.EthSendTransactionIntent:
+		return ethSend{from: in.From, caip2: in.Caip2, to: in.To, value: in.Value, data: in.Data, nonce: in.Nonce, gasLimit: in.GasLimit,
+			maxFee: in.MaxFeePerGas, prio: in.MaxPriorityFeePerGas, sponsor: in.Sponsor, gasStationNonce: in.GasStationNonce, calls: 1}
+	case *wire.EthSendTransactionIntentV2:
+		s := ethSend{from: in.From, caip2: in.Caip2, nonce: in.Nonce, gasLimit: in.GasLimit, maxFee: in.MaxFeePerGas, prio: in.MaxPriorityFeePerGas,
+			sponsor: in.Sponsor, gasStationNonce: in.GasStationNonce, calls: len(in.Calls)}
+		if len(in.Calls) == 1 {
+			s.to, s.value, s.data = in.Calls[0].To, in.Calls[0].Value, in.Calls[0].Data
+		}
+		return s
+	}
+	return ethSend{}
+}
+
+// preparedSend is what Prepare found before the transaction: the unsigned transaction and what
+// policies see of it.
+type preparedSend struct {
+	unsigned []byte
+	env      map[string]policy.Value
+}
+
+// prepareEthSend runs before the activity's transaction (network I/O belongs there): it checks
+// the request and asks the provider for what the caller left out.
+func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
+	s := readEthSend(intent)
+	if s.sponsor != nil && *s.sponsor {
+		return nil, activity.ErrNotSupported("sponsored sends (sponsor: true; Latchkey runs no gas station): send with sponsor false")
+	}
+	if s.gasStationNonce != "" {
+		return nil, activity.ErrNotSupported("gasStationNonce (Latchkey runs no gas station)")
+	}
+	if s.calls != 1 {
+		return nil, activity.ErrNotSupported("several calls in one eth_send_transaction (batched calls need a smart account); send one call each")
+	}
+	n, err := checkNetwork("parameters.caip2", s.caip2, false)
+	if err != nil {
+		return nil, err
+	}
+	chainID, ok := evmChainID(n)
+	if !ok {
+		return nil, apierr.Invalid("parameters.caip2", "eth_send_transaction sends to eip155 networks; %s is not one", n)
+	}
+	if !common.IsHexAddress(s.from) {
+		return nil, apierr.Invalid("parameters.from", "must be an Ethereum address of the organization")
+	}
+	if !common.IsHexAddress(s.to) {
+		return nil, apierr.Invalid("parameters.to", "must be an Ethereum address")
+	}
+	value, err := decimal("parameters.value", s.value, big.NewInt(0))
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	if s.data != "" {
+		if data, err = hexutil.Decode(s.data); err != nil {
+			return nil, apierr.Invalid("parameters.data", "must be 0x-prefixed hex")
+		}
+	}
+	c, err := d.provider(n)
+	if err != nil {
+		return nil, err
+	}
+	from, to := common.HexToAddress(s.from), common.HexToAddress(s.to)
+	call := map[string]any{"from": from.Hex(), "to": to.Hex(), "value": hexutil.EncodeBig(value), "data": hexutil.Encode(data)}
+	nonce, err := decimal("parameters.nonce", s.nonce, nil)
+	if err != nil {
+		return nil, err
+	}
+	if nonce == nil {
+		var hexNonce hexutil.Big
+		if err := c.Call(x.Ctx, "eth_getTransactionCount", []any{from.Hex(), "pending"}, &hexNonce); err != nil {
+			return nil, rpcError(err)
+		}
+		nonce = hexNonce.ToInt()
+	}
+	gas, err := decimal("parameters.gasLimit", s.gasLimit, nil)
+	if err != nil {
+		return nil, err
+	}
+	if gas == nil {
+		var est hexutil.Big
+		if err := c.Call(x.Ctx, "eth_estimateGas", []any{call}, &est); err != nil {
+			return nil, rpcError(err)
+		}
+		gas = est.ToInt()
+	}
+	prio, err := decimal("parameters.maxPriorityFeePerGas", s.prio, nil)
+	if err != nil {
+		return nil, err
+	}
+	if prio == nil {
+		var p hexutil.Big
+		if err := c.Call(x.Ctx, "eth_maxPriorityFeePerGas", nil, &p); err != nil {
+			return nil, rpcError(err)
+		}
+		prio = p.ToInt()
+	}
+	maxFee, err := decimal("parameters.maxFeePerGas", s.maxFee, nil)
+	if err != nil {
+		return nil, err
+	}
+	if maxFee == nil {
+		var block struct {
+			BaseFee *hexutil.Big `json:"baseFeePerGas"`
+		}
+		if err := c.Call(x.Ctx, "eth_getBlockByNumber", []any{"latest", false}, &block); err != nil {
+			return nil, rpcError(err)
+		}
+		if block.BaseFee == nil {
+			return nil, apierr.New(apierr.FailedPrecondition, "CHAIN_RPC_ERROR", "%s has no base fee (not an EIP-1559 network): give maxFeePerGas", n)
+		}
+		maxFee = new(big.Int).Add(new(big.Int).Mul(block.BaseFee.ToInt(), big.NewInt(2)), prio)
+	}
+	if !nonce.IsUint64() || !gas.IsUint64() {
+		return nil, apierr.Invalid("parameters.nonce", "nonce and gasLimit must fit in 64 bits")
+	}
+	// The unsigned EIP-1559 form that sign_transaction takes: 0x02 ‖ rlp([chainId, nonce,
+	// maxPriorityFeePerGas, maxFeePerGas, gas, to, value, data, accessList]).
+	body, err := rlp.EncodeToBytes([]any{chainID, nonce.Uint64(), prio, maxFee, gas.Uint64(), to, value, data, []any{}})
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding the transaction")
+	}
+	unsigned := append([]byte{types.DynamicFeeTxType}, body...)
+	// What a policy sees is what sign_transaction shows for the same transaction (eth.tx).
+	p, err := ethereum.ParseUnsigned(unsigned)
+	if err != nil {
+		return nil, apierr.Internalf(err, "reading the transaction back")
+	}
+	env := map[string]policy.Value{"eth": policy.Map{"tx": policy.FromGo(p.PolicyView(strings.ToLower(from.Hex())))}}
+	return preparedSend{unsigned: unsigned, env: env}, nil
+}
+
+// ethSendExecute signs the prepared transaction in the activity's transaction and records the
+// send; it is broadcast once the activity commits.
+func (d *Deps) ethSendExecute(x *activity.Exec, intent any) (any, error) {
+	p, ok := x.Prepared.(preparedSend)
+	if !ok {
+		return nil, apierr.Internalf(nil, "eth_send_transaction ran without its prepared transaction")
+	}
+	if d.SignEthereum == nil {
+		return nil, activity.ErrNotSupported("eth_send_transaction without wallets")
+	}
+	s := readEthSend(intent)
+	n, _ := checkNetwork("parameters.caip2", s.caip2, false)
+	signed, err := d.SignEthereum(x, s.from, p.unsigned)
+	if err != nil {
+		if e := apierr.From(err); e.Code == apierr.InvalidArgument || e.Code == apierr.NotFound {
+			return nil, apierr.Invalid("parameters.from", "%s", strings.TrimPrefix(e.Message, "parameters.signWith: "))
+		}
+		return nil, err
+	}
+	var tx types.Transaction
+	if err := tx.UnmarshalBinary(signed); err != nil {
+		return nil, apierr.Internalf(err, "reading the signed transaction")
+	}
+	c, err := d.provider(n)
+	if err != nil {
+		return nil, err
+	}
+	send := &Send{ID: id.New(), OrgID: x.OrgID, Caip2: n, TxHash: strings.ToLower(tx.Hash().Hex()), CreatedAt: x.Now}
+	if err := d.record(x, send, c, "eth_sendRawTransaction", []any{"0x" + hex.EncodeToString(signed)}); err != nil {
+		return nil, err
+	}
+	if _, v2 := intent.(*wire.EthSendTransactionIntentV2); v2 {
+		return wire.EthSendTransactionResultV2{SendTransactionStatusId: send.ID}, nil
+	}
+	return wire.EthSendTransactionResult{SendTransactionStatusId: send.ID}, nil
+}
+
+func (d *Deps) ethSendEnv(x *activity.Exec, _ any) map[string]policy.Value {
+	if p, ok := x.Prepared.(preparedSend); ok {
+		return p.env
+	}
+	return nil
+}
+
+// decimal reads an optional decimal (or 0x-hex) amount; def when empty.
+func decimal(field, s string, def *big.Int) (*big.Int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def, nil
+	}
+	v, ok := new(big.Int).SetString(s, 0)
+	if !ok || v.Sign() < 0 || v.BitLen() > 256 {
+		return nil, apierr.Invalid(field, "must be a non-negative integer (decimal, or 0x hex)")
+	}
+	return v, nil
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Balance updates from blocks, against a node answering in the format of real ones: an ERC-20
+// Transfer log to a wallet account and an ether transfer from it become a deposit and a
+// withdrawal for BALANCE_CONFIRMED_UPDATES endpoints; a block is reported once, and the
+// finalized tag gives BALANCE_FINALIZED_UPDATES. Private-key addresses and strangers' addresses
+// produce nothing.
+func TestBalanceWebhooksFromBlocks(t *testing.T) {
+	var head atomic.Uint64
+	head.Store(0x10)
+	const usdc = "0x1c7d4b196cb0c7b01d743fbc6116a902379c7238" // the built-in Sepolia USDC
+	var watched atomic.Value
+	watched.Store("0x0000000000000000000000000000000000000000")
+	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		"eth_getBlockByNumber": func(p []json.RawMessage) string {
+			var tag string
+			_ = json.Unmarshal(p[0], &tag)
+			n := head.Load()
+			if tag == "latest" || tag == "finalized" {
+				return `{"number":"0x` + strconvHex(n) + `","hash":"0xh","timestamp":"0x1","transactions":[]}`
+			}
+			w := watched.Load().(string)
+			return `{"number":"` + tag + `","hash":"0xblock` + tag + `","timestamp":"0x6750f000","transactions":[` +
+				`{"hash":"0xether","from":"` + w + `","to":"0x000000000000000000000000000000000000dead","value":"0xde0b6b3a7640000"},` +
+				`{"hash":"0xnothing","from":"0x1111111111111111111111111111111111111111","to":"0x2222222222222222222222222222222222222222","value":"0x1"}]}`
+		},
+		"eth_getLogs": func([]json.RawMessage) string {
+			w := strings.TrimPrefix(watched.Load().(string), "0x")
+			return `[{"address":"` + usdc + `","topics":["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",` +
+				`"0x0000000000000000000000003333333333333333333333333333333333333333","0x000000000000000000000000` + w + `"],` +
+				`"data":"0x00000000000000000000000000000000000000000000000000000000000f4240","transactionHash":"0xtoken"}]`
+		},
+	})
+	var mu sync.Mutex
+	got := map[string][]map[string]any{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		mu.Lock()
+		got[r.Header.Get("X-Turnkey-Event-Type")] = append(got[r.Header.Get("X-Turnkey-Event-Type")], m)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	h := newHarnessWith(t, func(c *Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
+		c.LoopbackWebhooks = true
+	})
+	h.s.Webhooks.Poll = 20 * time.Millisecond
+	root, created := h.rootOrg("Acme")
+	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts[:1]})
+	mustOK(t, w)
+	addr := strings.ToLower(w.str("activity", "result", "createWalletResult", "addresses", "0"))
+	watched.Store(addr)
+	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "balances",
+		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}, map[string]any{"eventType": "BALANCE_FINALIZED_UPDATES"}}}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	h.s.chain.FollowBalancesOnce(ctx) // the first pass starts both cursors at the head (0x10)
+	head.Store(0x11)                  // one new block, at both tags
+	h.s.chain.FollowBalancesOnce(ctx)
+	h.s.chain.FollowBalancesOnce(ctx) // nothing new: nothing sent twice
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got["BALANCE_CONFIRMED_UPDATES"]) + len(got["BALANCE_FINALIZED_UPDATES"])
+		mu.Unlock()
+		if n >= 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	confirmed, finalized := got["BALANCE_CONFIRMED_UPDATES"], got["BALANCE_FINALIZED_UPDATES"]
+	if len(confirmed) != 2 || len(finalized) != 2 {
+		t.Fatalf("confirmed %d, finalized %d deliveries, want 2 and 2: %v", len(confirmed), len(finalized), got)
+	}
+	ops := map[string]map[string]any{}
+	for _, b := range confirmed {
+		msg := b["msg"].(map[string]any)
+		ops[msg["operation"].(string)] = msg
+		if b["type"] != "balances:confirmed" || b["organizationId"] != created.OrganizationID || msg["address"] != addr {
+			t.Fatalf("body: %v", b)
+		}
+	}
+	dep, wd := ops["deposit"], ops["withdraw"]
+	if dep == nil || wd == nil {
+		t.Fatalf("want a deposit and a withdrawal: %v", confirmed)
+	}
+	if a := dep["asset"].(map[string]any); a["symbol"] != "USDC" || a["amount"] != "1000000" || a["decimals"] != "6" || dep["txHash"] != "0xtoken" {
+		t.Fatalf("token deposit: %v", dep)
+	}
+	if a := wd["asset"].(map[string]any); a["symbol"] != "ETH" || a["amount"] != "1000000000000000000" || wd["txHash"] != "0xether" {
+		t.Fatalf("ether withdrawal: %v", wd)
+	}
+	if finalized[0]["type"] != "balances:finalized" {
+		t.Fatalf("finalized body: %v", finalized[0])
+	}
+}
+
+func strconvHex(n uint64) string {
+	const digits = "0123456789abcdef"
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 16 {
+		b = append([]byte{digits[n%16]}, b...)
+	}
+	return string(b)
+}
+
+// Balance updates on Solana, from a block in the format of getBlock's answers: a wallet
+// account's lamports leave it (withdraw, fee included) and its token account of the asset
+// list's devnet USDC receives tokens (deposit, by owner); a stranger's change produces nothing;
+// a skipped slot is no error.
+func TestSolanaBalanceWebhooks(t *testing.T) {
+	var slot atomic.Uint64
+	slot.Store(100)
+	var watched atomic.Value
+	watched.Store("11111111111111111111111111111111")
+	sol := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		"getSlot": func([]json.RawMessage) string { return strconvDec(slot.Load()) },
+		"getBlock": func(p []json.RawMessage) string {
+			var s uint64
+			_ = json.Unmarshal(p[0], &s)
+			if s == 101 {
+				return `{"jsonrpc":"2.0","id":1,"error":{"code":-32007,"message":"Slot 101 was skipped, or missing due to ledger jump to recent snapshot"}}`
+			}
+			w := watched.Load().(string)
+			return `{"blockhash":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin","blockTime":1733000000,"parentSlot":101,"transactions":[{` +
+				`"meta":{"err":null,"fee":5000,"preBalances":[5000000000,1000000000,1],"postBalances":[3999995000,2000000000,1],` +
+				`"preTokenBalances":[{"accountIndex":1,"mint":"4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU","owner":"` + w + `","uiTokenAmount":{"amount":"0","decimals":6}}],` +
+				`"postTokenBalances":[{"accountIndex":1,"mint":"4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU","owner":"` + w + `","uiTokenAmount":{"amount":"2500000","decimals":6}}],` +
+				`"loadedAddresses":{"writable":[],"readonly":[]}},` +
+				`"transaction":{"signatures":["5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW"],` +
+				`"message":{"accountKeys":["` + w + `","CuieVDEDtLo7FypA9SbLM9saXFdb1dsshEkyErMqkRQq","11111111111111111111111111111111"]}}}]}`
+		},
+	})
+	var mu sync.Mutex
+	var got []map[string]any
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if r.Header.Get("X-Turnkey-Event-Type") == "BALANCE_CONFIRMED_UPDATES" {
+			mu.Lock()
+			got = append(got, m)
+			mu.Unlock()
+		}
+	}))
+	defer recv.Close()
+	h := newHarnessWith(t, func(c *Config) {
+		c.ChainRPC = map[string]string{"solana:devnet": sol.srv.URL}
+		c.LoopbackWebhooks = true
+	})
+	h.s.Webhooks.Poll = 20 * time.Millisecond
+	root, _ := h.rootOrg("Acme")
+	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "sol", "accounts": []any{map[string]any{
+		"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	mustOK(t, w)
+	addr := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	watched.Store(addr)
+	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sol",
+		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	h.s.chain.FollowBalancesOnce(ctx) // cursors at slot 100
+	slot.Store(102)                   // 101 skipped, 102 holds the transaction
+	h.s.chain.FollowBalancesOnce(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("%d deliveries, want 2: %v", len(got), got)
+	}
+	by := map[string]map[string]any{}
+	for _, b := range got {
+		msg := b["msg"].(map[string]any)
+		by[msg["asset"].(map[string]any)["symbol"].(string)] = msg
+		if msg["address"] != addr || msg["caip2"] != "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1" {
+			t.Fatalf("body: %v", b)
+		}
+	}
+	if m := by["SOL"]; m == nil || m["operation"] != "withdraw" || m["asset"].(map[string]any)["amount"] != "1000005000" {
+		t.Fatalf("SOL: %v", by["SOL"])
+	}
+	if m := by["USDC"]; m == nil || m["operation"] != "deposit" || m["asset"].(map[string]any)["amount"] != "2500000" {
+		t.Fatalf("USDC: %v", by["USDC"])
+	}
+}
+
+func strconvDec(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// SEND_TRANSACTION_STATUS_UPDATES: an endpoint of the top-level organization hears of a send's
+// BROADCASTING, then INCLUDED once the node has a receipt, in the body Turnkey sends
+// ("transaction:status", msg with the status id, activity id, caip2, idempotency key, txHash).
+// A sub-organization cannot subscribe (billing-scoped, as at Turnkey).
+func TestSendTransactionStatusWebhooks(t *testing.T) {
+	var mined atomic.Bool
+	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
+		"eth_sendRawTransaction": func([]json.RawMessage) string { return `"0x00"` },
+		"eth_getTransactionReceipt": func([]json.RawMessage) string {
+			if mined.Load() {
+				return `{"status":"0x1","blockNumber":"0x11"}`
+			}
+			return `null`
+		},
+	})
+	var mu sync.Mutex
+	var bodies []map[string]any
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if r.Header.Get("X-Turnkey-Event-Type") == "SEND_TRANSACTION_STATUS_UPDATES" {
+			mu.Lock()
+			bodies = append(bodies, m)
+			mu.Unlock()
+		}
+	}))
+	defer recv.Close()
+	h := newHarnessWith(t, func(c *Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
+		c.LoopbackWebhooks = true
+	})
+	h.s.Webhooks.Poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); h.s.Webhooks.Run(ctx) }()
+	go func() { defer wg.Done(); h.s.chain.Follow(ctx, h.s.Webhooks.Wake) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	root, created := h.rootOrg("Acme")
+	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sends",
+		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}))
+	key, _ := crypto.GenerateKey()
+	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+	tx, _ := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 1,
+		GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)})
+	raw, _ := tx.MarshalBinary()
+	r := root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"})
+	mustOK(t, r)
+	mined.Store(true)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := len(bodies)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d status deliveries: %v", n, bodies)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	statuses := []string{}
+	for _, b := range bodies {
+		msg := b["msg"].(map[string]any)
+		statuses = append(statuses, msg["status"].(string))
+		if b["type"] != "transaction:status" || b["organizationId"] != created.OrganizationID || b["parentOrganizationId"] != created.OrganizationID ||
+			msg["activityId"] != r.str("activity", "id") || msg["caip2"] != "eip155:11155111" || msg["idempotencyKey"] == "" {
+			t.Fatalf("body: %v", b)
+		}
+		if msg["status"] == "INCLUDED" && !strings.EqualFold(msg["txHash"].(string), tx.Hash().Hex()) {
+			t.Fatalf("INCLUDED without the hash: %v", b)
+		}
+	}
+	if strings.Join(statuses, ",") != "BROADCASTING,INCLUDED" {
+		t.Fatalf("statuses %v", statuses)
+	}
+	// Billing-scoped: a sub-organization cannot subscribe.
+	subPriv, subPub := h.newKey()
+	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "sub", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}},
+			"authenticators": []any{}, "oauthProviders": []any{}}}})
+	mustOK(t, s)
+	sub := h.client(s.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId"), subPriv)
+	wantError(t, sub.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "x",
+		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}), http.StatusForbidden, 7, "billing")
+}
