@@ -29,6 +29,9 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h printed the command's flags: asking for help is no error
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(os.Stderr, "latchkey:", err)
@@ -37,6 +40,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "latchkey:", err)
 		os.Exit(1)
 	}
+}
+
+// ExitInterrupted is serve's exit code when a second SIGTERM or Ctrl-C arrives while it drains
+// in-flight requests: it exits at once, cutting them off (docs/operations.md).
+const ExitInterrupted = 3
+
+// drainOnSignal returns a context that ends at the first SIGTERM or Ctrl-C (serve then drains
+// in-flight requests, up to --drain-timeout); a second signal exits at once.
+func drainOnSignal(ctx context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "latchkey: second signal while draining: exiting at once, in-flight requests are cut off")
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }
 
 type usageError struct{ msg string }
@@ -53,6 +84,9 @@ commands:
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
   keyring   rotate the data key that seals secrets (keyring rotate)
+  completion print a shell completion script: latchkey completion bash|zsh|fish
+  backup    write a consistent snapshot of an embedded deployment while it serves (--to FILE)
+  restore   put a snapshot in place as a new data directory's database (--from FILE)
   bench     load-test a running Latchkey
   version   print the version
 
@@ -72,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+		ctx, stop := drainOnSignal(ctx, stderr)
 		defer stop()
 		return cmdServe(ctx, rest, stdout, stderr)
 	case "init":
@@ -91,8 +125,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "keyring":
 		return cmdKeyring(ctx, rest, stdout, stderr)
+	case "backup":
+		return cmdBackup(ctx, rest, stdout, stderr)
+	case "restore":
+		return cmdRestore(ctx, rest, stdout, stderr)
 	case "keygen":
 		return cmdKeygen(ctx, rest, stdout, stderr)
+	case "completion":
+		return cmdCompletion(rest, stdout)
 	case "request":
 		return cmdRequest(ctx, rest, stdout, stderr)
 	case "export":
@@ -104,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(stderr, usage)
-	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+	return usageError{fmt.Sprintf("unknown command %q%s", cmd, didYouMean(cmd, commands, false))}
 }
 
 // parseFlags parses args into fs, then fills every flag not given on the command line from its
@@ -114,7 +154,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err.Error()}
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			msg += didYouMean(strings.TrimPrefix(name, "-"), names, true)
+		}
+		return usageError{msg}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -129,6 +175,19 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
 			if e := f.Value.Set(v); e != nil {
 				err = usageError{fmt.Sprintf("%s=%q: %v", EnvName(f.Name), v, e)}
+			}
+			return
+		}
+		// LATCHKEY_<FLAG>_FILE names a file holding the value (a container or systemd secret):
+		// its content, less trailing newlines. Its value is never echoed in an error.
+		if path, ok := os.LookupEnv(EnvName(f.Name) + "_FILE"); ok {
+			b, e := os.ReadFile(path)
+			if e != nil {
+				err = usageError{fmt.Sprintf("%s_FILE: %v", EnvName(f.Name), e)}
+				return
+			}
+			if e := f.Value.Set(strings.TrimRight(string(b), "\r\n")); e != nil {
+				err = usageError{fmt.Sprintf("%s_FILE=%q: the file's value is not valid for --%s", EnvName(f.Name), path, f.Name)}
 			}
 		}
 	})
@@ -173,4 +232,50 @@ func (l *listFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// commands are the command names (for suggestions and completion).
+var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
+	"keygen", "request", "export", "version", "completion", "help"}
+
+// didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
+// prefix), as "; did you mean X?" (flags spelled --X).
+func didYouMean(typed string, names []string, flags bool) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := editDistance(typed, n)
+		if strings.HasPrefix(n, typed) && len(typed) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	if flags {
+		return fmt.Sprintf("; did you mean --%s?", best)
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

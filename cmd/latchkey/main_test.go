@@ -61,12 +61,29 @@ func TestInitKeysFromEnvironment(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &keys); err != nil || len(keys["signerPublicKey"]) != 130 {
 		t.Fatalf("keys printed %q", out.String())
 	}
+	// LATCHKEY_<FLAG>_FILE: the value comes from a file (a container or systemd secret).
+	os.Unsetenv("LATCHKEY_DATA_DIR")
+	secret := filepath.Join(t.TempDir(), "data_dir")
+	if err := os.WriteFile(secret, []byte(dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LATCHKEY_DATA_DIR_FILE", secret)
+	out.Reset()
+	if err := run(ctx, []string{"keys"}, &out, &errb); err != nil || !strings.Contains(out.String(), keys["signerPublicKey"]) {
+		t.Fatalf("keys with LATCHKEY_DATA_DIR_FILE: %v %q", err, out.String())
+	}
+	t.Setenv("LATCHKEY_DATA_DIR_FILE", filepath.Join(t.TempDir(), "missing"))
+	if err := run(ctx, []string{"keys"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "LATCHKEY_DATA_DIR_FILE") {
+		t.Fatalf("a missing _FILE: %v", err)
+	}
+	t.Setenv("LATCHKEY_DATA_DIR_FILE", secret)
 	out.Reset()
 	if err := run(ctx, []string{"keyring", "rotate"}, &out, &errb); err != nil || !strings.Contains(out.String(), `"activeVersion":2`) {
 		t.Fatalf("keyring rotate: %v %q", err, out.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "latchkey ") {
+	if err := run(ctx, []string{"version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "latchkey ") ||
+		!strings.Contains(out.String(), "commit ") || !strings.Contains(out.String(), "built ") {
 		t.Fatalf("version: %v %q", err, out.String())
 	}
 }

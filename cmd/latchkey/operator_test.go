@@ -16,6 +16,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/stamp"
 )
 
 // operator create makes an account the dashboard of the same store signs in with; a second
@@ -31,6 +32,11 @@ func TestOperatorCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	_, pub, _ := stamp.GenerateKey(stamp.CurveP256)
+	if err := run(ctx, []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub, "--data-dir", dir, "--master-key-file", mk},
+		io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"operator", "create", "--email", "Ops@Example.com", "--password-file", pw, "--data-dir", dir, "--master-key-file", mk}
 	var out, errb bytes.Buffer
 	if err := run(ctx, args, &out, &errb); err != nil {

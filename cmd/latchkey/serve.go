@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/directory"
 
 	"github.com/latchkey/latchkey/internal/notify"
@@ -39,8 +40,10 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 	return server.Open(ctx, cfg)
 }
 
+// config is the store configuration of an operator command: the deployment must exist (init
+// and serve --dev change that).
 func (s *storeFlags) config() server.Config {
-	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev}
+	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,6 +54,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apiAddr := fs.String("api-addr", "127.0.0.1:8080", "activity API listen address")
 	proxyAddr := fs.String("proxy-addr", "127.0.0.1:8090", `auth proxy listen address (browser-facing /v1/*; "" serves no proxy)`)
 	coordinatorURL := fs.String("coordinator-url", "", "activity API the auth proxy forwards to (another Latchkey's base URL); empty: this process's engine")
+	signupRate := fs.String("proxy-signup-rate", authproxy.DefaultSignupRate.String(), "auth proxy sign-ups allowed per client address, COUNT/DURATION (0: no limit)")
+	otpRate := fs.String("proxy-otp-rate", authproxy.DefaultOTPRate.String(), "auth proxy one-time-code sends allowed per client address, COUNT/DURATION (0: no limit)")
 	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (\"\" serves none)")
 	var rpIDs, origins listFlag
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
@@ -60,6 +65,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&proxies, "trusted-proxies", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (for IP allowlists)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", "", `Prometheus metrics listen address, GET /metrics (e.g. 127.0.0.1:9090; "" serves none)`)
 	debugAddr := fs.String("debug-addr", "", "if set (e.g. 127.0.0.1:6060), serve Go's pprof profiles there; keep it on loopback")
 	var smtp notify.SMTP
 	fs.StringVar(&smtp.Addr, "smtp-addr", "", "SMTP submission server host:port for one-time-code e-mails (empty: no e-mail; --dev writes an outbox file instead)")
@@ -95,10 +101,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg := sf.config()
+	cfg.MustExist, cfg.Exclusive = !sf.dev, true
 	if cfg.Limits, err = parseLimits(*limits); err != nil {
 		return err
 	}
 	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr, cfg.CoordinatorURL = *apiAddr, *proxyAddr, *dashAddr, *coordinatorURL
+	cfg.MetricsAddr = *metricsAddr
+	for _, r := range []struct {
+		flag, value string
+		to          **authproxy.Rate
+	}{{"--proxy-signup-rate", *signupRate, &cfg.ProxySignupRate}, {"--proxy-otp-rate", *otpRate, &cfg.ProxyOTPRate}} {
+		rate, err := authproxy.ParseRate(r.value)
+		if err != nil {
+			return usageError{r.flag + ": " + err.Error()}
+		}
+		*r.to = &rate
+	}
 	if smtp.Addr != "" {
 		if smtp.From == "" {
 			return usageError{"--smtp-from is required with --smtp-addr"}
@@ -185,7 +203,10 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError{"--" + name + " is required"}
 		}
 	}
-	s, err := sf.open(ctx, stderr)
+	log, _ := newLogger(stderr, "warn")
+	cfg := sf.config()
+	cfg.MustExist, cfg.Log = false, log // init makes the deployment
+	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -218,7 +239,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdVersion(stdout io.Writer) error {
-	fmt.Fprintln(stdout, "latchkey", server.Version)
+	fmt.Fprintln(stdout, "latchkey", server.BuildInfo())
 	return nil
 }
 
