@@ -162,4 +162,63 @@ test("balances from a real EVM node: exactly what was sent, zero balances left o
   const receipt = await pub.getTransactionReceipt({ hash: transactionHash });
   assert.equal(receipt.status, "success");
   assert.equal(receipt.from.toLowerCase(), address.toLowerCase());
+
+  // eth_send_transaction without sponsorship, as @turnkey/sdk-server sends it (V2, one call):
+  // Latchkey takes nonce, gas and fees from the node, signs, broadcasts; the status follows it.
+  const before = await pub.getBalance({ address: chain.devAddress });
+  const { sendTransactionStatusId } = await client.ethSendTransaction({ from: address, caip2: CAIP2, sponsor: false,
+    calls: [{ to: chain.devAddress, value: parseEther("0.1").toString(), data: "0x" }] });
+  let sent;
+  for (let i = 0; i < 100; i++) {
+    sent = await client.getSendTransactionStatus({ sendTransactionStatusId });
+    if (sent.txStatus !== "PENDING") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(sent.txStatus, "INCLUDED", JSON.stringify(sent));
+  const minedSend = await pub.getTransactionReceipt({ hash: sent.eth.txHash });
+  assert.equal(minedSend.from.toLowerCase(), address.toLowerCase());
+  assert.equal(await pub.getBalance({ address: chain.devAddress }) - before >= parseEther("0.1") - parseEther("0.01"), true);
+  // A sponsored send is refused with its reason.
+  await assert.rejects(client.ethSendTransaction({ from: address, caip2: CAIP2, sponsor: true, calls: [{ to: chain.devAddress, value: "1" }] }), /gas station/);
+});
+
+// BALANCE_CONFIRMED_UPDATES from a real node: a transfer of ether to a wallet account reaches the
+// organization's endpoint as Turnkey's balances:confirmed body. (The hand-assembled token above
+// emits no Transfer events, so ERC-20 deposits are tested in Go against recorded logs:
+// TestBalanceWebhooksFromBlocks.)
+test("balance webhooks: a deposit of ether seen in a block", async () => {
+  const { createServer } = await import("node:http");
+  const got = [];
+  const receiver = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      if (req.headers["x-turnkey-event-type"] === "BALANCE_CONFIRMED_UPDATES") got.push(JSON.parse(Buffer.concat(chunks).toString()));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+  try {
+    const client = lk.client();
+    const { addresses: [address] } = await client.createWallet({ walletName: "watched", accounts: [{ curve: "CURVE_SECP256K1",
+      pathFormat: "PATH_FORMAT_BIP32", path: "m/44'/60'/0'/0/0", addressFormat: "ADDRESS_FORMAT_ETHEREUM" }] });
+    await client.createWebhookEndpoint({ name: "balances", url: `http://127.0.0.1:${receiver.address().port}/b`,
+      subscriptions: [{ eventType: "BALANCE_CONFIRMED_UPDATES" }, { eventType: "BALANCE_FINALIZED_UPDATES" }] });
+    await new Promise((r) => setTimeout(r, 3000)); // the follower starts from the head it first sees
+    const eth = await devWallet.sendTransaction({ to: address, value: parseEther("0.2") });
+    await pub.waitForTransactionReceipt({ hash: eth, pollingInterval: 100 });
+    const want = (caip19) => got.find((b) => b.msg.operation === "deposit" && b.msg.address === address.toLowerCase() && b.msg.asset.caip19 === caip19);
+    for (let i = 0; i < 150 && !want(`${CAIP2}/slip44:60`); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const ether = want(`${CAIP2}/slip44:60`);
+    assert.ok(ether, `no ether deposit among ${JSON.stringify(got)}`);
+    assert.equal(ether.type, "balances:confirmed");
+    assert.equal(ether.organizationId, lk.creds.organizationId);
+    assert.equal(ether.msg.asset.amount, parseEther("0.2").toString());
+    assert.equal(ether.msg.txHash, eth);
+    assert.ok(ether.msg.idempotencyKey && ether.msg.block.number);
+  } finally {
+    receiver.close();
+  }
 });

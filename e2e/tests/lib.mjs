@@ -17,7 +17,7 @@ export function latchkeyBinary() {
   return out;
 }
 
-async function freePort() {
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.listen(0, "127.0.0.1", () => {

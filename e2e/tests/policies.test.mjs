@@ -46,6 +46,15 @@ test("a non-root user is denied signing until a policy allows one wallet, and a 
   const tx = (to) => bobAccount.signTransaction({ chainId: 11155111, type: "eip1559", to, value: 1n, nonce: 0, gas: 21000n, maxFeePerGas: parseGwei("2"), maxPriorityFeePerGas: parseGwei("1") });
   await assert.rejects(tx(blocked), /policy engine denied request explicitly/);
   await tx("0x1111111111111111111111111111111111111111");
+
+  // A denial is explainable: the denied activity, found through getActivities, has its policy
+  // evaluation, showing the DENY policy that matched.
+  const { activities } = await root.getActivities({ filterByStatus: ["ACTIVITY_STATUS_FAILED"] });
+  const denied = activities.find((a) => a.type === "ACTIVITY_TYPE_SIGN_TRANSACTION_V2");
+  assert.ok(denied, "the denied signing is listed as FAILED");
+  const { policyEvaluations } = await root.getPolicyEvaluations({ activityId: denied.id });
+  assert.ok(policyEvaluations.length > 0, "the denied activity has no policy evaluation");
+  assert.match(JSON.stringify(policyEvaluations), /DENY/);
 });
 
 test("with a root quorum of two, an activity waits for the second root user's approval; a rejection changes nothing", async () => {

@@ -108,6 +108,16 @@ after(async () => {
   assert.equal(code, 0, "SIGTERM must drain and exit cleanly");
 });
 
+// signUpWith signs the verified contact up through signup_v2 with the verification token and
+// the sign-up client signature core's signUpWithOtp makes (USAGE_TYPE_SIGNUP, by the key the
+// token is bound to). Without the token the contact would be stored unproven.
+async function signUpWith(email, verificationToken, device) {
+  const body = { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [], verificationToken };
+  const { message } = getClientSignatureMessageForSignup({ verificationToken, email, apiKeys: [], authenticators: [], oauthProviders: [] });
+  const signature = await signWithApiKey({ content: message, publicKey: device.publicKey, privateKey: device.privateKey });
+  return ok("signup_v2", { ...body, clientSignature: { publicKey: device.publicKey, scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", message, signature } });
+}
+
 test("wallet_kit_config reports the configuration; refusals are clear", async () => {
   // The SDK's utils send it with no body at all.
   const cfg = await ok("wallet_kit_config");
@@ -151,8 +161,11 @@ test("otp_init → e-mail over SMTP → otp_verify → signup with a wallet → 
 
   // Nobody has this e-mail yet: sign up, with a wallet in the spec's {path, curve} shape.
   assert.deepEqual(await ok("account", { filterType: "EMAIL", filterValue: email, verificationToken }), {});
+  // The sign-up carries the token (a contact is only ever stored as proven with one) and the
+  // spec's hex client_signature over it by the device key the token is bound to.
+  const signupSignature = await signWithApiKey({ content: verificationToken, publicKey: device.publicKey, privateKey: device.privateKey });
   const signup = await ok("signup", { userEmail: email, userName: "alice", apiKeys: [], authenticators: [], oauthProviders: [],
-    wallet: { path: "m/44'/501'/0'/0'", curve: "CURVE_TYPE_ED25519" } });
+    verificationToken, client_signature: signupSignature, wallet: { path: "m/44'/501'/0'/0'", curve: "CURVE_TYPE_ED25519" } });
   assert.ok(signup.organizationId && signup.userId && signup.wallet.walletId);
   assert.equal(signup.wallet.addresses.length, 1);
   const { organizationId } = await ok("account", { filterType: "EMAIL", filterValue: email });
@@ -174,7 +187,6 @@ test("otp_init → e-mail over SMTP → otp_verify → signup with a wallet → 
 
 test("the v2 endpoints: the code encrypted to the target bundle, the clientSignature object", async () => {
   const email = "bob@example.com";
-  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
   const seen = smtp.messages.length;
   const init = await ok("otp_init_v2", { otpType: "OTP_TYPE_EMAIL", contact: email });
   assert.ok(init.otpEncryptionTargetBundle);
@@ -182,6 +194,7 @@ test("the v2 endpoints: the code encrypted to the target bundle, the clientSigna
   const device = generateP256KeyPair();
   const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, device.publicKey, lk.keys.otpPublicKey);
   const { verificationToken } = await ok("otp_verify_v2", { otpId: init.otpId, encryptedOtpBundle });
+  const signup = await signUpWith(email, verificationToken, device);
 
   const sessionKey = generateP256KeyPair();
   const message = JSON.stringify({ login: { publicKey: sessionKey.publicKey }, tokenId: tokenClaims(verificationToken).id, type: "USAGE_TYPE_LOGIN" });
@@ -198,13 +211,13 @@ test("the v2 endpoints: the code encrypted to the target bundle, the clientSigna
 // token attesting the key (turnkey-wire.md §2b). The token logs in once.
 test("stamp_login with X-Stamp-Attested (core's AttestedStamper): a session for the sub-organization, once", async () => {
   const email = "dave@example.com";
-  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
   const seen = smtp.messages.length;
   const init = await ok("otp_init_v2", { otpType: "OTP_TYPE_EMAIL", contact: email });
   const code = codeOf(await smtp.next(email, seen));
   const device = generateP256KeyPair();
   const encryptedOtpBundle = await encryptOtpCodeToBundle(code, init.otpEncryptionTargetBundle, device.publicKey, lk.keys.otpPublicKey);
   const { verificationToken } = await ok("otp_verify_v2", { otpId: init.otpId, encryptedOtpBundle });
+  const signup = await signUpWith(email, verificationToken, device);
 
   const stamper = new AttestedStamper({ sign: (payload, _format, publicKey) => {
     assert.equal(publicKey, device.publicKey);
@@ -237,7 +250,11 @@ test("stamp_login with X-Stamp-Attested (core's AttestedStamper): a session for 
 // in the magic link), @turnkey/crypto's decryptCredentialBundle opens it, and it stamps as the user.
 test("email_auth: the credential bundle arrives by e-mail and stamps as the user", async () => {
   const email = "erin@example.com";
-  const signup = await ok("signup_v2", { userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] });
+  // The organization's own backend creates the sub-organization (it vouches for the address),
+  // as Turnkey's e-mail auth examples do.
+  const created = await lk.client().createSubOrganization({ subOrganizationName: "erin", rootQuorumThreshold: 1,
+    rootUsers: [{ userName: "erin", userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }] });
+  const signup = { organizationId: created.subOrganizationId, userId: created.rootUserIds[0] };
   const target = generateP256KeyPair();
   const seen = smtp.messages.length;
   const r = await lk.client(undefined, signup.organizationId).emailAuth({ email, targetPublicKey: target.publicKeyUncompressed,
@@ -334,4 +351,41 @@ test("no one-time code appears in the logs or the database", () => {
   assert.ok(codes.length >= 3);
   const all = lk.allBytes();
   for (const c of codes) assert.equal(all.includes(Buffer.from(c)), false, `code ${c} found in the logs or the database`);
+});
+
+// The account pre-hijack a probe found: an attacker signs the victim's e-mail address up with
+// the attacker's own key and no verification token. The address is stored unproven, so when
+// the victim later proves it with a one-time code, neither /v1/account nor otp_login resolves
+// to the attacker's sub-organization: the victim signs up into their own, and the attacker's
+// key cannot sign with the victim's wallet.
+test("pre-hijack: an address signed up without a verification token never resolves a look-up or a login", async () => {
+  const email = "victim@example.com";
+  const attacker = generateP256KeyPair();
+  const planted = await ok("signup", { userEmail: email, userName: "victim", authenticators: [], oauthProviders: [],
+    apiKeys: [{ apiKeyName: "mine", publicKey: attacker.publicKey, curveType: "API_KEY_CURVE_P256" }] });
+  assert.ok(planted.organizationId);
+  assert.deepEqual(await ok("account", { filterType: "EMAIL", filterValue: email }), {});
+
+  const seen = smtp.messages.length;
+  const init = await ok("otp_init", { otpType: "OTP_TYPE_EMAIL", contact: email });
+  const code = codeOf(await smtp.next(email, seen));
+  const device = generateP256KeyPair();
+  const { verificationToken } = await ok("otp_verify", { otpId: init.otpId, otpCode: code, public_key: device.publicKey });
+  assert.deepEqual(await ok("account", { filterType: "EMAIL", filterValue: email, verificationToken }), {});
+  const sessionKey = generateP256KeyPair();
+  const signature = await signWithApiKey({ content: verificationToken, publicKey: device.publicKey, privateKey: device.privateKey });
+  const refused = await proxy("otp_login", { verificationToken, public_key: sessionKey.publicKey, client_signature: signature });
+  assert.equal(refused.status, 404, JSON.stringify(refused.body));
+
+  const mine = await ok("signup", { userEmail: email, userName: "victim", apiKeys: [], authenticators: [], oauthProviders: [],
+    verificationToken, client_signature: signature });
+  assert.notEqual(mine.organizationId, planted.organizationId);
+  assert.equal((await ok("account", { filterType: "EMAIL", filterValue: email })).organizationId, mine.organizationId);
+  const { session } = await ok("otp_login", { verificationToken, public_key: sessionKey.publicKey, client_signature: signature });
+  assert.equal(JSON.parse(Buffer.from(session.split(".")[1], "base64url").toString()).organization_id, mine.organizationId);
+
+  // A sign-up naming no credential and no proven contact is refused.
+  const empty = await proxy("signup", {});
+  assert.equal(empty.status, 400, JSON.stringify(empty.body));
+  assert.match(empty.body.message, /credential/);
 });

@@ -55,3 +55,27 @@ test("an EIP-7702 authorization signed through @turnkey/viem recovers to the wal
   const authorization = await account.signAuthorization({ contractAddress: "0x08d2b0a37F869FF76BACB5Bab3278E26ab7067B7", chainId: 11155111, nonce: 5 });
   assert.equal(await recoverAuthorizationAddress({ authorization }), account.address);
 });
+
+// Hyperliquid's typed data: a type name with a colon ("HyperliquidTransaction:ApproveAgent"),
+// as Hyperliquid apps sign it through @turnkey/viem; viem verifies the signature.
+test("Hyperliquid approveAgent typed data (a colon in the type name) signs and verifies", async () => {
+  const typedData = {
+    domain: { name: "HyperliquidSignTransaction", version: "1", chainId: 42161, verifyingContract: "0x0000000000000000000000000000000000000000" },
+    // With the domain's type spelled out, as Hyperliquid's signing code does: @turnkey/viem
+    // sends viem's serializeTypedData, which keeps the domain only when EIP712Domain is listed.
+    types: {
+      EIP712Domain: [{ name: "name", type: "string" }, { name: "version", type: "string" }, { name: "chainId", type: "uint256" },
+        { name: "verifyingContract", type: "address" }],
+      "HyperliquidTransaction:ApproveAgent": [
+        { name: "hyperliquidChain", type: "string" },
+        { name: "agentAddress", type: "address" },
+        { name: "agentName", type: "string" },
+        { name: "nonce", type: "uint64" },
+      ],
+    },
+    primaryType: "HyperliquidTransaction:ApproveAgent",
+    message: { hyperliquidChain: "Mainnet", agentAddress: "0x8c2d6e3c1b0a9f4e5d7c6b5a4f3e2d1c0b9a8f7e", agentName: "latchkey", nonce: 1732000000000n },
+  };
+  const signature = await account.signTypedData(typedData);
+  assert.ok(await verifyTypedData({ address: account.address, signature, ...typedData }));
+});
