@@ -11,7 +11,9 @@
 //	latchkey version  print the version
 //
 // Every flag may also be given as an environment variable LATCHKEY_<FLAG IN UPPER SNAKE CASE>
-// (--data-dir is LATCHKEY_DATA_DIR); a flag on the command line wins.
+// (--data-dir is LATCHKEY_DATA_DIR), or LATCHKEY_<FLAG>_FILE naming a file holding it, and
+// serve's flags in a YAML file (--config); a flag on the command line wins over the
+// environment, which wins over the file. Secrets come only from the environment or files.
 package main
 
 import (
@@ -148,7 +150,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // parseFlags parses args into fs, then fills every flag not given on the command line from its
-// environment variable LATCHKEY_<NAME>.
+// environment variable LATCHKEY_<NAME> (or the file LATCHKEY_<NAME>_FILE names), then, when fs
+// has a --config flag naming a file, every flag still unset from that file: flag > environment >
+// file. Secret flags are refused on the command line.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -167,13 +171,23 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name := range given {
+		if secretFlags[name] {
+			return usageError{fmt.Sprintf("--%s is a secret: give it in %s or in a file named by %s_FILE (a command line is visible to every user of the machine)",
+				name, EnvName(name), EnvName(name))}
+		}
+	}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if given[f.Name] || err != nil {
 			return
 		}
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
+			given[f.Name] = true
 			if e := f.Value.Set(v); e != nil {
+				if secretFlags[f.Name] {
+					v = "…" // never echo a secret
+				}
 				err = usageError{fmt.Sprintf("%s=%q: %v", EnvName(f.Name), v, e)}
 			}
 			return
@@ -186,12 +200,19 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 				err = usageError{fmt.Sprintf("%s_FILE: %v", EnvName(f.Name), e)}
 				return
 			}
+			given[f.Name] = true
 			if e := f.Value.Set(strings.TrimRight(string(b), "\r\n")); e != nil {
 				err = usageError{fmt.Sprintf("%s_FILE=%q: the file's value is not valid for --%s", EnvName(f.Name), path, f.Name)}
 			}
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if cf := fs.Lookup(configFlag); cf != nil && cf.Value.String() != "" {
+		return applyConfigFile(fs, cf.Value.String(), given)
+	}
+	return nil
 }
 
 // EnvName is the environment variable of a flag: LATCHKEY_ + upper snake case.

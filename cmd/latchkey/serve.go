@@ -72,11 +72,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&smtp.From, "smtp-from", "", "sender address of those e-mails")
 	fs.StringVar(&smtp.FromName, "smtp-from-name", "", "sender display name")
 	fs.StringVar(&smtp.Username, "smtp-username", "", "SMTP AUTH user (sent only over TLS)")
-	fs.StringVar(&smtp.Password, "smtp-password", "", "SMTP AUTH password; prefer LATCHKEY_SMTP_PASSWORD")
+	fs.StringVar(&smtp.Password, "smtp-password", "", "SMTP AUTH password: from LATCHKEY_SMTP_PASSWORD or LATCHKEY_SMTP_PASSWORD_FILE only (a secret is refused on the command line)")
 	fs.StringVar(&smtp.Mode, "smtp-mode", notify.ModeSTARTTLS, "starttls, tls, or plain (plain only towards loopback)")
 	var twilio notify.Twilio
 	fs.StringVar(&twilio.AccountSID, "sms-twilio-account-sid", "", "Twilio account SID for one-time-code SMS (empty: no SMS)")
-	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token; prefer LATCHKEY_SMS_TWILIO_AUTH_TOKEN")
+	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token: from LATCHKEY_SMS_TWILIO_AUTH_TOKEN or LATCHKEY_SMS_TWILIO_AUTH_TOKEN_FILE only (a secret is refused on the command line)")
 	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
 	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
 	var trustedIssuers appendFlag
@@ -93,6 +93,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var qos listFlag
 	fs.Var(&qos, "tvc-qos-versions", "comma-separated QuorumOS versions TVC deployments may name, oldest first, the last the latest (empty: any version label is recorded as given; see docs/tvc.md)")
 	limits := fs.String("limits", "", "raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)")
+	fs.String(configFlag, "", "YAML file giving any of these flags by name (api-addr: 127.0.0.1:8080); a flag or LATCHKEY_<FLAG> overrides it; secrets are refused in it")
+	var tlsAll server.TLSFiles
+	fs.StringVar(&tlsAll.CertFile, "tls-cert-file", "", "PEM certificate (chain) every listener serves TLS with, unless it has its own; reloaded on SIGHUP")
+	fs.StringVar(&tlsAll.KeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	listenerTLS := map[string]*server.TLSFiles{"api": new(server.TLSFiles), "proxy": new(server.TLSFiles), "dashboard": new(server.TLSFiles), "metrics": new(server.TLSFiles)}
+	for _, l := range []string{"api", "proxy", "dashboard", "metrics"} {
+		fs.StringVar(&listenerTLS[l].CertFile, l+"-tls-cert-file", "", "PEM certificate of the "+l+" listener (default --tls-cert-file)")
+		fs.StringVar(&listenerTLS[l].KeyFile, l+"-tls-key-file", "", "PEM private key of --"+l+"-tls-cert-file")
+	}
+	fs.StringVar(&listenerTLS["dashboard"].ClientCAFile, "dashboard-client-ca-file", "", "PEM CA certificates: the dashboard (served over TLS) then requires a client certificate signed by one of them, before its password sign-in")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -107,6 +117,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr, cfg.CoordinatorURL = *apiAddr, *proxyAddr, *dashAddr, *coordinatorURL
 	cfg.MetricsAddr = *metricsAddr
+	for l, to := range map[string]*server.TLSFiles{"api": &cfg.APITLS, "proxy": &cfg.ProxyTLS, "dashboard": &cfg.DashboardTLS, "metrics": &cfg.MetricsTLS} {
+		f := *listenerTLS[l]
+		if f.CertFile == "" && f.KeyFile == "" {
+			f.CertFile, f.KeyFile = tlsAll.CertFile, tlsAll.KeyFile
+		}
+		*to = f
+	}
 	for _, r := range []struct {
 		flag, value string
 		to          **authproxy.Rate
@@ -152,11 +169,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *debugAddr != "" {
 		go serveDebug(*debugAddr, log)
 	}
-	return s.Run(ctx, *drain, func(addr string) {
+	return s.Run(ctx, *drain, func(string) {
 		if !sf.dev {
 			return
 		}
-		dc, created, err := s.EnsureDevOrganization(ctx, "http://"+addr)
+		dc, created, err := s.EnsureDevOrganization(ctx, s.APIURL())
 		if err != nil {
 			log.Error("creating the --dev demo organization", "err", err)
 			return
@@ -168,7 +185,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Warn("DEVELOPMENT MODE: created a demo organization; its API private key is in the data directory", "file", sf.dataDir+"/"+server.DevCredentialsFile)
 		}
 		out := map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
-			"apiBaseUrl": "http://" + addr, "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile}
+			"apiBaseUrl": s.APIURL(), "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile}
 		if s.DashboardURL() != "" {
 			op, opCreated, err := s.EnsureDevOperator(ctx, s.DashboardURL())
 			if err != nil {

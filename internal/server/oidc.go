@@ -20,16 +20,21 @@ type OAuth2Endpoints struct{ TokenURL, UserInfoURL string }
 // oidcIssuerPath is where the API listener serves Latchkey's own issuer documents.
 const oidcIssuerPath = "/oidc"
 
-// defaultIssuerURL is http://<api host:port>/oidc, with a wildcard host read as loopback.
-func defaultIssuerURL(apiAddr string) string {
+// defaultIssuerURL is http(s)://<api host:port>/oidc (https when the API serves TLS), with a
+// wildcard host read as loopback.
+func defaultIssuerURL(apiAddr string, tls bool) string {
+	scheme := "http://"
+	if tls {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(apiAddr)
 	if err != nil || port == "" || port == "0" {
-		return "http://127.0.0.1:8080" + oidcIssuerPath
+		return scheme + "127.0.0.1:8080" + oidcIssuerPath
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + oidcIssuerPath
+	return scheme + net.JoinHostPort(host, port) + oidcIssuerPath
 }
 
 // setUpOIDC makes Latchkey's issuer (signing with the OIDC server key) and the verifier of
@@ -38,7 +43,7 @@ func defaultIssuerURL(apiAddr string) string {
 func (s *Server) setUpOIDC(now func() time.Time) error {
 	url := s.cfg.OIDCIssuerURL
 	if url == "" {
-		url = defaultIssuerURL(s.cfg.APIAddr)
+		url = defaultIssuerURL(s.cfg.APIAddr, s.cfg.APITLS.CertFile != "")
 	}
 	iss, err := oidc.NewIssuer(oidc.IssuerConfig{URL: url, Signer: s.Keys.Signer(custody.OIDC), Now: now})
 	if err != nil {

@@ -12,11 +12,13 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -99,6 +101,9 @@ type Config struct {
 	CoordinatorURL string
 	// MetricsAddr is the Prometheus metrics listener's address (GET /metrics); empty serves none.
 	MetricsAddr string
+	// APITLS, ProxyTLS, DashboardTLS and MetricsTLS serve each listener over TLS when given a
+	// certificate; DashboardTLS.ClientCAFile asks dashboard clients for a certificate too.
+	APITLS, ProxyTLS, DashboardTLS, MetricsTLS TLSFiles
 	// ProxySignupRate and ProxyOTPRate limit the auth proxy's sign-ups and code sends per
 	// client address (nil: authproxy's defaults; a zero Rate: no limit).
 	ProxySignupRate, ProxyOTPRate *authproxy.Rate
@@ -168,11 +173,18 @@ type Server struct {
 	// Metrics are the process's Prometheus metrics, served on --metrics-addr.
 	Metrics    *metrics.Metrics
 	metricsURL string
-	lock       *os.File // the data directory's lock (Config.Exclusive)
+	apiURL     string
+	// tls holds each TLS listener's certificate by listener name (api, proxy, dashboard,
+	// metrics), reloaded by ReloadTLS.
+	tls  map[string]*tlsListener
+	lock *os.File // the data directory's lock (Config.Exclusive)
 }
 
 // MetricsURL is the metrics listener's address once Run listens ("" without one).
 func (s *Server) MetricsURL() string { return s.metricsURL }
+
+// APIURL is the activity API's base URL once Run listens (https:// when it serves TLS).
+func (s *Server) APIURL() string { return s.apiURL }
 
 // DatabaseFile is the SQLite file inside the data directory.
 const DatabaseFile = "latchkey.db"
@@ -201,12 +213,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
 		return nil, errNoMasterKey
 	}
+	tlsListeners, err := loadTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkDataDir(cfg); err != nil {
 		return nil, err
 	}
 	var lock *os.File
 	if cfg.Exclusive && cfg.DatabaseURL == "" {
-		var err error
 		if lock, err = LockDataDir(cfg.DataDir); err != nil {
 			return nil, err
 		}
@@ -218,7 +233,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	s.lock = lock
+	s.lock, s.tls = lock, tlsListeners
 	return s, nil
 }
 
@@ -468,10 +483,6 @@ func (s *Server) ProxyURL() string { return s.proxyURL }
 // requests (up to drain) and returns. ready, when not nil, is called with the API's bound
 // address once listening.
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
-	ln, err := net.Listen("tcp", s.cfg.APIAddr)
-	if err != nil {
-		return fmt.Errorf("api listener: %w", err)
-	}
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
@@ -480,52 +491,79 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	observe := func(listener string, operation func(string) string, h http.Handler) http.Handler {
 		return metrics.Observe(s.Metrics, s.Log, listener, operation, h)
 	}
-	srv := newServer(observe("api", api.Operation, s.API.Handler()))
-	servers := []*http.Server{srv}
-	errc := make(chan error, 3)
-	if s.cfg.ProxyAddr != "" {
-		pln, err := net.Listen("tcp", s.cfg.ProxyAddr)
+	var (
+		servers   []*http.Server
+		listeners []net.Listener
+		serve     []func() error
+	)
+	// listen binds one listener (TLS when configured) and returns its base URL.
+	listen := func(name, flag, addr string, h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			ln.Close()
-			return fmt.Errorf("auth proxy listener (--proxy-addr): %w", err)
+			for _, l := range listeners {
+				l.Close()
+			}
+			return "", fmt.Errorf("%s listener (%s): %w", name, flag, err)
 		}
-		psrv := newServer(observe("proxy", authproxy.Operation, s.ProxyServer.Handler()))
-		servers = append(servers, psrv)
-		go func() { errc <- psrv.Serve(pln) }()
-		s.proxyURL = "http://" + pln.Addr().String()
+		hs := newServer(h)
+		tl := s.tls[name]
+		servers, listeners = append(servers, hs), append(listeners, ln)
+		serve = append(serve, func() error { return hs.Serve(tl.wrap(ln)) })
+		url := tl.scheme() + ln.Addr().String()
+		s.Log.Info("latchkey "+name+" listening", "addr", ln.Addr().String(), "url", url)
+		return url, nil
+	}
+	var err error
+	if s.apiURL, err = listen("api", "--api-addr", s.cfg.APIAddr, observe("api", api.Operation, s.API.Handler())); err != nil {
+		return err
+	}
+	apiAddr := listeners[0].Addr().String()
+	if s.cfg.ProxyAddr != "" {
+		if s.proxyURL, err = listen("proxy", "--proxy-addr", s.cfg.ProxyAddr, observe("proxy", authproxy.Operation, s.ProxyServer.Handler())); err != nil {
+			return err
+		}
 		coordinator := "in process"
 		if s.cfg.CoordinatorURL != "" {
 			coordinator = s.cfg.CoordinatorURL
 		}
-		s.Log.Info("latchkey auth proxy listening", "addr", pln.Addr().String(), "coordinator", coordinator)
+		s.Log.Info("latchkey auth proxy forwards", "coordinator", coordinator)
 	}
 	if s.cfg.DashboardAddr != "" {
-		dln, err := net.Listen("tcp", s.cfg.DashboardAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("dashboard listener (--dashboard-addr): %w", err)
+		if s.dashboardURL, err = listen("dashboard", "--dashboard-addr", s.cfg.DashboardAddr, observe("dashboard", dashboard.Operation, s.Dashboard.Handler())); err != nil {
+			return err
 		}
-		dsrv := newServer(observe("dashboard", dashboard.Operation, s.Dashboard.Handler()))
-		servers = append(servers, dsrv)
-		go func() { errc <- dsrv.Serve(dln) }()
-		s.dashboardURL = "http://" + dln.Addr().String()
-		s.Log.Info("latchkey dashboard listening", "addr", dln.Addr().String())
 	}
 	if s.cfg.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("metrics listener (--metrics-addr): %w", err)
-		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", s.Metrics.Handler())
-		msrv := newServer(mux)
-		servers = append(servers, msrv)
-		go func() { errc <- msrv.Serve(mln) }()
-		s.metricsURL = "http://" + mln.Addr().String()
-		s.Log.Info("latchkey metrics listening", "addr", mln.Addr().String())
+		if s.metricsURL, err = listen("metrics", "--metrics-addr", s.cfg.MetricsAddr, mux); err != nil {
+			return err
+		}
 	}
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, len(serve))
+	for _, fn := range serve {
+		go func() { errc <- fn() }()
+	}
+	if len(s.tls) > 0 {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		stopped := make(chan struct{})
+		defer func() { signal.Stop(hup); close(stopped) }()
+		go func() {
+			for {
+				select {
+				case <-stopped:
+					return
+				case <-hup:
+				}
+				if err := s.ReloadTLS(); err != nil {
+					s.Log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
+				} else {
+					s.Log.Info("SIGHUP: TLS certificates reloaded")
+				}
+			}
+		}()
+	}
 	dctx, stopDeliveries := context.WithCancel(context.Background())
 	delivered := make(chan struct{})
 	go func() { s.Webhooks.Run(dctx); close(delivered) }()
@@ -534,9 +572,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	followed := make(chan struct{})
 	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
 	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed }()
-	s.Log.Info("latchkey api listening", "addr", ln.Addr().String(), "store", s.Store.Dialect(), "version", Version)
+	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(apiAddr)
 	}
 	select {
 	case err := <-errc:
