@@ -102,8 +102,8 @@ type evmBlock struct {
 
 // balanceMove is one balance change of one address.
 type balanceMove struct {
-	address, operation, txHash, caip19, amount string
-	asset                                      Asset
+	address, operation, txHash, amount string
+	asset                              Asset
 }
 
 func (d *Deps) followTag(ctx context.Context, caip2 string, c rpcCaller, tag, event, typ string) (int, error) {

@@ -229,6 +229,8 @@ func (w *writer) runJob(j *job, guarded bool) error {
 }
 
 // call runs fn, turning a panic into a value the caller's goroutine re-raises.
+//
+//lint:ignore ST1008 the results mirror the job fields they fill, in their order.
 func call(fn func(store.Tx) error, t store.Tx) (err error, panicked bool, panicVal any) {
 	normal := false
 	defer func() {
