@@ -185,8 +185,16 @@ func migrateStore(ctx context.Context, src exportStore, dst store.Store, p *prog
 		if err != nil {
 			return sum, fmt.Errorf("migrate-store: committed, but counting after the commit failed: %w", err)
 		}
-		if !maps.Equal(after, kinds) {
-			return sum, fmt.Errorf("migrate-store: committed, but PostgreSQL now holds %s where the source holds %s", describeKinds(after), describeKinds(kinds))
+		var acts int
+		if err := dst.View(ctx, func(r store.Reader) (err error) {
+			acts, err = r.CountActivities(ctx, "", store.ActivityFilter{})
+			return err
+		}); err != nil {
+			return sum, fmt.Errorf("migrate-store: committed, but counting after the commit failed: %w", err)
+		}
+		if !maps.Equal(after, kinds) || acts != nActs {
+			return sum, fmt.Errorf("migrate-store: committed, but PostgreSQL now holds %s and %d activities where the source holds %s and %d",
+				describeKinds(after), acts, describeKinds(kinds), nActs)
 		}
 	}
 	p.note(fmt.Sprintf("done: %d records of %d kinds and %d activities copied and verified (counts and SHA-256 match)", total-nActs, len(kinds), nActs))
