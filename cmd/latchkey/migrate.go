@@ -177,7 +177,7 @@ func migrateStore(ctx context.Context, src exportStore, dst store.Store, p *prog
 		if errors.Is(err, errVerify) {
 			p.note("VERIFICATION FAILED: nothing was committed; the PostgreSQL database is as it was")
 		}
-		return sum, fmt.Errorf("migrate-store: %w (nothing was written to PostgreSQL)", err)
+		return sum, fmt.Errorf("migrate-store: %w (no record or activity was written to PostgreSQL)", err)
 	}
 	// What committed is what was verified; a last count from outside the transaction says so.
 	if dex, ok := dst.(store.Exporter); ok {
@@ -225,16 +225,18 @@ func refuseNonEmpty(ctx context.Context, tx store.Tx, ex store.Exporter) error {
 		"give it a new database (or drop and re-create this one if what it holds is not wanted)", what)
 }
 
-// describeKinds is "3 organization, 5 user records" in kind order.
+// describeKinds is "8 records (3 organization, 5 user)", kinds in order.
 func describeKinds(kinds map[string]int) string {
 	var parts []string
+	total := 0
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		total += kinds[k]
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return strings.Join(parts, ", ") + " records"
+	return fmt.Sprintf("%d records (%s)", total, strings.Join(parts, ", "))
 }
 
 // tally is the count and SHA-256 of one kind (or of the activities).

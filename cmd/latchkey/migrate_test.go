@@ -408,7 +408,7 @@ func TestMigrateStoreAllOrNothing(t *testing.T) {
 				return boom
 			}
 			return nil
-		}, []string{"the network went away", "nothing was written"}},
+		}, []string{"the network went away", "no record or activity was written"}},
 		{"a record changed", func(ctx context.Context, tx store.Tx, stage string, n int) error {
 			if stage != "verify" {
 				return nil
@@ -419,7 +419,7 @@ func TestMigrateStoreAllOrNothing(t *testing.T) {
 			}
 			r.Data = []byte(`{"tampered":true}`)
 			return tx.Put(ctx, r, store.Key{Name: "user.n", Value: "1", Unique: true})
-		}, []string{"verification failed", "user: 2 on both sides but their SHA-256 differ", "nothing was written"}},
+		}, []string{"verification failed", "user: 2 on both sides but their SHA-256 differ", "no record or activity was written"}},
 		{"a key changed", func(ctx context.Context, tx store.Tx, stage string, n int) error {
 			if stage != "verify" {
 				return nil
