@@ -89,6 +89,7 @@ commands:
   completion print a shell completion script: latchkey completion bash|zsh|fish
   backup    write a consistent snapshot of an embedded deployment while it serves (--to FILE)
   restore   put a snapshot in place as a new data directory's database (--from FILE)
+  migrate-store copy an embedded deployment into an empty PostgreSQL (--from DATA_DIR --to postgres://…)
   bench     load-test a running Latchkey
   version   print the version
 
@@ -131,6 +132,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		return cmdRestore(ctx, rest, stdout, stderr)
+	case "migrate-store":
+		return cmdMigrateStore(ctx, rest, stdout, stderr)
 	case "keygen":
 		return cmdKeygen(ctx, rest, stdout, stderr)
 	case "completion":
@@ -257,7 +260,7 @@ func (l *listFlag) Set(v string) error {
 
 // commands are the command names (for suggestions and completion).
 var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
-	"keygen", "request", "export", "version", "completion", "help"}
+	"migrate-store", "keygen", "request", "export", "version", "completion", "help"}
 
 // didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
 // prefix), as "; did you mean X?" (flags spelled --X).

@@ -12,6 +12,10 @@
 // written with a record; unique ones held by one record at a time) and activities (with a
 // fingerprint unique among activities that have not failed).
 //
+// Both drivers also implement Exporter (not part of Store): every record of every kind with its
+// keys, and every activity, in an order that does not depend on the database's collation. It
+// is how `latchkey migrate-store` copies a deployment between drivers and verifies the copy.
+//
 // The store never interprets Data and never puts it in an error: Data may hold sealed
 // secrets. Sealing happens above the store.
 //

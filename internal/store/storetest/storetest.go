@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ErrorsDoNotLeakData", testErrorsDoNotLeakData},
 		{"Closed", testClosed},
 		{"CountKindAcrossOrganizations", testCountKind},
+		{"ExportEnumeratesEverything", testExport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

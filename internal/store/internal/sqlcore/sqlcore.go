@@ -285,3 +285,58 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	return ms, nil
 }
+
+// ExportRecords is the query of Exporter.EachRecord: the records of one kind (its only
+// parameter, ph(1)) joined with their keys, one row per key (one for a record without keys),
+// ordered by record ID, then key name and value. collate is what follows each ORDER BY term to
+// compare bytes (PostgreSQL: ` COLLATE "C"`; SQLite compares bytes already: ""). The last
+// column is 0 when the row carries no key, 1 for a key, 2 for a unique key; ScanExport reads
+// the rows.
+func ExportRecords(ph Placeholder, collate string) string {
+	return "SELECT r.kind, r.id, r.org_id, r.data, r.created_at, r.updated_at, " +
+		"COALESCE(k.name, ''), COALESCE(k.value, ''), CASE WHEN k.id IS NULL THEN 0 WHEN k.uniq THEN 2 ELSE 1 END " +
+		"FROM records r LEFT JOIN record_keys k ON k.kind = r.kind AND k.id = r.id " +
+		"WHERE r.kind = " + ph(1) + " ORDER BY r.id" + collate + ", k.name" + collate + ", k.value" + collate
+}
+
+// ExportActivities is the query of Exporter.EachActivity (collate as in ExportRecords).
+func ExportActivities(collate string) string {
+	return "SELECT " + ActivityColumns + " FROM activities ORDER BY id" + collate
+}
+
+// RecordKinds is the query of Exporter.RecordKinds: (kind, count) rows.
+const RecordKinds = "SELECT kind, count(*) FROM records GROUP BY kind"
+
+// ScanExport groups the rows of ExportRecords into records with their keys and calls fn with
+// each. next and scan are the driver's row cursor (rows.Next, rows.Scan).
+func ScanExport(next func() bool, scan func(dest ...any) error, fn func(store.Record, []store.Key) error) error {
+	var (
+		cur     store.Record
+		keys    []store.Key
+		pending bool
+	)
+	for next() {
+		var r store.Record
+		var c, u, flag int64
+		var name, value string
+		if err := scan(&r.Kind, &r.ID, &r.OrgID, &r.Data, &c, &u, &name, &value, &flag); err != nil {
+			return err
+		}
+		if !pending || r.ID != cur.ID {
+			if pending {
+				if err := fn(cur, keys); err != nil {
+					return err
+				}
+			}
+			r.CreatedAt, r.UpdatedAt = Time(c), Time(u)
+			cur, keys, pending = r, nil, true
+		}
+		if flag != 0 {
+			keys = append(keys, store.Key{Name: name, Value: value, Unique: flag == 2})
+		}
+	}
+	if pending {
+		return fn(cur, keys)
+	}
+	return nil
+}
