@@ -16,7 +16,7 @@
 // and no SMTP or SMS exchange ever holds the store's writer. Every queued code counts toward the
 // contact's send rate.
 //
-// verify_otp answers with an OTP verification token (turnkey-wire.md §4.2): an ES256 JWT
+// verify_otp answers with an OTP verification token (docs/wire.md §4.2): an ES256 JWT
 // (single SHA-256, r‖s) signed by the server's OTP key, exp in milliseconds as a string,
 // claims in Turnkey's order. Its id is a "verification_token" record so that otp_login uses it
 // once. otp_login checks the token and the client signature over the TokenUsage message
