@@ -1,4 +1,4 @@
-// Issue 5, the auth proxy end to end: a real `latchkey serve --dev` with its proxy enabled by
+// The auth proxy end to end: a real `latchkey serve --dev` with its proxy enabled by
 // the `latchkey proxy` CLI while it runs, one-time codes delivered over real SMTP to a small
 // SMTP server in this file, sessions checked with @turnkey/crypto.
 import { test, before, after } from "node:test";

@@ -1,4 +1,4 @@
-// Package otp serves the one-time-code activities of the auth issue: init_otp (every version),
+// Package otp serves the one-time-code activities: init_otp (every version),
 // verify_otp (V2 with the HPKE encryptedOtpBundle, and the legacy plain code) and otp_login (V2
 // with clientSignature, and the legacy version).
 //
