@@ -18,7 +18,7 @@ Grants or revokes a beta feature for an organization (and its sub-organizations)
 
 Changes apply to running servers at once.`
 
-// cmdAccess grants operator-gated features (issue 7: balances are a beta that needs access).
+// cmdAccess grants operator-gated features (wallet balances are a beta that needs access).
 func cmdAccess(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "grant" && args[0] != "revoke") {
 		fmt.Fprintln(stderr, accessUsage)

@@ -1,6 +1,6 @@
 package main
 
-// The command-line client: keygen, request and export decrypt (issue 6, part 2). It holds API
+// The command-line client: keygen, request and export decrypt. It holds API
 // keys in a key directory, stamps requests as the Turnkey SDKs do and opens export bundles.
 
 import (

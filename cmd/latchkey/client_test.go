@@ -85,7 +85,7 @@ func jsonPath(t *testing.T, raw string, path ...string) string {
 	return s
 }
 
-// The scenario: keygen, a stamped request that creates a wallet, an export decrypted to
+// A first session with the client: keygen, a stamped request that creates a wallet, an export decrypted to
 // the mnemonic, against a real server; then the errors a user meets.
 func TestClientAgainstServer(t *testing.T) {
 	apiURL, dc, creds := devServer(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/latchkey/latchkey/internal/dashboard"
 )
 
-// cmdOperator manages the dashboard's operator accounts (issue 6).
+// cmdOperator manages the dashboard's operator accounts.
 func cmdOperator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprintln(stderr, "usage: latchkey operator create --email E --password-file F [store flags]")

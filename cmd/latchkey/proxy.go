@@ -22,7 +22,7 @@ const proxyUsage = `usage: latchkey proxy <enable|update|disable|show> --org ORG
 
 Changes apply to running servers at once. Run "latchkey proxy enable -h" for the flags.`
 
-// cmdProxy configures an organization's auth proxy in the store (issue 5, item 7).
+// cmdProxy configures an organization's auth proxy in the store.
 func cmdProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(stderr, proxyUsage)

@@ -1,4 +1,4 @@
-// Issue 7 end to end: a real EVM development node (`geth --dev`, built from the Go module proxy
+// Chain access end to end: a real EVM development node (`geth --dev`, built from the Go module proxy
 // by e2e/geth.sh and cached), a hand-assembled ERC-20 deployed with viem, and a real
 // `latchkey serve --dev` reading the chain through --chain-rpc.
 //

@@ -1,4 +1,4 @@
-// Issue 2 end to end: the real @turnkey/sdk-server and @turnkey/crypto against a real latchkey serve.
+// Organizations, users, keys and sessions end to end: the real @turnkey/sdk-server and @turnkey/crypto against a real latchkey serve.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";

@@ -1,4 +1,4 @@
-// Issue 6: the operator dashboard in a real browser (Debian's chromium driven by playwright-core)
+// The operator dashboard in a real browser (Debian's chromium driven by playwright-core)
 // against a real `latchkey serve --dev`: sign in, find an organization by a user's e-mail, open an
 // activity, change the auth proxy's allowed origins and session expiration, then check with plain
 // HTTP that the running proxy applies them. Screenshots of each page go to docs/screenshots/.

@@ -1,4 +1,4 @@
-// Issue 5, OAuth end to end: a local OIDC issuer (ES256, discovery + JWKS) and a local OAuth 2.0
+// OAuth end to end: a local OIDC issuer (ES256, discovery + JWKS) and a local OAuth 2.0
 // provider started by this file, a real `latchkey serve --dev` trusting the issuer and pointing
 // Discord's endpoints at the provider, its auth proxy enabled with the CLI; sessions checked with
 // @turnkey/crypto, the attested OIDC login made by @turnkey/core's own AttestedStamper.

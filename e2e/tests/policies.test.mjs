@@ -1,4 +1,4 @@
-// Issue 4 end to end with @turnkey/sdk-server: policies decide who signs what, and a root quorum
+// Policies and consensus end to end with @turnkey/sdk-server: policies decide who signs what, and a root quorum
 // of two needs a second approval by fingerprint.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

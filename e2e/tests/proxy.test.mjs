@@ -1,4 +1,4 @@
-// Issue 5, the auth proxy end to end: a real `latchkey serve --dev` with its proxy enabled by
+// The auth proxy end to end: a real `latchkey serve --dev` with its proxy enabled by
 // the `latchkey proxy` CLI while it runs, one-time codes delivered over real SMTP to a small
 // SMTP server in this file, sessions checked with @turnkey/crypto.
 import { test, before, after } from "node:test";
@@ -208,7 +208,7 @@ test("the v2 endpoints: the code encrypted to the target bundle, the clientSigna
 
 // What @turnkey/core 2.8's loginWithOtp does after otp_verify: stamp_login on the public API,
 // naming the parent organization, stamped by core's own AttestedStamper with the verification
-// token attesting the key (turnkey-wire.md §2b). The token logs in once.
+// token attesting the key (docs/wire.md §2b). The token logs in once.
 test("stamp_login with X-Stamp-Attested (core's AttestedStamper): a session for the sub-organization, once", async () => {
   const email = "dave@example.com";
   const seen = smtp.messages.length;
@@ -288,7 +288,7 @@ test("wrong codes burn the code after three tries", async () => {
 
 // @turnkey/core's own proxy client (the TurnkeySDKClientBase its OTP flows call), with the token
 // usage messages core builds: what a frontend on core does, short of core's encryption with
-// Turnkey's pinned key (turnkey-wire.md §9.1) and the stamp_login it ends with.
+// Turnkey's pinned key (docs/wire.md §9.1) and the stamp_login it ends with.
 test("@turnkey/core's proxy client: otp_init_v2, otp_verify_v2, account, signup_v2 with the token, otp_login_v2", async () => {
   // Node sends no Origin header; a configuration allowing every origin serves it.
   lk.proxy("update", ["--allowed-origins", "*"]);

@@ -1,4 +1,4 @@
-// Issue 8 end to end with @turnkey/sdk-server: MFA policies hold an activity until the initiator
+// MFA policies and secrets end to end with @turnkey/sdk-server: MFA policies hold an activity until the initiator
 // approves it with a second credential; secrets go in and out in @turnkey/crypto's envelopes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

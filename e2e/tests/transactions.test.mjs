@@ -1,4 +1,4 @@
-// Issue 3 end to end: sign_transaction for Solana (through @turnkey/solana) and Bitcoin (a PSBT
+// Transaction signing end to end: sign_transaction for Solana (through @turnkey/solana) and Bitcoin (a PSBT
 // built, finalized and verified by bitcoinjs-lib).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

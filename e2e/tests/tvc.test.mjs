@@ -1,4 +1,4 @@
-// Issue 8 item 1 end to end with @turnkey/sdk-server: TVC apps and deployments as records, with
+// TVC end to end with @turnkey/sdk-server: TVC apps and deployments as records, with
 // manifest approvals signed by operator keys over the manifest bytes Latchkey returns.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

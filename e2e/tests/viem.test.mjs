@@ -1,4 +1,4 @@
-// Issue 3 end to end with viem: typed data, EIP-1559 transactions and EIP-7702 authorizations
+// Ethereum signing end to end with viem: typed data, EIP-1559 transactions and EIP-7702 authorizations
 // signed through @turnkey/viem, recovered by viem's own verifiers.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 3 end to end: wallets, signing with the real @turnkey/viem and @turnkey/solana signers,
+// Wallets end to end: wallets, signing with the real @turnkey/viem and @turnkey/solana signers,
 // export decrypted by @turnkey/crypto, import encrypted by @turnkey/crypto.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -33,7 +33,7 @@ const (
 	StatusPending         = "ACTIVITY_STATUS_PENDING"
 )
 
-// The timestampMs window (turnkey-wire.md §8).
+// The timestampMs window (docs/wire.md §8).
 const (
 	MaxAge    = time.Hour
 	MaxFuture = 5 * time.Minute

@@ -13,7 +13,7 @@ import (
 // encrypted) that oauth2_authenticate names. Everything else it stamps is refused here, before any policy, quorum
 // or handler is consulted, so no policy an operator writes can widen it: the proxy can never
 // sign, export, or change anything but by creating a sub-organization and logging its users
-// in (issue 5, item 6).
+// in.
 var (
 	ProxySubmitPaths = []string{"create_sub_organization", "init_otp", "verify_otp", "otp_login", "oauth2_authenticate", "oauth_login"}
 	ProxyQueryPaths  = []string{"list_suborgs", "list_verified_suborgs", "list_oauth2_credentials"}

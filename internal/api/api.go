@@ -292,7 +292,7 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 
 // resolveInSubOrg retries a login whose credential is not in the organization it names (nor
 // that organization's parent) in the one sub-organization that holds it: core stamps passkey
-// and wallet logins with the parent's id (turnkey-wire.md §2). notFound is returned otherwise.
+// and wallet logins with the parent's id (docs/wire.md §2). notFound is returned otherwise.
 func (s *Server) resolveInSubOrg(ctx context.Context, p authProof, orgID string, raw []byte, notFound error) (*directory.Caller, error) {
 	var key, value, kind string
 	switch {

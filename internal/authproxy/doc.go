@@ -1,6 +1,6 @@
 // Package authproxy is the auth proxy: the browser-facing, unstamped service (its own
 // listener, --proxy-addr) that lets an organization's frontend sign users up and log them in
-// without a backend of its own (spec "Auth proxy"; turnkey-wire.md §7).
+// without a backend of its own (spec "Auth proxy"; docs/wire.md §7).
 //
 // An organization's proxy configuration (Config) holds the operator's Settings, set by
 // `latchkey proxy` and the operator dashboard, never by the public API. Enabling the proxy

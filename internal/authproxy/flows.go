@@ -699,7 +699,7 @@ type accountRequest struct {
 	OidcToken         string `json:"oidcToken"`
 }
 
-// accountFilters are the filter types of /v1/account (turnkey-wire.md §7).
+// accountFilters are the filter types of /v1/account (docs/wire.md §7).
 var accountFilters = []string{"EMAIL", "PHONE_NUMBER", "PUBLIC_KEY", "CREDENTIAL_ID", "OIDC_TOKEN", "OIDC_CLAIMS"}
 
 // account finds the sub-organization of a user by e-mail, phone number, public key,

@@ -26,7 +26,7 @@ const ConfigHeader = "X-Auth-Proxy-Config-ID"
 // DefaultMaxBody bounds a proxy request body.
 const DefaultMaxBody = 1 << 20
 
-// allowHeaders are the request headers browsers may send (turnkey-wire.md §9.11).
+// allowHeaders are the request headers browsers may send (docs/wire.md §9.11).
 const allowHeaders = "Content-Type, X-Auth-Proxy-Config-ID, X-Captcha-Token, X-Client-Version, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested"
 
 // The proxy's own refusals, each with its own code (docs/auth-proxy.md lists them).

@@ -8,7 +8,7 @@ import (
 )
 
 // verificationClaims are the claims of an OTP verification token the proxy reads to route a
-// request (which sub-organization, which key signs): turnkey-wire.md §4.2. The proxy does not
+// request (which sub-organization, which key signs): docs/wire.md §4.2. The proxy does not
 // trust them: the activity that receives the token verifies its signature and expiry.
 type verificationClaims struct {
 	ID               string `json:"id"`

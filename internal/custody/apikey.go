@@ -17,7 +17,7 @@ import (
 // auth proxy key. The private half is made here, sealed at once, and only ever opened here to
 // sign one request body; callers see the public key and the stamp.
 
-// The X-Stamp an API key sends (turnkey-wire.md §1): scheme, header name.
+// The X-Stamp an API key sends (docs/wire.md §1): scheme, header name.
 const (
 	stampHeader = "X-Stamp"
 	stampScheme = "SIGNATURE_SCHEME_TK_API_P256"

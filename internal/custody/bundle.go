@@ -14,7 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody/hd"
 )
 
-// Turnkey's signed enclave envelopes (turnkey-wire.md §3.2): ServerSendMsgV1 for exports,
+// Turnkey's signed enclave envelopes (docs/wire.md §3.2): ServerSendMsgV1 for exports,
 // ServerTargetMsgV1 for import targets. data is the hex of a JSON payload; dataSignature is a DER
 // ECDSA P-256 signature over SHA-256 of that JSON by the signer key, whose uncompressed public
 // key is enclaveQuorumPublic.

@@ -9,7 +9,7 @@ import (
 	"fmt"
 )
 
-// One-time-code bundles (turnkey-wire.md §3.5). init_otp answers with an OTP encryption target
+// One-time-code bundles (docs/wire.md §3.5). init_otp answers with an OTP encryption target
 // bundle: the ServerTargetMsgV1 envelope carrying the public half of a P-256 key made for that
 // code, signed by the OTP key (Turnkey's TLS fetcher key, the key @turnkey/crypto's
 // encryptOtpCodeToBundle verifies). The client HPKE-encrypts {"otp_code","public_key"} to it;

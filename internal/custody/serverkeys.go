@@ -21,7 +21,7 @@ import (
 // ServerKey names one of the server's identity keys.
 type ServerKey string
 
-// The server identity keys (DESIGN.md, "Server identity keys"). All are P-256.
+// The server identity keys (docs/design.md, "Server identity keys"). All are P-256.
 const (
 	// Signer signs export bundles and import target bundles (Turnkey's "signer" key,
 	// dangerouslyOverrideSignerPublicKey in @turnkey/crypto).

@@ -1,4 +1,4 @@
-// Package dashboard is the operator dashboard (issue 6), served by `latchkey serve` on its own
+// Package dashboard is the operator dashboard, served by `latchkey serve` on its own
 // listener (--dashboard-addr): server-rendered pages (html/template, assets embedded, no CDN) over
 // the store, showing only public data — no key material, mnemonic, one-time code or proxy key
 // is ever read into a page's model, because the pages are built from view structs that have no

@@ -65,7 +65,7 @@ func (c *Caller) IsRoot() bool {
 	return !c.ParentAccess && c.Target.IsRoot(c.User.ID)
 }
 
-// Messages the SDKs match on (turnkey-wire.md §6.3).
+// Messages the SDKs match on (docs/wire.md §6.3).
 const (
 	msgKeyNotFound  = "could not find public key in organization or its parent organization"
 	msgKeyExpired   = "rpc error: code = Unauthenticated desc = expired api key publicKey: "
@@ -151,7 +151,7 @@ func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, ta
 
 // SubOrgHolding returns the one sub-organization of parentOrgID holding a record of kind that
 // carries key=value ("" when none does). Logins (stamp_login) name the parent organization and
-// are served in the sub-organization that holds the credential (turnkey-wire.md §2).
+// are served in the sub-organization that holds the credential (docs/wire.md §2).
 func SubOrgHolding(ctx context.Context, r store.Reader, parentOrgID, key, value, kind string) (string, error) {
 	refs, err := r.Lookup(ctx, key, value)
 	if err != nil {

@@ -27,7 +27,7 @@
 // The three algorithms are a few lines each over crypto/rsa, crypto/ecdsa and
 // crypto/ed25519, and JWK parsing (which golang-jwt does not do) is needed
 // anyway. Owning the parser keeps it strict, small and fuzzed, and keeps the
-// dependency list short (STYLE.md: crypto kept small).
+// dependency list short.
 //
 // # What it must never do
 //

@@ -10,7 +10,7 @@
 // The root-quorum bypass and root-quorum-only activities (RootQuorumOnly) are
 // the engine's job, before Decide.
 //
-// Sources: /work/shared/reference/turnkey-api.md §4 and tkhq/docs
+// Sources: docs/api-notes.md §4 and tkhq/docs
 // features/policies/language.mdx, time-based-policies.mdx and examples/.
 //
 // # Grammar

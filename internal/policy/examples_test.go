@@ -9,7 +9,7 @@ import (
 )
 
 // documentedExample is one entry of testdata/documented_examples.json: a
-// policy from turnkey-api.md §4.6 (source cited per entry) and environments
+// policy from docs/api-notes.md §4.6 (source cited per entry) and environments
 // built to match and to miss it.
 type documentedExample struct {
 	N         int    `json:"n"`

@@ -1,7 +1,7 @@
 // Package session encodes and checks Turnkey session tokens: compact JWTs with header
 // {"alg":"ES256","typ":"JWT"} whose signature is r‖s by the notarizer key over
 // SHA-256(SHA-256("header.payload")) — Turnkey's double hash, which @turnkey/crypto's
-// verifySessionJwtSignature checks (turnkey-wire.md §4.1). Payloads are kept ASCII and free of
+// verifySessionJwtSignature checks (docs/wire.md §4.1). Payloads are kept ASCII and free of
 // the characters core's decoder mishandles. No keys live here: signing and verifying take the
 // key's operations as arguments.
 package session

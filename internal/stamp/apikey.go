@@ -20,7 +20,7 @@ const (
 	HeaderAttested = "X-Stamp-Attested"
 )
 
-// Signature schemes of an X-Stamp (turnkey-wire.md §1).
+// Signature schemes of an X-Stamp (docs/wire.md §1).
 const (
 	SchemeP256            = "SIGNATURE_SCHEME_TK_API_P256"
 	SchemeSecp256k1       = "SIGNATURE_SCHEME_TK_API_SECP256K1"

@@ -12,7 +12,7 @@ import (
 const maxAttestationObject = 64 << 10
 
 // Attestation is a passkey registration as Turnkey clients send it
-// (turnkey-wire.md §2 "Registration"): every field base64url.
+// (docs/wire.md §2 "Registration"): every field base64url.
 // Transports are carried for the caller to store; they are not checked here.
 type Attestation struct {
 	CredentialID      string

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Schemes of an X-Stamp-Attested (turnkey-wire.md §2b).
+// Schemes of an X-Stamp-Attested (docs/wire.md §2b).
 const (
 	SchemeAttestedVerificationToken = "STAMP_ATTESTED_SCHEME_P256_VERIFICATION_TOKEN"
 	SchemeAttestedOIDC              = "STAMP_ATTESTED_SCHEME_P256_OIDC"

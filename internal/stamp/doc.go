@@ -6,7 +6,7 @@
 //   - X-Stamp (API-key stamp): VerifyAPIKey. The value is base64url of JSON
 //     {publicKey, scheme, signature} (padded, unpadded and standard base64
 //     are all accepted; any key order; unknown keys ignored; hex in either
-//     case). Schemes (turnkey-wire.md §1, tkhq/sdk packages/api-key-stamper,
+//     case). Schemes (docs/wire.md §1, tkhq/sdk packages/api-key-stamper,
 //     tkhq/go-sdk v2 stamper.go, packages/wallet-stamper):
 //     SIGNATURE_SCHEME_TK_API_P256: ECDSA P-256 over SHA-256(body), DER hex;
 //     SIGNATURE_SCHEME_TK_API_SECP256K1: ECDSA secp256k1 over SHA-256(body),
@@ -45,7 +45,7 @@
 //     challenge and the later assertions do not; AttestationFormat and
 //     AAGUID let an operator audit or add such a policy later. Unknown
 //     formats and ECDAA are rejected.
-//   - X-Stamp-Attested (OTP and OAuth login, turnkey-wire.md §2b):
+//   - X-Stamp-Attested (OTP and OAuth login, docs/wire.md §2b):
 //     VerifyAttested checks the scheme and the P-256 DER signature over
 //     SHA-256(body); the attestation token inside is verified elsewhere.
 //   - A small strict CBOR decoder (RFC 8949) for attestation objects and

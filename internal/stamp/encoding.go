@@ -12,7 +12,7 @@ import (
 const maxHeaderLen = 64 << 10
 
 // decodeBase64 decodes base64url with or without padding, and tolerates the
-// standard alphabet, because clients disagree (turnkey-wire.md §9.7).
+// standard alphabet, because clients disagree (docs/wire.md §9.7).
 func decodeBase64(s string) ([]byte, bool) {
 	s = strings.TrimRight(s, "=")
 	if strings.ContainsAny(s, "+/") {

@@ -39,7 +39,7 @@ func TestWebAuthnChallengeVectors(t *testing.T) {
 
 // TestWebAuthnHandAssembled checks an assertion whose every byte is laid
 // out here by hand (COSE key, authenticatorData, clientDataJSON with the
-// challenge from turnkey-wire.md §2), signed with the §1 fixture key.
+// challenge from docs/wire.md §2), signed with the §1 fixture key.
 func TestWebAuthnHandAssembled(t *testing.T) {
 	v := loadVectors(t)
 	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), mustHex(t, v.P256.PrivateKey))

@@ -3,7 +3,7 @@ package wire
 import "slices"
 
 // newerOps are operations newer than the stored swagger files, written by hand from the
-// generated types of @turnkey/http 6.6.0 (reference/turnkey-api.md §2.4). They are appended to
+// generated types of @turnkey/http 6.6.0 (docs/api-notes.md §2.4). They are appended to
 // Ops, marked Superset.
 var newerOps = []Op{
 	{

@@ -113,7 +113,7 @@ func TestCheckCurve(t *testing.T) {
 	}
 }
 
-// The SDK default paths at index 0, from reference/turnkey-api.md section 6.
+// The SDK default paths at index 0, from docs/api-notes.md §6.
 func TestDefaultPath(t *testing.T) {
 	want := map[string]string{
 		"ADDRESS_FORMAT_ETHEREUM":               "m/44'/60'/0'/0/0",

@@ -1,5 +1,5 @@
 // Package address turns public keys into the addresses of every Turnkey ADDRESS_FORMAT_*
-// (reference/turnkey-api.md section 6): it owns the format table (which curve each format
+// (docs/api-notes.md §6): it owns the format table (which curve each format
 // takes, the SDK default path) and each chain's encoding.
 //
 // It works on public keys only. It must never see, accept or derive a private key, and it does

@@ -1,5 +1,5 @@
-// Package bitcoin reads PSBTs for TRANSACTION_TYPE_BITCOIN (reference/turnkey-api.md
-// section 6.1): it parses the untrusted BIP-174 bytes a client sends, enforces Turnkey's
+// Package bitcoin reads PSBTs for TRANSACTION_TYPE_BITCOIN (docs/api-notes.md §6.1):
+// it parses the untrusted BIP-174 bytes a client sends, enforces Turnkey's
 // input rules, finds the inputs one key must sign, computes their signature hashes, puts the
 // signatures in, and gives the policy engine its bitcoin.tx view (section 4.3).
 //

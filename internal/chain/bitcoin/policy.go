@@ -26,8 +26,8 @@ func params(net string) *chaincfg.Params {
 	return nil
 }
 
-// PolicyView returns the transaction as the policy engine's bitcoin.tx (turnkey-api.md
-// 4.3). Satoshi amounts are *big.Int; version, vout, sequence and the locktime amount are
+// PolicyView returns the transaction as the policy engine's bitcoin.tx (docs/api-notes.md §4.3).
+// Satoshi amounts are *big.Int; version, vout, sequence and the locktime amount are
 // int. Output addresses are encoded for net ("mainnet", "testnet", "signet", "regtest");
 // a script with no address form, or an unknown net, gives address "". fee (inputs minus
 // outputs) is present only when every input carries its UTXO.

@@ -69,7 +69,7 @@ type InputError struct {
 func (e *InputError) Error() string { return fmt.Sprintf("bitcoin: input %d: %v", e.Index, e.Err) }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// The rules of turnkey-api.md section 6.1, each a sentinel so callers and tests can tell
+// The rules of docs/api-notes.md §6.1, each a sentinel so callers and tests can tell
 // them apart; they reach the caller wrapped in an *InputError.
 var (
 	ErrNeedNonWitnessUTXO    = errors.New("legacy input (P2PKH, P2SH) needs non_witness_utxo")
@@ -88,7 +88,7 @@ var (
 var ErrNoInputsOwned = errors.New("bitcoin: no input of this PSBT spends an output of the signing key")
 
 // ParsePSBT parses hex-decoded PSBT bytes (BIP-174, version 0) and enforces Turnkey's input
-// rules (turnkey-api.md section 6.1). Errors about one input are *InputError values naming
+// rules (docs/api-notes.md §6.1). Errors about one input are *InputError values naming
 // its index.
 func ParsePSBT(b []byte) (*PSBT, error) {
 	if len(b) > MaxPSBTSize {

@@ -1,5 +1,5 @@
 // Package ethereum parses the unsigned Ethereum transactions and typed payloads that
-// Turnkey's SDKs send (reference/turnkey-api.md sections 4.3, 6.1 and 7), computes the digest
+// Turnkey's SDKs send (docs/api-notes.md §4.3, §6.1 and §7), computes the digest
 // that must be signed, assembles the signed transaction, and exposes the values the policy
 // engine reads (eth.tx, eth.eip_712, eth.eip_7702_authorization).
 //

@@ -1,5 +1,5 @@
 // Package solana reads Solana wire transactions for TRANSACTION_TYPE_SOLANA
-// (reference/turnkey-api.md section 6.1): it parses the untrusted bytes a client sends, says
+// (docs/api-notes.md §6.1): it parses the untrusted bytes a client sends, says
 // which signature slot a key fills and what bytes it signs, puts a signature into that slot,
 // and gives the policy engine its solana.tx view (section 4.3).
 //

@@ -48,7 +48,7 @@ func (t *Tx) address(a account) string {
 	return base58.Encode(a.key[:])
 }
 
-// PolicyView returns the transaction as the policy engine's solana.tx (turnkey-api.md 4.3).
+// PolicyView returns the transaction as the policy engine's solana.tx (docs/api-notes.md §4.3).
 // Structs are map[string]any, lists []any, addresses base58 strings, amounts *big.Int and
 // indexes int. parsed_instruction_data is left out: Turnkey fills it only from an uploaded
 // IDL, so a policy that reads it without one meets a missing field, as on Turnkey.

@@ -115,7 +115,7 @@ func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (stri
 const DefaultCredentialSeconds = 900
 
 // Bundle makes a fresh P-256 API key of u whose private half leaves custody only encrypted to
-// target as a credential bundle (turnkey-wire.md §3.4), registers it with RegisterKey (credType,
+// target as a credential bundle (docs/wire.md §3.4), registers it with RegisterKey (credType,
 // expiring; name "" picks one from credType) and returns it with the bundle. otp_auth, oauth,
 // email_auth and the e-mail recovery answer with such bundles.
 func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name, expiration, credType string, invalidate bool) (*directory.APIKey, string, error) {

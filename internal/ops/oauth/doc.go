@@ -1,4 +1,4 @@
-// Package oauth serves the OAuth and OIDC activities (turnkey-wire.md §2b, §4, §7):
+// Package oauth serves the OAuth and OIDC activities (docs/wire.md §2b, §4, §7):
 //
 //   - oauth_login: an id_token whose nonce is the hex SHA-256 of the session key names, by its
 //     (issuer, subject, audience), a user of the organization; the session is issued as every

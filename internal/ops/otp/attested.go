@@ -20,7 +20,7 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// Attested resolves the callers of X-Stamp-Attested requests (turnkey-wire.md §2b): @turnkey/core
+// Attested resolves the callers of X-Stamp-Attested requests (docs/wire.md §2b): @turnkey/core
 // logs in after an OTP or an OAuth sign-in with stamp_login stamped by the session key and
 // attested by the OTP verification token (whose public_key claim is that key) or by an OIDC
 // id_token (whose nonce is the hex SHA-256 of that key's hex).

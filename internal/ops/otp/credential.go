@@ -15,7 +15,7 @@ import (
 // The credential-bundle activities: otp_auth, email_auth and the e-mail recovery. Each makes a
 // fresh P-256 API key for a user, registers its public half as an expiring key of the user, and
 // hands the private half over only encrypted to the client's targetPublicKey (a credential
-// bundle, turnkey-wire.md §3.4): in the result (otp_auth) or in an e-mail (email_auth, recovery),
+// bundle, docs/wire.md §3.4): in the result (otp_auth) or in an e-mail (email_auth, recovery),
 // so that the e-mail's reader, not the caller, gets the credential.
 
 func redactOTPAuth(p *wire.OtpAuthIntent) any {

@@ -1,4 +1,4 @@
-// Package otp serves the one-time-code activities of the auth issue: init_otp (every version),
+// Package otp serves the one-time-code activities: init_otp (every version),
 // verify_otp (V2 with the HPKE encryptedOtpBundle, and the legacy plain code) and otp_login (V2
 // with clientSignature, and the legacy version).
 //
@@ -16,7 +16,7 @@
 // and no SMTP or SMS exchange ever holds the store's writer. Every queued code counts toward the
 // contact's send rate.
 //
-// verify_otp answers with an OTP verification token (turnkey-wire.md §4.2): an ES256 JWT
+// verify_otp answers with an OTP verification token (docs/wire.md §4.2): an ES256 JWT
 // (single SHA-256, r‖s) signed by the server's OTP key, exp in milliseconds as a string,
 // claims in Turnkey's order. Its id is a "verification_token" record so that otp_login uses it
 // once. otp_login checks the token and the client signature over the TokenUsage message

@@ -45,7 +45,7 @@ const (
 	TypeSMS   = "OTP_TYPE_SMS"
 )
 
-// Defaults and bounds (turnkey-wire.md §4.2; swagger v1InitOtpIntentV3, v1VerifyOtpIntent).
+// Defaults and bounds (docs/wire.md §4.2; swagger v1InitOtpIntentV3, v1VerifyOtpIntent).
 const (
 	DefaultLength       = 9
 	MinLength           = 6

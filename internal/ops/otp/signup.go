@@ -18,7 +18,7 @@ import (
 // (the auth proxy's signup, core's signUpWithOtp): the token must be valid, issued by the
 // organization creating the sub-organization, not yet used, and name a root user's contact;
 // a token bound to a key needs a client signature by that key over the USAGE_TYPE_SIGNUP
-// token usage (turnkey-wire.md §4.3) or, the auth proxy's hex client_signature, over the token.
+// token usage (docs/wire.md §4.3) or, the auth proxy's hex client_signature, over the token.
 // Sign-up does not use the token up: the login that follows does. It returns the contact the
 // token proved (directory.Contact{} without a token): the sub-organization stores that
 // contact as proven, and, when the auth proxy signs up, every other contact as unproven.

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// TokenClaims are an OTP verification token's claims, in Turnkey's order (turnkey-wire.md §4.2).
+// TokenClaims are an OTP verification token's claims, in Turnkey's order (docs/wire.md §4.2).
 type TokenClaims struct {
 	Exp              string `json:"exp"` // milliseconds, as a string
 	ID               string `json:"id"`
@@ -48,7 +48,7 @@ func EncodeToken(c TokenClaims, sign func(digest []byte) ([]byte, error)) (strin
 // SafeJSON rewrites JSON so that it is ASCII without '>', '?' or '~': those characters and
 // every non-ASCII character are written as \u escapes (which can only occur inside strings of
 // valid JSON, and decode to the same string). base64url of such bytes has no '-' or '_',
-// which core's atob would silently drop (turnkey-wire.md §4.1).
+// which core's atob would silently drop (docs/wire.md §4.1).
 func SafeJSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {

@@ -213,7 +213,7 @@ const (
 	deny         = "EFFECT_DENY"
 )
 
-// documentedExamples are turnkey-api.md §4.6, placeholders filled with concrete values.
+// documentedExamples are docs/api-notes.md §4.6, placeholders filled with concrete values.
 var documentedExamples = []struct {
 	effect, consensus, condition, time string
 }{

@@ -7,5 +7,5 @@
 // activity such a session submits, before policies, and refuses what it does not allow.
 //
 // An invitation records who is invited to the organization with which tags and access type;
-// delivering it by e-mail and accepting it arrive with the e-mail delivery of the auth issue.
+// Latchkey does not yet deliver invitations by e-mail or accept them.
 package profiles

@@ -5,7 +5,7 @@
 // leaves internal/custody. list_secrets shows only names and static properties.
 //
 // The transport suite is TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1: init returns
-// ServerTargetMsgV1 envelopes (the signed import-bundle envelope of turnkey-wire.md §3.2), an
+// ServerTargetMsgV1 envelopes (the signed import-bundle envelope of docs/wire.md §3.2), an
 // import carries a ClientSendMsg ({encappedPublic, ciphertext}, what @turnkey/crypto's
 // encrypt*ToBundle helpers produce) and an export answers a ServerSendMsgV1 (an export bundle).
 package secrets

@@ -22,11 +22,11 @@ import (
 // versions the swagger gives (when not already there).
 var extraTypes = map[string][]extraType{
 	// @turnkey/core calls the V1 types through explicit V1 wrappers
-	// (turnkey-api.md §2.3).
+	// (docs/api-notes.md §2.3).
 	"eth_send_transaction": {{"ACTIVITY_TYPE_ETH_SEND_TRANSACTION", "@turnkey/core V1 wrapper"}},
 	"sol_send_transaction": {{"ACTIVITY_TYPE_SOL_SEND_TRANSACTION", "@turnkey/core V1 wrapper"}},
 	// sdk-server 8.2.1 sends this spelling; it is not a v1ActivityType value
-	// (turnkey-wire.md Appendix A).
+	// (docs/wire.md Appendix A).
 	"eth_undelegate_7702": {{"ACTIVITY_TYPE_ETH_UNDELEGATE7702", "sent by @turnkey/sdk-server 8.2.1; not a v1ActivityType value"}},
 }
 
