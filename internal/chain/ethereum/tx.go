@@ -110,6 +110,11 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	}
 	tx := types.NewTx(inner)
 	chainID := tx.ChainId()
+	if chainID.Sign() == 0 {
+		// A typed transaction always names its chain (EIP-2718/155); go-ethereum's signer for it
+		// refuses chain id 0 with a panic, found by FuzzParseUnsigned.
+		return nil, invalid("type %d: chainId is 0: a typed transaction names its chain", typ)
+	}
 	return &Tx{tx: tx, chainID: chainID, signer: types.LatestSignerForChainID(chainID)}, nil
 }
 
