@@ -7,11 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -26,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/records/recordstest"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
@@ -75,76 +72,13 @@ func openPostgres(t *testing.T, url string) *postgres.Store {
 	return s
 }
 
-var kindConstName = regexp.MustCompile(`^(Kind|kind)[A-Z]\w*$|^\w+Kind$`)
-var kindValue = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-
-// recordKinds lists every record kind Latchkey's packages declare: the string constants named
-// Kind*, kind* or *Kind in the non-test sources under internal/ (outside the store itself,
-// whose tests use made-up kinds). A new domain kind declared that way is found here, so the
-// migration test covers it without being edited.
+// recordKinds lists every record kind Latchkey's packages declare (recordstest.DeclaredKinds):
+// a new domain kind is found there, so the migration test covers it without being edited.
 func recordKinds(t *testing.T) []string {
 	t.Helper()
-	root := filepath.Join("..", "..", "internal")
-	seen := map[string]bool{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == filepath.Join(root, "store") || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					if i >= len(vs.Values) || !kindConstName.MatchString(name.Name) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					v, err := strconv.Unquote(lit.Value)
-					if err == nil && kindValue.MatchString(v) {
-						seen[v] = true
-					}
-				}
-			}
-		}
-		return nil
-	})
+	kinds, err := recordstest.DeclaredKinds(filepath.Join("..", "..", "internal"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	kinds := make([]string, 0, len(seen))
-	for k := range seen {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	// The scan itself must not rot: it finds the kinds every deployment has.
-	for _, must := range []string{"keyring", "server_key", "organization", "user", "api_key", "wallet", "wallet_account",
-		"pending_activity", "outgoing_message", "webhook_delivery", "operator_session", "operator_audit", "policy_set"} {
-		if !seen[must] {
-			t.Fatalf("the kind scan missed %q (found %v): fix recordKinds", must, kinds)
-		}
-	}
-	if len(kinds) < 35 {
-		t.Fatalf("the kind scan found only %d kinds: %v", len(kinds), kinds)
 	}
 	return kinds
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,16 @@ type Config struct {
 	// that many policies allows, so every request is decided by the policy engine rather than
 	// by the root quorum.
 	Policies int
+	// Presign is how many stamped requests are prepared before the measured window, so the
+	// client's own signing is not measured. Activities use each once (a new body, a new
+	// activity); queries cycle through theirs. A run whose activities run out ends early and
+	// says so. 0: 8,000 per second of Duration for activities, 4,096 for queries.
+	Presign int
+	// FloorDuration is how long the crypto floor is measured before the load (0: 2 s; negative:
+	// not measured).
+	FloorDuration time.Duration
+	// OnStart, when set, is called as the measured window opens (a profiler starts there).
+	OnStart func()
 }
 
 // Ops lists the operations the tool can send.
@@ -80,11 +91,34 @@ type Result struct {
 	P50ms       float64       `json:"p50Ms"`
 	P99ms       float64       `json:"p99Ms"`
 	FirstError  string        `json:"firstError,omitempty"`
+	// Presigned is how many stamped requests were prepared; Exhausted says the run ended
+	// because its activities ran out, before Duration.
+	Presigned int  `json:"presigned"`
+	Exhausted bool `json:"exhausted,omitempty"`
+	// Floor is the crypto floor measured in the same run (nil when not measured), and Ratio
+	// the throughput as a fraction of the floor that applies to the operation: verification
+	// plus signature for sign_raw_payload, verification alone otherwise.
+	Floor *Floor  `json:"floor,omitempty"`
+	Ratio float64 `json:"ratioToFloor,omitempty"`
+	// PeakRSSMiB is the peak resident memory of a process that ran the server in process
+	// (latchkey bench --embedded / --database-url), client included; 0 otherwise.
+	PeakRSSMiB float64 `json:"peakRssMiB,omitempty"`
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("op=%s concurrency=%d duration=%.1fs requests=%d errors=%d rps=%.0f p50=%.2fms p99=%.2fms",
-		r.Op, r.Concurrency, r.Seconds, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
+	s := fmt.Sprintf("op=%s concurrency=%d duration=%.1fs requests=%d errors=%d rps=%.0f p50=%.2fms p99=%.2fms presigned=%d",
+		r.Op, r.Concurrency, r.Seconds, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms, r.Presigned)
+	if r.Exhausted {
+		s += " (the pre-signed requests ran out before the duration: raise --presign)"
+	}
+	if r.PeakRSSMiB > 0 {
+		s += fmt.Sprintf(" peak-rss=%.0fMiB", r.PeakRSSMiB)
+	}
+	if r.Floor != nil {
+		s += fmt.Sprintf("\nfloor (%d cores): p256-verify=%.0f/s p256-verify+%s-sign=%.0f/s; ratio=%.3f",
+			r.Floor.Cores, r.Floor.VerifyPerSecond, r.Floor.Curve, r.Floor.VerifySignPerSecond, r.Ratio)
+	}
+	return s
 }
 
 // Run sends load until cfg.Duration elapses or ctx ends.
@@ -122,23 +156,52 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if _, err := do(ctx, client, base, st, cfg, 0, 0); err != nil {
 		return Result{}, fmt.Errorf("first request failed: %w", err)
 	}
+	var floor *Floor
+	if cfg.FloorDuration >= 0 {
+		fd := cfg.FloorDuration
+		if fd == 0 {
+			fd = 2 * time.Second
+		}
+		f, err := MeasureFloor(ctx, cfg.Curve, fd)
+		if err != nil {
+			return Result{}, err
+		}
+		floor = &f
+	}
+	pools, total, err := presign(cfg, st)
+	if err != nil {
+		return Result{}, err
+	}
+	cycle := cfg.Op == "whoami"
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
 	firstErr := ""
+	exhausted := false
+	if cfg.OnStart != nil {
+		cfg.OnStart()
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			pool := pools[w]
 			local := make([]time.Duration, 0, 4096)
-			lerrs, lfirst := 0, ""
-			for n := 1; ctx.Err() == nil; n++ {
+			lerrs, lfirst, lexhausted := 0, "", false
+			for n := 0; ctx.Err() == nil; n++ {
+				if n == len(pool) {
+					if !cycle {
+						lexhausted = true
+						break
+					}
+					n = 0
+				}
 				t0 := time.Now()
-				_, err := do(ctx, client, base, st, cfg, w, n)
+				_, err := send(ctx, client, base, pool[n])
 				if ctx.Err() != nil {
 					break
 				}
@@ -154,6 +217,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			mu.Lock()
 			lat = append(lat, local...)
 			errs += lerrs
+			exhausted = exhausted || lexhausted
 			if firstErr == "" {
 				firstErr = lfirst
 			}
@@ -164,10 +228,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	elapsed := time.Since(start)
 	slices.Sort(lat)
 	r := Result{Op: cfg.Op, Concurrency: cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(),
-		Requests: len(lat), Errors: errs, FirstError: firstErr}
+		Requests: len(lat), Errors: errs, FirstError: firstErr, Presigned: total, Exhausted: exhausted, Floor: floor}
 	r.RPS = float64(len(lat)) / elapsed.Seconds()
 	r.P50, r.P99 = pct(lat, 0.50), pct(lat, 0.99)
 	r.P50ms, r.P99ms = ms(r.P50), ms(r.P99)
+	if floor != nil {
+		f := floor.VerifyPerSecond
+		if cfg.Op == "sign_raw_payload" {
+			f = floor.VerifySignPerSecond
+		}
+		if f > 0 {
+			r.Ratio = r.RPS / f
+		}
+	}
 	return r, nil
 }
 
@@ -254,12 +327,71 @@ func do(ctx context.Context, client *http.Client, base string, st stamp.Stamper,
 	return post(ctx, client, base, path, b, st)
 }
 
+// stamped is a request prepared before the measured window.
+type stamped struct {
+	path, header, value string
+	body                []byte
+}
+
+// presign prepares cfg's requests for every worker, on every core, and returns them per
+// worker with their total.
+func presign(cfg Config, st stamp.Stamper) ([][]stamped, int, error) {
+	total := cfg.Presign
+	if total <= 0 {
+		total = int(cfg.Duration.Seconds()*8000) + cfg.Concurrency
+		if cfg.Op == "whoami" {
+			total = 4096
+		}
+	}
+	per := max(total/cfg.Concurrency, 1)
+	pools := make([][]stamped, cfg.Concurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range next {
+				pool := make([]stamped, per)
+				for n := range pool {
+					path, b := body(cfg, w, n+1)
+					name, value, err := st.Stamp(b)
+					if err != nil {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+						break
+					}
+					pool[n] = stamped{path: path, header: name, value: value, body: b}
+				}
+				pools[w] = pool
+			}
+		}()
+	}
+	for w := range cfg.Concurrency {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
+	return pools, per * cfg.Concurrency, firstErr
+}
+
+func send(ctx context.Context, client *http.Client, base string, r stamped) ([]byte, error) {
+	return roundTrip(ctx, client, base+r.path, r.body, r.header, r.value)
+}
+
 func post(ctx context.Context, client *http.Client, base, path string, b []byte, st stamp.Stamper) ([]byte, error) {
 	name, value, err := st.Stamp(b)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	return roundTrip(ctx, client, base+path, b, name, value)
+}
+
+func roundTrip(ctx context.Context, client *http.Client, url string, b []byte, name, value string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
