@@ -49,6 +49,9 @@ type Server struct {
 	MaxFailuresPerEmail, MaxFailuresPerAddress, MaxChecks int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (package clientaddr).
 	TrustedProxies []netip.Prefix
+	// Requests counts the requests of the listeners wrapped with Observe (the API's, under
+	// latchkey serve) for the request charts and the health page.
+	Requests Requests
 
 	started time.Time
 	tmpl    *template.Template
@@ -112,6 +115,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /activities/{id}", s.auth(s.activity))
 	mux.HandleFunc("GET /orgs/{id}/proxy", s.auth(s.proxyPage))
 	mux.HandleFunc("POST /orgs/{id}/proxy", s.auth(s.proxySave))
+	mux.HandleFunc("GET /charts", s.auth(s.charts))
 	mux.HandleFunc("GET /keys", s.auth(s.keys))
 	mux.HandleFunc("GET /health", s.auth(s.health))
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
@@ -290,7 +294,7 @@ func Operation(path string) string {
 	switch first {
 	case "":
 		return "overview"
-	case "assets", "login", "logout", "orgs", "activities", "keys", "health", "audit":
+	case "assets", "login", "logout", "orgs", "activities", "keys", "health", "audit", "charts", "failed":
 		return first
 	}
 	return "unknown"

@@ -480,7 +480,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	observe := func(listener string, operation func(string) string, h http.Handler) http.Handler {
 		return metrics.Observe(s.Metrics, s.Log, listener, operation, h)
 	}
-	srv := newServer(observe("api", api.Operation, s.API.Handler()))
+	srv := newServer(observe("api", api.Operation, s.Dashboard.Observe(s.API.Handler())))
 	servers := []*http.Server{srv}
 	errc := make(chan error, 3)
 	if s.cfg.ProxyAddr != "" {
