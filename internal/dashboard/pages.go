@@ -394,8 +394,18 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(e.ToWire())
 		ev = append(ev, pretty(b))
 	}
-	s.render(w, r, http.StatusOK, "activity", map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
-		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "Votes": pretty(parts.Votes), "Failure": pretty(parts.Failure), "Evaluations": ev})
+	data := map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
+		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "VotesJSON": pretty(parts.Votes), "Failure": pretty(parts.Failure),
+		"FailureMessage": failureMessage(a.Data), "Evaluations": ev}
+	data["IntentName"], data["IntentFields"], data["IntentMore"] = fields(parts.Intent)
+	data["ResultName"], data["ResultFields"], data["ResultMore"] = fields(parts.Result)
+	votes := parseVotes(parts.Votes)
+	data["Votes"] = votes
+	if len(votes) > 0 {
+		// The submitter's own approval is the activity's first vote.
+		data["Initiator"] = votes[0]
+	}
+	s.render(w, r, http.StatusOK, "activity", data)
 }
 
 // ---- the auth proxy settings ----

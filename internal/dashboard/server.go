@@ -116,6 +116,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /orgs/{id}/proxy", s.auth(s.proxyPage))
 	mux.HandleFunc("POST /orgs/{id}/proxy", s.auth(s.proxySave))
 	mux.HandleFunc("GET /charts", s.auth(s.charts))
+	mux.HandleFunc("GET /failed", s.auth(s.failed))
 	mux.HandleFunc("GET /keys", s.auth(s.keys))
 	mux.HandleFunc("GET /health", s.auth(s.health))
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
