@@ -7,7 +7,6 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -569,16 +568,6 @@ func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)
 	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": m})
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	storeErr := s.Store.Ping(r.Context())
-	status := "reachable"
-	if storeErr != nil {
-		status = "unreachable: " + storeErr.Error()
-	}
-	s.render(w, r, http.StatusOK, "health", map[string]any{"Title": "Health", "Store": status, "Dialect": s.Store.Dialect(),
-		"Uptime": s.Now().Sub(s.started).Round(time.Second).String(), "Go": runtime.Version()})
 }
 
 func (s *Server) audit(w http.ResponseWriter, r *http.Request) {

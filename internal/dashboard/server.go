@@ -52,6 +52,8 @@ type Server struct {
 	// Requests counts the requests of the listeners wrapped with Observe (the API's, under
 	// latchkey serve) for the request charts and the health page.
 	Requests Requests
+	// Health is what the health page shows of the process (latchkey serve fills it in).
+	Health Health
 
 	started time.Time
 	tmpl    *template.Template
