@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -568,24 +567,4 @@ func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)
 	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": m})
-}
-
-func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	var list []*Audit
-	next := ""
-	err := s.Store.View(ctx, func(rd store.Reader) error {
-		var err error
-		// Newest first, a page at a time: ?after=ID continues with the records older than ID.
-		list, err = records.List[Audit](ctx, rd, KindAudit, "", store.ListOptions{Limit: pageSize + 1, After: r.URL.Query().Get("after"), Desc: true})
-		if len(list) > pageSize {
-			list, next = list[:pageSize], list[pageSize-1].ID
-		}
-		return err
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.failErr(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "audit", map[string]any{"Title": "Audit log", "Audit": list, "Next": next})
 }

@@ -122,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /keys", s.auth(s.keys))
 	mux.HandleFunc("GET /health", s.auth(s.health))
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
+	mux.HandleFunc("GET /audit/export", s.auth(s.auditExport))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
