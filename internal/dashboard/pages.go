@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
@@ -319,10 +322,23 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 	status, typ, before := r.URL.Query().Get("status"), r.URL.Query().Get("type"), r.URL.Query().Get("before")
 	f := store.ActivityFilter{Limit: pageSize + 1, Before: before}
 	if status != "" {
+		if !slices.Contains(activityStatuses, status) {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown status %q.", status))
+			return
+		}
 		f.Statuses = []string{status}
 	}
 	if typ != "" {
-		f.Types = []string{typ}
+		full, ok := fullType(typ)
+		if !ok {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not an activity type: give CREATE_WALLET or ACTIVITY_TYPE_CREATE_WALLET.", typ))
+			return
+		}
+		f.Types = []string{full}
+	}
+	if before != "" && !validID(before) {
+		s.fail(w, r, http.StatusBadRequest, "before must be an activity id.")
+		return
 	}
 	var list []activityView
 	var next, name string
@@ -350,7 +366,27 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "activities", map[string]any{"Title": "Activities of " + name, "OrgID": id, "OrgName": name,
 		"Activities": list, "Status": status, "Type": typ, "Next": next,
-		"Statuses": []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}})
+		"Statuses": activityStatuses})
+}
+
+var activityStatuses = []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}
+
+// fullType reads an activity type filter as the table shows it (CREATE_WALLET, any letter case)
+// or in full (ACTIVITY_TYPE_CREATE_WALLET).
+func fullType(t string) (string, bool) {
+	t = strings.ToUpper(strings.TrimSpace(t))
+	if len(t) > 100 || t == "" {
+		return "", false
+	}
+	for _, c := range t {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return "", false
+		}
+	}
+	if !strings.HasPrefix(t, "ACTIVITY_TYPE_") {
+		t = "ACTIVITY_TYPE_" + t
+	}
+	return t, true
 }
 
 func pretty(raw json.RawMessage) string {
@@ -438,15 +474,16 @@ func (s *Server) proxyData(ctx context.Context, orgID string) (map[string]any, e
 	for _, p := range settings.EnabledProviders {
 		data["Enabled"].(map[string]bool)[p] = true
 	}
-	data["EmailPreview"], data["SMSPreview"] = previews(settings)
+	data["EmailPreview"], data["SMSPreview"] = previews(settings, o.Name)
 	return data, nil
 }
 
-// previews renders the one-time-code messages as the proxy would send them.
-func previews(st authproxy.Settings) (string, string) {
+// previews renders the one-time-code messages as the proxy would send them: like the proxy
+// (authproxy's otpInit), an empty app name is the organization's name.
+func previews(st authproxy.Settings, orgName string) (string, string) {
 	app := st.Email.AppName
 	if app == "" {
-		app = "Your app"
+		app = orgName
 	}
 	code := strings.Repeat("7", st.OTPLength)
 	values, _ := notify.ParseTemplateVariables(st.Email.TemplateVariables)
@@ -562,9 +599,46 @@ func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
 
 // ---- server pages ----
 
+type keyRow struct{ Name, Label, Value string }
+
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(s.Keys)
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)
-	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": m})
+	rows := make([]keyRow, 0, len(m))
+	for k, v := range m {
+		rows = append(rows, keyRow{Name: k, Label: label(k), Value: v})
+	}
+	slices.SortFunc(rows, func(a, b keyRow) int { return strings.Compare(a.Label, b.Label) })
+	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": rows})
+}
+
+var acronyms = map[string]string{"otp": "OTP", "api": "API", "tls": "TLS", "jwks": "JWKS", "jwt": "JWT", "url": "URL", "id": "id"}
+
+// label makes a JSON field name readable: otpPublicKey is "OTP public key".
+func label(name string) string {
+	var words []string
+	rs := []rune(name)
+	start := 0
+	for i := 1; i <= len(rs); i++ {
+		boundary := i == len(rs) ||
+			(unicode.IsUpper(rs[i]) && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))))
+		if boundary {
+			words = append(words, string(rs[start:i]))
+			start = i
+		}
+	}
+	for i, w := range words {
+		switch {
+		case acronyms[strings.ToLower(w)] != "":
+			words[i] = acronyms[strings.ToLower(w)]
+		case len(w) > 1 && strings.ToUpper(w) == w:
+			// an acronym already
+		case i == 0:
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		default:
+			words[i] = strings.ToLower(w)
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -121,6 +121,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /failed", s.auth(s.failed))
 	mux.HandleFunc("GET /keys", s.auth(s.keys))
 	mux.HandleFunc("GET /health", s.auth(s.health))
+	// Anything else is the dashboard's own 404 page (with the menu when signed in).
+	mux.HandleFunc("/", s.notFound)
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
 	mux.HandleFunc("GET /audit/export", s.auth(s.auditExport))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -153,6 +155,13 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess)))
 	}
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if sess := s.session(r); sess != nil {
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess))
+	}
+	s.fail(w, r, http.StatusNotFound, "There is no page at this address.")
 }
 
 func current(r *http.Request) *opSession {
