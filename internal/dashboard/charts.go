@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,13 +120,10 @@ func countLabel(v float64) string   { return trimFloat(v) }
 func percentLabel(v float64) string { return trimFloat(v) + "%" }
 
 func trimFloat(v float64) string {
-	if v == math.Trunc(v) {
+	if v == math.Trunc(v) || v >= 100 {
 		return fmt.Sprintf("%.0f", v)
 	}
-	if v >= 10 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func msLabel(v float64) string { return trimFloat(v) + " ms" }
