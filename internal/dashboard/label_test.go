@@ -16,3 +16,12 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestOperation(t *testing.T) {
+	for path, want := range map[string]string{"/": "overview", "/charts": "charts", "/failed": "failed", "/audit/export": "audit",
+		"/health": "health", "/x/y": "unknown", "/activities/abc": "activities"} {
+		if got := Operation(path); got != want {
+			t.Errorf("Operation(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
