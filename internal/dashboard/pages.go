@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/ops/otp"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
@@ -489,7 +490,7 @@ func previews(st authproxy.Settings, orgName string) (string, string) {
 	values, _ := notify.ParseTemplateVariables(st.Email.TemplateVariables)
 	email := ""
 	if m, err := notify.RenderOTPEmail(notify.OTPEmail{To: "user@example.com", AppName: app, LogoURL: st.Email.LogoURL, Code: code,
-		ExpiryMinutes: 5, SenderName: st.Email.SenderName, ReplyTo: st.Email.ReplyTo, TemplateValues: values}); err == nil {
+		ExpiryMinutes: int((otp.DefaultCodeSeconds + 59) / 60), SenderName: st.Email.SenderName, ReplyTo: st.Email.ReplyTo, TemplateValues: values}); err == nil {
 		email = "Subject: " + m.Subject + "\n\n" + m.Text
 	} else {
 		email = "(the e-mail cannot be rendered: " + err.Error() + ")"
