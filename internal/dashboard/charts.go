@@ -97,9 +97,14 @@ func niceMax(v float64) float64 {
 	return 10 * p
 }
 
-func newChart(title string, starts []time.Time, format string, max float64, yfmt func(float64) string) chart {
+// countMax is niceMax for counts: a top whose quarter ticks are whole numbers.
+func countMax(v float64) float64 {
+	top := niceMax(v)
+	return math.Ceil(top/4) * 4
+}
+
+func newChart(title string, starts []time.Time, format string, top float64, yfmt func(float64) string) chart {
 	c := chart{Title: title, W: chartW, H: chartH, Left: padLeft, Right: chartW - padRight}
-	top := niceMax(max)
 	for i := 0; i <= 4; i++ {
 		v := top * float64(i) / 4
 		c.YTicks = append(c.YTicks, svgTick{X: padLeft - 6, Y: yOf(v, top), Label: yfmt(v)})
@@ -139,9 +144,9 @@ func stacked(title string, starts []time.Time, format string, ss []series, yfmt 
 		}
 		max = math.Max(max, sum)
 	}
-	c := newChart(title, starts, format, max, yfmt)
+	top := countMax(max)
+	c := newChart(title, starts, format, top, yfmt)
 	c.Empty = max == 0
-	top := niceMax(max)
 	w := slotW(n)
 	gap := math.Min(2, w/4)
 	for i := range n {
@@ -172,9 +177,9 @@ func lineChart(title string, starts []time.Time, format string, ss []series, yfm
 			max = math.Max(max, v)
 		}
 	}
-	c := newChart(title, starts, format, max, yfmt)
-	c.Empty = max == 0
 	top := niceMax(max)
+	c := newChart(title, starts, format, top, yfmt)
+	c.Empty = max == 0
 	for _, s := range ss {
 		var pts []string
 		for i, v := range s.Values {

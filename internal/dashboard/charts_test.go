@@ -88,6 +88,10 @@ func TestCharts(t *testing.T) {
 			}
 		}
 	}
+	// The overview shows the last hour's activities by status and the API latency.
+	if _, body := b.get("/"); !strings.Contains(body, tenAgo+" completed: 3") || !strings.Contains(body, "API request latency") || !strings.Contains(body, `href="/charts"`) {
+		t.Error("the overview lacks its charts")
+	}
 	_, body := b.get("/charts")
 	for _, w := range []string{"Signatures per second", "Activity failure rate", "API request latency", "API error rate", "<svg", "<polyline"} {
 		if !strings.Contains(body, w) {

@@ -25,3 +25,16 @@ func TestOperation(t *testing.T) {
 		}
 	}
 }
+
+func TestAxisTops(t *testing.T) {
+	for _, tt := range []struct{ v, nice, count float64 }{
+		{0, 1, 4}, {0.07, 0.1, 4}, {3, 5, 8}, {5, 5, 8}, {12, 20, 20}, {140, 200, 200}, {16, 20, 20},
+	} {
+		if got := niceMax(tt.v); got != tt.nice {
+			t.Errorf("niceMax(%v) = %v, want %v", tt.v, got, tt.nice)
+		}
+		if got := countMax(tt.v); got != tt.count {
+			t.Errorf("countMax(%v) = %v, want %v", tt.v, got, tt.count)
+		}
+	}
+}

@@ -123,7 +123,22 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts})
+	// The last hour at a glance: activities by status and API latency (the same charts as
+	// /charts, the same bounded query).
+	rg := chartRanges[0]
+	end := s.Now().UTC().Truncate(rg.Step).Add(rg.Step)
+	from := end.Add(-time.Duration(rg.N) * rg.Step)
+	var acts []store.Activity
+	if err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		acts, err = rd.ListActivities(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
+		return err
+	}); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	glance := []chart{activityCharts(acts, from, rg)[0], requestCharts(&s.Requests, from, rg)[2]}
+	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts, "Charts": glance})
 }
 
 // orgs lists top-level organizations, or those matching a search by id, name, user e-mail or
