@@ -45,5 +45,10 @@ func cmdAccess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := chaindata.SetGrant(ctx, s.Store, *org, *feature, on, time.Now().UTC()); err != nil {
 		return err
 	}
+	action := "access granted"
+	if !on {
+		action = "access revoked"
+	}
+	audit(ctx, s.Store, stderr, action, *org, map[string]string{"feature": *feature})
 	return writeJSON(stdout, map[string]any{"organizationId": *org, "feature": *feature, "granted": on})
 }

@@ -70,6 +70,7 @@ func cmdProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if c, err = m.Enable(ctx, *org, settings); err != nil {
 			return err
 		}
+		audit(ctx, s.Store, stderr, "proxy enabled", *org, c.Settings)
 		return writeJSON(stdout, map[string]string{"configId": c.ID})
 	case "update":
 		var old *authproxy.Config
@@ -88,6 +89,12 @@ func cmdProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		return err
+	}
+	switch sub {
+	case "update":
+		audit(ctx, s.Store, stderr, "proxy updated", *org, c.Settings)
+	case "disable":
+		audit(ctx, s.Store, stderr, "proxy disabled", *org, nil)
 	}
 	return writeJSON(stdout, c)
 }

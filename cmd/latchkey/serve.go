@@ -302,6 +302,7 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	audit(ctx, s.Store, stderr, "keyring rotated", "", map[string]any{"activeVersion": v})
 	b, _ := json.Marshal(map[string]any{"activeVersion": v})
 	fmt.Fprintln(stdout, string(b))
 	return nil

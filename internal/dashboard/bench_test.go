@@ -42,7 +42,7 @@ func BenchmarkPages10kOrgs(b *testing.B) {
 	br.t = &testing.T{}
 	br.login(password)
 	for _, p := range []string{"/", "/orgs", "/orgs?parent=" + e.orgID + "&after=", "/orgs?q=org+04242", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities", "/orgs/" + e.orgID + "/proxy", "/audit",
-		"/orgs?q=alice@acme.example", "/orgs?q=" + addr, "/activities/" + actID, "/keys", "/health"} {
+		"/orgs?q=alice@acme.example", "/orgs?q=" + addr, "/activities/" + actID, "/keys", "/health", "/charts", "/charts?range=month", "/charts?org=" + e.orgID, "/failed", "/audit?outcome=failure&from=2020-01-01", "/audit/export?format=csv"} {
 		b.Run(p, func(b *testing.B) {
 			for b.Loop() {
 				if code, _ := br.get(p); code != http.StatusOK {

@@ -194,7 +194,8 @@ func TestPagesShowNoSecrets(t *testing.T) {
 	b := e.browser()
 	b.login(password)
 	pages := []string{"/", "/orgs", "/orgs?parent=" + e.orgID, "/orgs?q=alice@acme.example", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities",
-		"/activities/" + actID, "/orgs/" + e.orgID + "/proxy", "/keys", "/health", "/audit"}
+		"/activities/" + actID, "/orgs/" + e.orgID + "/proxy", "/keys", "/health", "/audit", "/charts", "/charts?org=" + e.orgID, "/failed",
+		"/audit/export?format=csv", "/audit/export?format=json"}
 	for _, p := range pages {
 		status, body := b.get(p)
 		if status != 200 {

@@ -4,18 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/ops/otp"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
@@ -121,7 +123,22 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts})
+	// The last hour at a glance: activities by status and API latency (the same charts as
+	// /charts, the same bounded query).
+	rg := chartRanges[0]
+	end := s.Now().UTC().Truncate(rg.Step).Add(rg.Step)
+	from := end.Add(-time.Duration(rg.N) * rg.Step)
+	var acts []store.Activity
+	if err := s.Store.View(ctx, func(rd store.Reader) error {
+		var err error
+		acts, err = rd.ListActivities(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
+		return err
+	}); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	glance := []chart{activityCharts(acts, from, rg)[0], requestCharts(&s.Requests, from, rg)[2]}
+	s.render(w, r, http.StatusOK, "overview", map[string]any{"Title": "Overview", "Counts": counts, "Charts": glance})
 }
 
 // orgs lists top-level organizations, or those matching a search by id, name, user e-mail or
@@ -321,10 +338,23 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 	status, typ, before := r.URL.Query().Get("status"), r.URL.Query().Get("type"), r.URL.Query().Get("before")
 	f := store.ActivityFilter{Limit: pageSize + 1, Before: before}
 	if status != "" {
+		if !slices.Contains(activityStatuses, status) {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown status %q.", status))
+			return
+		}
 		f.Statuses = []string{status}
 	}
 	if typ != "" {
-		f.Types = []string{typ}
+		full, ok := fullType(typ)
+		if !ok {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not an activity type: give CREATE_WALLET or ACTIVITY_TYPE_CREATE_WALLET.", typ))
+			return
+		}
+		f.Types = []string{full}
+	}
+	if before != "" && !validID(before) {
+		s.fail(w, r, http.StatusBadRequest, "before must be an activity id.")
+		return
 	}
 	var list []activityView
 	var next, name string
@@ -352,7 +382,27 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "activities", map[string]any{"Title": "Activities of " + name, "OrgID": id, "OrgName": name,
 		"Activities": list, "Status": status, "Type": typ, "Next": next,
-		"Statuses": []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}})
+		"Statuses": activityStatuses})
+}
+
+var activityStatuses = []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}
+
+// fullType reads an activity type filter as the table shows it (CREATE_WALLET, any letter case)
+// or in full (ACTIVITY_TYPE_CREATE_WALLET).
+func fullType(t string) (string, bool) {
+	t = strings.ToUpper(strings.TrimSpace(t))
+	if len(t) > 100 || t == "" {
+		return "", false
+	}
+	for _, c := range t {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return "", false
+		}
+	}
+	if !strings.HasPrefix(t, "ACTIVITY_TYPE_") {
+		t = "ACTIVITY_TYPE_" + t
+	}
+	return t, true
 }
 
 func pretty(raw json.RawMessage) string {
@@ -394,8 +444,18 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(e.ToWire())
 		ev = append(ev, pretty(b))
 	}
-	s.render(w, r, http.StatusOK, "activity", map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
-		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "Votes": pretty(parts.Votes), "Failure": pretty(parts.Failure), "Evaluations": ev})
+	data := map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
+		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "VotesJSON": pretty(parts.Votes), "Failure": pretty(parts.Failure),
+		"FailureMessage": failureMessage(a.Data), "Evaluations": ev}
+	data["IntentName"], data["IntentFields"], data["IntentMore"] = fields(parts.Intent)
+	data["ResultName"], data["ResultFields"], data["ResultMore"] = fields(parts.Result)
+	votes := parseVotes(parts.Votes)
+	data["Votes"] = votes
+	if len(votes) > 0 {
+		// The submitter's own approval is the activity's first vote.
+		data["Initiator"] = votes[0]
+	}
+	s.render(w, r, http.StatusOK, "activity", data)
 }
 
 // ---- the auth proxy settings ----
@@ -430,21 +490,22 @@ func (s *Server) proxyData(ctx context.Context, orgID string) (map[string]any, e
 	for _, p := range settings.EnabledProviders {
 		data["Enabled"].(map[string]bool)[p] = true
 	}
-	data["EmailPreview"], data["SMSPreview"] = previews(settings)
+	data["EmailPreview"], data["SMSPreview"] = previews(settings, o.Name)
 	return data, nil
 }
 
-// previews renders the one-time-code messages as the proxy would send them.
-func previews(st authproxy.Settings) (string, string) {
+// previews renders the one-time-code messages as the proxy would send them: like the proxy
+// (authproxy's otpInit), an empty app name is the organization's name.
+func previews(st authproxy.Settings, orgName string) (string, string) {
 	app := st.Email.AppName
 	if app == "" {
-		app = "Your app"
+		app = orgName
 	}
 	code := strings.Repeat("7", st.OTPLength)
 	values, _ := notify.ParseTemplateVariables(st.Email.TemplateVariables)
 	email := ""
 	if m, err := notify.RenderOTPEmail(notify.OTPEmail{To: "user@example.com", AppName: app, LogoURL: st.Email.LogoURL, Code: code,
-		ExpiryMinutes: 5, SenderName: st.Email.SenderName, ReplyTo: st.Email.ReplyTo, TemplateValues: values}); err == nil {
+		ExpiryMinutes: int((otp.DefaultCodeSeconds + 59) / 60), SenderName: st.Email.SenderName, ReplyTo: st.Email.ReplyTo, TemplateValues: values}); err == nil {
 		email = "Subject: " + m.Subject + "\n\n" + m.Text
 	} else {
 		email = "(the e-mail cannot be rendered: " + err.Error() + ")"
@@ -554,39 +615,46 @@ func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
 
 // ---- server pages ----
 
+type keyRow struct{ Name, Label, Value string }
+
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(s.Keys)
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)
-	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": m})
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	storeErr := s.Store.Ping(r.Context())
-	status := "reachable"
-	if storeErr != nil {
-		status = "unreachable: " + storeErr.Error()
+	rows := make([]keyRow, 0, len(m))
+	for k, v := range m {
+		rows = append(rows, keyRow{Name: k, Label: label(k), Value: v})
 	}
-	s.render(w, r, http.StatusOK, "health", map[string]any{"Title": "Health", "Store": status, "Dialect": s.Store.Dialect(),
-		"Uptime": s.Now().Sub(s.started).Round(time.Second).String(), "Go": runtime.Version()})
+	slices.SortFunc(rows, func(a, b keyRow) int { return strings.Compare(a.Label, b.Label) })
+	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": rows})
 }
 
-func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	var list []*Audit
-	next := ""
-	err := s.Store.View(ctx, func(rd store.Reader) error {
-		var err error
-		// Newest first, a page at a time: ?after=ID continues with the records older than ID.
-		list, err = records.List[Audit](ctx, rd, KindAudit, "", store.ListOptions{Limit: pageSize + 1, After: r.URL.Query().Get("after"), Desc: true})
-		if len(list) > pageSize {
-			list, next = list[:pageSize], list[pageSize-1].ID
+var acronyms = map[string]string{"otp": "OTP", "api": "API", "tls": "TLS", "jwks": "JWKS", "jwt": "JWT", "url": "URL", "id": "id"}
+
+// label makes a JSON field name readable: otpPublicKey is "OTP public key".
+func label(name string) string {
+	var words []string
+	rs := []rune(name)
+	start := 0
+	for i := 1; i <= len(rs); i++ {
+		boundary := i == len(rs) ||
+			(unicode.IsUpper(rs[i]) && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))))
+		if boundary {
+			words = append(words, string(rs[start:i]))
+			start = i
 		}
-		return err
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.failErr(w, r, err)
-		return
 	}
-	s.render(w, r, http.StatusOK, "audit", map[string]any{"Title": "Audit log", "Audit": list, "Next": next})
+	for i, w := range words {
+		switch {
+		case acronyms[strings.ToLower(w)] != "":
+			words[i] = acronyms[strings.ToLower(w)]
+		case len(w) > 1 && strings.ToUpper(w) == w:
+			// an acronym already
+		case i == 0:
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		default:
+			words[i] = strings.ToLower(w)
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -49,6 +49,11 @@ type Server struct {
 	MaxFailuresPerEmail, MaxFailuresPerAddress, MaxChecks int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (package clientaddr).
 	TrustedProxies []netip.Prefix
+	// Requests counts the requests of the listeners wrapped with Observe (the API's, under
+	// latchkey serve) for the request charts and the health page.
+	Requests Requests
+	// Health is what the health page shows of the process (latchkey serve fills it in).
+	Health Health
 
 	started time.Time
 	tmpl    *template.Template
@@ -112,9 +117,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /activities/{id}", s.auth(s.activity))
 	mux.HandleFunc("GET /orgs/{id}/proxy", s.auth(s.proxyPage))
 	mux.HandleFunc("POST /orgs/{id}/proxy", s.auth(s.proxySave))
+	mux.HandleFunc("GET /charts", s.auth(s.charts))
+	mux.HandleFunc("GET /failed", s.auth(s.failed))
 	mux.HandleFunc("GET /keys", s.auth(s.keys))
 	mux.HandleFunc("GET /health", s.auth(s.health))
+	// Anything else is the dashboard's own 404 page (with the menu when signed in).
+	mux.HandleFunc("/", s.notFound)
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
+	mux.HandleFunc("GET /audit/export", s.auth(s.auditExport))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
@@ -145,6 +155,13 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess)))
 	}
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if sess := s.session(r); sess != nil {
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, sess))
+	}
+	s.fail(w, r, http.StatusNotFound, "There is no page at this address.")
 }
 
 func current(r *http.Request) *opSession {
@@ -290,7 +307,7 @@ func Operation(path string) string {
 	switch first {
 	case "":
 		return "overview"
-	case "assets", "login", "logout", "orgs", "activities", "keys", "health", "audit":
+	case "assets", "login", "logout", "orgs", "activities", "keys", "health", "audit", "charts", "failed":
 		return first
 	}
 	return "unknown"

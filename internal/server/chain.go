@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/latchkey/latchkey/internal/metrics"
 	"net/http"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 )
 
 // newChainDeps makes the chain providers' clients and loads the asset list.
-func newChainDeps(cfg Config, m *metrics.Metrics) (*chaindata.Deps, error) {
+func newChainDeps(cfg Config, onError func(network string)) (*chaindata.Deps, error) {
 	catalog, err := chaindata.LoadCatalog(cfg.AssetsFile)
 	if err != nil {
 		return nil, err
@@ -22,7 +21,7 @@ func newChainDeps(cfg Config, m *metrics.Metrics) (*chaindata.Deps, error) {
 	providers := map[string]*rpc.Client{}
 	for network, url := range cfg.ChainRPC {
 		providers[chaindata.Canonical(network)] = &rpc.Client{Network: chaindata.Canonical(network), URL: url,
-			HTTP: &http.Client{Timeout: 10 * time.Second}, OnError: m.ChainRPCError}
+			HTTP: &http.Client{Timeout: 10 * time.Second}, OnError: onError}
 	}
 	d := chaindata.NewDeps(providers, catalog, cfg.BalanceCacheTTL)
 	d.Prices = prices

@@ -274,11 +274,12 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 			s.Metrics.OTPSend(channel, ok)
 			if !ok {
 				s.Metrics.OutboxFailure("messages")
+				s.Dashboard.Health.Failed(channel, time.Now().UTC())
 			}
 		},
 		Backlog: func(n int) { s.Metrics.OutboxBacklog("messages", n) }}
 	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log,
-		Backlog: func(n int) { s.Metrics.OutboxBacklog("webhooks", n) }, Failed: func() { s.Metrics.OutboxFailure("webhooks") }}
+		Backlog: func(n int) { s.Metrics.OutboxBacklog("webhooks", n) }, Failed: func() { s.Metrics.OutboxFailure("webhooks"); s.Dashboard.Health.Failed("webhooks", time.Now().UTC()) }}
 	s.Webhooks.Prepare()
 	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
 		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log,
@@ -288,7 +289,10 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 				s.Metrics.PolicyDecision(decision)
 			}
 		}}
-	if s.chain, err = newChainDeps(cfg, s.Metrics); err != nil {
+	if s.chain, err = newChainDeps(cfg, func(network string) {
+		s.Metrics.ChainRPCError(network)
+		s.Dashboard.Health.Failed(network, time.Now().UTC())
+	}); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -321,6 +325,16 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
+	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
+	if cfg.DatabaseURL == "" {
+		s.Dashboard.Health.DatabaseFile = filepath.Join(cfg.DataDir, DatabaseFile)
+	}
+	if s.Outbox != nil {
+		s.Dashboard.Health.EmailDetail, s.Dashboard.Health.SMSDetail = "development outbox file (not sent)", "development outbox file (not sent)"
+	}
+	for network := range cfg.ChainRPC {
+		s.Dashboard.Health.Chains = append(s.Dashboard.Health.Chains, chaindata.Canonical(network))
+	}
 	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log,
 		SignupRate: cfg.ProxySignupRate, OTPRate: cfg.ProxyOTPRate, TrustedProxies: cfg.TrustedProxies}
 	return s, nil
@@ -514,7 +528,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		return url, nil
 	}
 	var err error
-	if s.apiURL, err = listen("api", "--api-addr", s.cfg.APIAddr, observe("api", api.Operation, s.API.Handler())); err != nil {
+	if s.apiURL, err = listen("api", "--api-addr", s.cfg.APIAddr, observe("api", api.Operation, s.Dashboard.Observe(s.API.Handler()))); err != nil {
 		return err
 	}
 	apiAddr := listeners[0].Addr().String()
