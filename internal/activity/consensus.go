@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -125,7 +126,7 @@ func errNoFingerprint() error {
 func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp string, approve bool, raw []byte) ([]byte, error) {
 	var out []byte
 	after := &afterCommit{}
-	outer := ctx
+	outer, span := tracing.Start(ctx, "store.transaction")
 	err := e.svc.Store.Update(outer, func(tx store.Tx) error {
 		ctx := after.inTransaction(outer)
 		out = nil
@@ -200,6 +201,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 		}
 		return e.decideAgain(ctx, tx, caller, &p, &w, act, v.Id, now, &out)
 	})
+	endTransaction(span, "vote", err)
 	if err != nil {
 		return nil, err
 	}
