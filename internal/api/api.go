@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
@@ -197,7 +196,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 			return 0, err
 		}
 		metrics.SetOrganization(ctx, env.OrganizationId)
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if span := tracing.SpanFrom(ctx); span.IsRecording() {
 			span.SetAttributes(attribute.String("latchkey.organization_id", env.OrganizationId), attribute.String("latchkey.activity_type", env.Type))
 		}
 		login := op == "stamp_login"
@@ -229,7 +228,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
 		metrics.SetOrganization(ctx, head.OrganizationID)
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if span := tracing.SpanFrom(ctx); span.IsRecording() {
 			span.SetAttributes(attribute.String("latchkey.organization_id", head.OrganizationID))
 		}
 		if auth.attested != nil {

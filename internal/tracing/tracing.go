@@ -100,6 +100,15 @@ func Setup(ctx context.Context) (shutdown func(context.Context) error, err error
 // NoSpan returns a span that records nothing (the one Start returns while tracing is off).
 func NoSpan() trace.Span { return off }
 
+// SpanFrom returns the span in ctx, or without looking when tracing is off a span that records
+// nothing.
+func SpanFrom(ctx context.Context) trace.Span {
+	if !enabled.Load() {
+		return off
+	}
+	return trace.SpanFromContext(ctx)
+}
+
 // Start opens a span named name as a child of the span in ctx. Off, it returns ctx itself and
 // a non-recording span, allocating nothing; callers compute attributes only when
 // span.IsRecording().
