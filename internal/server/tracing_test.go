@@ -29,7 +29,7 @@ type otlpCollector struct {
 	url      string
 }
 
-func newOTLPCollector(t *testing.T) *otlpCollector {
+func newOTLPCollector(t testing.TB) *otlpCollector {
 	t.Helper()
 	c := &otlpCollector{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +113,7 @@ func anyString(v *commonpb.AnyValue) string {
 }
 
 // cleanOTelEnv clears the variables a developer's shell may set, so the test sees only its own.
-func cleanOTelEnv(t *testing.T) {
+func cleanOTelEnv(t testing.TB) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS",
 		"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
@@ -307,4 +307,19 @@ func TestTracedErrorsCarryCodes(t *testing.T) {
 	if got := attrString(req.Attributes, "http.response.status_code"); got != fmt.Sprint(r.status) {
 		t.Fatalf("status code attribute %q, response %d", got, r.status)
 	}
+}
+
+// BenchmarkSignRawPayloadTraced is BenchmarkSignRawPayload with tracing on, every request
+// sampled and exported to an in-process OTLP receiver: the cost of tracing when configured.
+func BenchmarkSignRawPayloadTraced(b *testing.B) {
+	col := newOTLPCollector(b)
+	cleanOTelEnv(b)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
+	ctx := context.Background()
+	shutdown, err := tracing.Setup(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = shutdown(ctx) })
+	benchSignRawPayload(b)
 }

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-func unsetOTelEnv(t *testing.T) {
+func unsetOTelEnv(t testing.TB) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER"} {
 		t.Setenv(k, "")
 	}
@@ -121,5 +121,19 @@ func TestSDKReadsItsVariables(t *testing.T) {
 	}
 	if _, span := Start(context.Background(), "after"); span.IsRecording() {
 		t.Fatal("recording after shutdown")
+	}
+}
+
+// BenchmarkStartOff is what each instrumented site costs while tracing is off.
+func BenchmarkStartOff(b *testing.B) {
+	unsetOTelEnv(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_, span := Start(ctx, "x")
+		if span.IsRecording() {
+			b.Fatal("recording")
+		}
+		span.End()
 	}
 }
