@@ -109,11 +109,11 @@ func SpanFrom(ctx context.Context) trace.Span {
 	return trace.SpanFromContext(ctx)
 }
 
-// Start opens a span named name as a child of the span in ctx. Off, it returns ctx itself and
-// a non-recording span, allocating nothing; callers compute attributes only when
-// span.IsRecording().
+// Start opens a span named name as a child of the span in ctx. Off, or when ctx carries no span
+// (work no request started: no root spans for it), it returns ctx itself and a non-recording
+// span, allocating nothing; callers compute attributes only when span.IsRecording().
 func Start(ctx context.Context, name string) (context.Context, trace.Span) {
-	if !enabled.Load() {
+	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, off
 	}
 	return tracer.Start(ctx, name)

@@ -103,14 +103,22 @@ func TestSDKReadsItsVariables(t *testing.T) {
 	if _, err := Setup(context.Background()); err == nil {
 		t.Fatal("a second Setup succeeded")
 	}
-	_, span := Start(context.Background(), "probe")
+	if _, span := Start(context.Background(), "orphan"); span.IsRecording() {
+		t.Fatal("Start without a parent made a root span")
+	}
+	ctx, span := StartServer(context.Background(), propagation.HeaderCarrier{}, "probe")
 	if !span.IsRecording() {
 		t.Fatal("span not recording with the default sampler")
 	}
+	if _, child := Start(ctx, "child"); !child.IsRecording() {
+		t.Fatal("child span not recording")
+	} else {
+		child.End()
+	}
 	span.End()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := shutdown(ctx); err != nil {
+	if err := shutdown(sctx); err != nil {
 		t.Fatal(err)
 	}
 	if got.Load() == 0 {
