@@ -126,9 +126,10 @@ func errNoFingerprint() error {
 func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp string, approve bool, raw []byte) ([]byte, error) {
 	var out []byte
 	after := &afterCommit{}
-	outer, span := tracing.Start(ctx, "store.transaction")
-	err := e.svc.Store.Update(outer, func(tx store.Tx) error {
-		ctx := after.inTransaction(outer)
+	outer := ctx
+	tctx, span := tracing.Start(ctx, "store.transaction")
+	err := e.svc.Store.Update(tctx, func(tx store.Tx) error {
+		ctx := after.inTransaction(tctx)
 		out = nil
 		act, err := tx.GetActivityByFingerprint(ctx, fp)
 		if errors.Is(err, store.ErrNotFound) {
