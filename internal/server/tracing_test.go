@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -322,4 +323,123 @@ func BenchmarkSignRawPayloadTraced(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = shutdown(ctx) })
 	benchSignRawPayload(b)
+}
+
+// TestTracedDenialAndVote: a refused activity shows its rolled-back transaction, the policy's
+// denial and the transaction that records the failure; an approval shows the vote's
+// transaction holding the re-evaluation.
+func TestTracedDenialAndVote(t *testing.T) {
+	col := newOTLPCollector(t)
+	cleanOTelEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
+	ctx := context.Background()
+	shutdown, err := tracing.Setup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(ctx) })
+
+	h := newHarness(t)
+	root, created := h.rootOrg("Acme")
+	alicePriv, alicePub := h.newKey()
+	u := root.submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
+		map[string]any{"apiKeyName": "a", "publicKey": alicePub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	mustOK(t, u)
+	aliceID := u.str("activity", "result", "createUsersResult", "userIds", "0")
+	alice := h.client(created.OrganizationID, alicePriv)
+	// Alice is not a root user yet: nothing allows her to create a wallet.
+	wantError(t, alice.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": testAccounts[:1]}),
+		http.StatusForbidden, 7, "denied request implicitly")
+	mustOK(t, root.submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}}))
+	r := root.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "needs two", "userIds": []string{}})
+	if r.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("want CONSENSUS_NEEDED: %s", r.raw)
+	}
+	mustOK(t, alice.submit("approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": r.str("activity", "fingerprint")}))
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans, _ := col.received()
+	byTrace := map[string][]*tracepb.Span{}
+	for _, s := range spans {
+		byTrace[hex.EncodeToString(s.TraceId)] = append(byTrace[hex.EncodeToString(s.TraceId)], s)
+	}
+	// trace returns the spans of the one request whose server span is named name and whose
+	// activity type is typ.
+	trace := func(name, typ string) []*tracepb.Span {
+		t.Helper()
+		var found []*tracepb.Span
+		for _, ss := range byTrace {
+			for _, s := range ss {
+				if s.Name == name && attrString(s.Attributes, "latchkey.activity_type") == typ {
+					if found != nil {
+						t.Fatalf("two %s %s traces", name, typ)
+					}
+					found = ss
+				}
+			}
+		}
+		if found == nil {
+			t.Fatalf("no %s %s trace", name, typ)
+		}
+		return found
+	}
+	// children lists "name(purpose or outcome)" of the spans whose parent is p, sorted.
+	label := func(s *tracepb.Span) string {
+		for _, k := range []string{"latchkey.store.purpose", "latchkey.policy.outcome"} {
+			if v := attrString(s.Attributes, k); v != "" {
+				return s.Name + "(" + v + ")"
+			}
+		}
+		return s.Name
+	}
+	children := func(ss []*tracepb.Span, p *tracepb.Span) string {
+		var out []string
+		for _, s := range ss {
+			if string(s.ParentSpanId) == string(p.SpanId) {
+				out = append(out, label(s))
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, " ")
+	}
+	find := func(ss []*tracepb.Span, l string) *tracepb.Span {
+		t.Helper()
+		for _, s := range ss {
+			if label(s) == l {
+				return s
+			}
+		}
+		t.Fatalf("no span %s", l)
+		return nil
+	}
+
+	denied := trace("POST /public/v1/submit/create_wallet", "ACTIVITY_TYPE_CREATE_WALLET")
+	req := find(denied, "POST /public/v1/submit/create_wallet")
+	if got := children(denied, req); got != "store.transaction(activity) store.transaction(failed_activity)" {
+		t.Fatalf("denied request's children: %s", got)
+	}
+	undone := find(denied, "store.transaction(activity)")
+	if got := children(denied, undone); got != "policy.evaluate(OUTCOME_DENY_IMPLICIT)" {
+		t.Fatalf("denied transaction's children: %s", got)
+	}
+	if attrString(undone.Attributes, "latchkey.store.outcome") != "rolled_back" {
+		t.Fatalf("denied transaction outcome %q", attrString(undone.Attributes, "latchkey.store.outcome"))
+	}
+	if st := req.GetStatus(); st.GetCode() != tracepb.Status_STATUS_CODE_ERROR || st.GetMessage() == "" ||
+		st.GetMessage() != attrString(req.Attributes, "latchkey.error.turnkey_code") || attrString(req.Attributes, "latchkey.error.code") != "7" {
+		t.Fatalf("denied request status %v, attributes %v", st, req.Attributes)
+	}
+
+	waiting := trace("POST /public/v1/submit/create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG")
+	if got := children(waiting, find(waiting, "store.transaction(activity)")); got != "policy.evaluate(OUTCOME_REQUIRES_CONSENSUS)" {
+		t.Fatalf("consensus transaction's children: %s", got)
+	}
+	vote := trace("POST /public/v1/submit/approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY")
+	if got := children(vote, find(vote, "POST /public/v1/submit/approve_activity")); got != "store.transaction(vote)" {
+		t.Fatalf("approval's children: %s", got)
+	}
+	if got := children(vote, find(vote, "store.transaction(vote)")); got != "policy.evaluate(OUTCOME_ALLOW)" {
+		t.Fatalf("vote transaction's children: %s", got)
+	}
 }
