@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // storeFlags are the flags every command that opens the store shares.
@@ -161,6 +162,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, p)
 	}
+	// Traces over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set; flushed after Run has drained.
+	stopTracing, err := tracing.Setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopTracing(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err

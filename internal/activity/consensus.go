@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -126,8 +127,9 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 	var out []byte
 	after := &afterCommit{}
 	outer := ctx
-	err := e.svc.Store.Update(outer, func(tx store.Tx) error {
-		ctx := after.inTransaction(outer)
+	tctx, span := tracing.Start(ctx, "store.transaction")
+	err := e.svc.Store.Update(tctx, func(tx store.Tx) error {
+		ctx := after.inTransaction(tctx)
 		out = nil
 		act, err := tx.GetActivityByFingerprint(ctx, fp)
 		if errors.Is(err, store.ErrNotFound) {
@@ -200,6 +202,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 		}
 		return e.decideAgain(ctx, tx, caller, &p, &w, act, v.Id, now, &out)
 	})
+	endTransaction(span, "vote", err)
 	if err != nil {
 		return nil, err
 	}

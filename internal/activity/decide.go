@@ -6,10 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // PolicySource supplies an organization's compiled policies and keeps the record of every
@@ -58,6 +62,21 @@ const (
 // credentials, operations open to every user), and a root user's request waits for the rest
 // of the root quorum.
 func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Decision {
+	_, span := tracing.Start(x.Ctx, "policy.evaluate")
+	d := e.decideFor(x, op, intent, voters)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("latchkey.policy.outcome", string(d.Outcome)),
+			attribute.Bool("latchkey.policy.evaluated", d.Evaluated), attribute.Int("latchkey.policy.evaluations", len(d.Per)))
+		if d.Outcome == policy.OutcomeError {
+			span.SetStatus(codes.Error, string(d.Outcome))
+		}
+	}
+	span.End()
+	return d
+}
+
+// decideFor is decide without its span.
+func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) Decision {
 	c := x.Caller
 	if c.ParentAccess && !op.ParentMayWrite {
 		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}

@@ -14,6 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
@@ -21,6 +25,7 @@ import (
 	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -387,11 +392,13 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	err = errExecFailed // when Prepare failed
 	after := &afterCommit{}
 	if execErr == nil {
-		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+		sctx, span := tracing.Start(ctx, "store.transaction")
+		err = e.svc.Store.Update(sctx, func(tx store.Tx) error {
 			x := *x0
-			x.Ctx = after.inTransaction(ctx)
+			x.Ctx = after.inTransaction(sctx)
 			return e.execute(tx, &x, op, intent, a, pend, &execErr, &dec, &data, head, member, tail)
 		})
+		endTransaction(span, "activity", err)
 	}
 	if err == nil {
 		after.run(ctx)
@@ -407,9 +414,10 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		if data, err = json.Marshal(a); err != nil {
 			return nil, apierr.Internalf(err, "encoding activity")
 		}
-		err = e.svc.Store.Update(ctx, func(tx store.Tx) error {
+		sctx, span := tracing.Start(ctx, "store.transaction")
+		err = e.svc.Store.Update(sctx, func(tx store.Tx) error {
 			x := *x0
-			x.Tx, x.Ctx = tx, outbound.Forbid(ctx)
+			x.Tx, x.Ctx = tx, outbound.Forbid(sctx)
 			// The policy evaluation that decided (a denial, or an allowance whose handler then
 			// failed) was written in the transaction that was undone: record it with the FAILED
 			// activity, so get_policy_evaluations explains the failure.
@@ -422,6 +430,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 			return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
 				Status: a.Status, Type: a.Type, CreatedAt: x0.Now, UpdatedAt: x0.Now, Data: data})
 		})
+		endTransaction(span, "failed_activity", err)
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The same bytes were submitted before or concurrently: the activity that holds them.
@@ -445,6 +454,32 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 		return nil, execErr
 	}
 	return RenderFor(data, req.Caller), nil
+}
+
+// endTransaction ends the span of a store transaction the engine ran for purpose ("activity",
+// "failed_activity", "vote"): committed, rolled back (the activity failed or was refused, which
+// is the request span's error, not the store's), or failed in the store.
+func endTransaction(span trace.Span, purpose string, err error) {
+	if span.IsRecording() {
+		outcome := "committed"
+		switch {
+		case err == nil:
+		case errors.Is(err, errExecFailed):
+			outcome = "rolled_back"
+		case errors.Is(err, store.ErrAlreadyExists):
+			outcome = "duplicate"
+		default:
+			var ae *apierr.Error
+			if errors.As(err, &ae) {
+				outcome = "rolled_back"
+			} else {
+				outcome = "failed"
+				span.SetStatus(codes.Error, "store transaction failed")
+			}
+		}
+		span.SetAttributes(attribute.String("latchkey.store.purpose", purpose), attribute.String("latchkey.store.outcome", outcome))
+	}
+	span.End()
 }
 
 // resubmitted answers a submission whose bytes an earlier activity holds: for an activity

@@ -15,6 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/clientaddr"
@@ -24,6 +28,7 @@ import (
 	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -127,14 +132,35 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Render(w, &apierr.Error{Code: apierr.InvalidArgument, TurnkeyCode: "INVALID_REQUEST", Message: "method " + r.Method + " not allowed: the API takes POST"})
 		return
 	}
+	span := tracing.NoSpan()
+	if tracing.Enabled() {
+		// Named by the route the API knows ("unknown" otherwise), so clients cannot make names.
+		operation := Operation(path)
+		var ctx context.Context
+		ctx, span = tracing.StartServer(r.Context(), propagation.HeaderCarrier(r.Header), "POST /public/v1/"+operation)
+		r = r.WithContext(ctx) // even unsampled: the children follow the sampling decision
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", "/public/v1/"+operation),
+				attribute.String("latchkey.operation", operation))
+		}
+	}
+	defer span.End()
 	status, err := s.handle(r, w, kind, op)
 	if err != nil {
 		e := apierr.From(err)
 		status = e.Code.HTTPStatus()
+		if span.IsRecording() {
+			// The code, never the message: messages can quote the request.
+			span.SetStatus(codes.Error, e.TurnkeyCode)
+			span.SetAttributes(attribute.Int("latchkey.error.code", int(e.Code)), attribute.String("latchkey.error.turnkey_code", e.TurnkeyCode))
+		}
 		if e.Code == apierr.Internal || e.Code == apierr.Unavailable {
 			s.Log.Error("request failed", "request_id", reqID, "path", path, "err", err)
 		}
 		apierr.Render(w, e)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
 	}
 	s.served.Add(1)
 	s.Log.Debug("request", "request_id", reqID, "path", path, "status", status, "duration", time.Since(start))
@@ -170,6 +196,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 			return 0, err
 		}
 		metrics.SetOrganization(ctx, env.OrganizationId)
+		if span := tracing.SpanFrom(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("latchkey.organization_id", env.OrganizationId), attribute.String("latchkey.activity_type", env.Type))
+		}
 		login := op == "stamp_login"
 		if auth.attested != nil && !login {
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
@@ -199,6 +228,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
 		metrics.SetOrganization(ctx, head.OrganizationID)
+		if span := tracing.SpanFrom(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("latchkey.organization_id", head.OrganizationID))
+		}
 		if auth.attested != nil {
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
 		}

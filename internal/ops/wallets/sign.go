@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/sha3"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -14,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -245,6 +249,21 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	span := startSign(x.Ctx, k, "raw_payload", len(payloads))
+	sigs, env, err := d.signPayloads(k, payloads, single, encoding, hashFn)
+	endSign(span, err)
+	if err != nil {
+		return nil, err
+	}
+	if single {
+		return signed{key: k, result: sigs[0], env: env}, nil
+	}
+	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
+}
+
+// signPayloads digests and signs each payload, returning the signatures and the policy view of
+// the first.
+func (d Deps) signPayloads(k *SigningKey, payloads []string, single bool, encoding, hashFn string) ([]wire.SignRawPayloadResult, map[string]policy.Value, error) {
 	sigs := make([]wire.SignRawPayloadResult, 0, len(payloads))
 	var env map[string]policy.Value
 	for i, p := range payloads {
@@ -254,21 +273,38 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 		}
 		msg, view, err := k.digest(field, p, encoding, hashFn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if env == nil {
 			env = view
 		}
 		sig, err := d.Sign(k, msg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sigs = append(sigs, rawResult(sig))
 	}
-	if single {
-		return signed{key: k, result: sigs[0], env: env}, nil
+	return sigs, env, nil
+}
+
+// startSign opens the "sign" span of what (raw_payload, transaction type) signed n times with
+// k: the key's curve and the count, never the key, its id, the payload or the signature.
+func startSign(ctx context.Context, k *SigningKey, what string, n int) trace.Span {
+	_, span := tracing.Start(ctx, "sign")
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("latchkey.sign.what", what), attribute.String("latchkey.sign.curve", k.Curve),
+			attribute.Int("latchkey.sign.count", n))
 	}
-	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
+	return span
+}
+
+// endSign ends a "sign" span, marking it failed when err (its code only: messages can quote
+// the payload).
+func endSign(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, apierr.From(err).TurnkeyCode)
+	}
+	span.End()
 }
 
 // executeSigned completes a signing activity whose signature Prepare made.

@@ -111,7 +111,9 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	span := startSign(x.Ctx, k, txType, 1)
 	out, env, err := signer(d, k, raw)
+	endSign(span, err)
 	if err != nil {
 		var ae *apierr.Error
 		if ok := asAPIErr(err, &ae); ok {
@@ -129,7 +131,9 @@ func (d Deps) SignEthereum(x *activity.Exec, signWith string, unsigned []byte) (
 	if err != nil {
 		return nil, err
 	}
+	span := startSign(x.Ctx, k, "TRANSACTION_TYPE_ETHEREUM", 1)
 	out, _, err := signEthereum(d, k, unsigned)
+	endSign(span, err)
 	return out, err
 }
 
