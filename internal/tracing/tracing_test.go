@@ -44,7 +44,8 @@ func TestOffWhenUnconfigured(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Fatalf("%d goroutines after Setup, %d before", n, goroutines)
 	}
-	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	type testKey struct{}
+	ctx := context.WithValue(context.Background(), testKey{}, 1)
 	got, span := Start(ctx, "x")
 	if got != ctx || span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatal("Start while off made a span or a new context")
