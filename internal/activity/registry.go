@@ -38,6 +38,16 @@ type Exec struct {
 	mfaDone []AuthMethod
 }
 
+// Shared reads records the activity does not write (the key it signs with, its wallet): in
+// Execute, through the transaction without row locks (store.Tx.NoLock), so concurrent activities
+// reading the same rows do not queue behind each other's commits on PostgreSQL; in Prepare, R.
+func (x *Exec) Shared() store.Reader {
+	if x.Tx != nil {
+		return x.Tx.NoLock()
+	}
+	return x.R
+}
+
 // FailKeepingWrites wraps a handler's error when what the handler wrote before failing must
 // last: the activity is then recorded FAILED in the handler's own transaction, which commits,
 // instead of that transaction being undone. verify_otp counts a wrong code's attempt this way,

@@ -132,6 +132,14 @@ type Tx interface {
 	// SQLite has one writer, so there it costs nothing; PostgreSQL takes a transaction-scoped
 	// advisory lock.
 	Lock(ctx context.Context, name string) error
+	// NoLock returns a Reader inside this transaction (it sees the transaction's own writes)
+	// whose Get takes no row lock, for records the transaction reads but does not write: the
+	// wallet and account an activity signs with, which every signing activity of an
+	// organization reads. On PostgreSQL, Get inside Update locks the row until commit, so such
+	// shared rows would make concurrent activities queue behind each other's commits; read them
+	// through NoLock and keep Get for read-modify-write. SQLite's single writer needs no locks:
+	// there it is the Tx itself.
+	NoLock() Reader
 }
 
 // Store is the persistence of Latchkey: SQLite (embedded) or PostgreSQL.

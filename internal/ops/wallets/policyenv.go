@@ -15,17 +15,18 @@ import (
 // wallet_account for a wallet account, private_key for a private key (language.mdx keywords).
 func keyEnv(x *activity.Exec, k *SigningKey) map[string]policy.Value {
 	env := map[string]policy.Value{}
+	r := x.Shared() // read, never written here: no row locks
 	switch k.Kind {
 	case KindAccount:
-		if a, err := load[Account](x.Ctx, x.R, KindAccount, x.OrgID, k.ID, "wallet account"); err == nil {
+		if a, err := load[Account](x.Ctx, r, KindAccount, x.OrgID, k.ID, "wallet account"); err == nil {
 			env["wallet_account"] = policy.Map{"address": policy.String(a.Address)}
 		}
-		if w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, k.WalletID, "wallet"); err == nil {
+		if w, err := load[Wallet](x.Ctx, r, KindWallet, x.OrgID, k.WalletID, "wallet"); err == nil {
 			env["wallet"] = walletValue(w)
 		}
 	case KindPrivateKey:
-		if pk, err := load[PrivateKey](x.Ctx, x.R, KindPrivateKey, x.OrgID, k.ID, "private key"); err == nil {
-			tags, _ := lookupIDs(x.Ctx, x.R, KeyPKTagMember, pk.ID, KindPrivateKeyTag, x.OrgID)
+		if pk, err := load[PrivateKey](x.Ctx, r, KindPrivateKey, x.OrgID, k.ID, "private key"); err == nil {
+			tags, _ := lookupIDs(x.Ctx, r, KeyPKTagMember, pk.ID, KindPrivateKeyTag, x.OrgID)
 			tl := make(policy.List, 0, len(tags))
 			for _, t := range tags {
 				tl = append(tl, policy.String(t))

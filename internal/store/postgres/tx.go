@@ -474,6 +474,21 @@ func (t *tx) Count(ctx context.Context, kind, orgID string, atMost int) (int, er
 
 // Lock takes a transaction-scoped advisory lock whose key is 64 bits of FNV-1a of name (a
 // collision only makes two unrelated transactions wait for each other).
+// NoLock reads in the transaction without FOR UPDATE (store.Tx.NoLock).
+func (t *tx) NoLock() store.Reader { return noLockTx{t} }
+
+// noLockTx is a Tx whose Get does not lock; only its Reader methods are reachable through
+// store.Reader.
+type noLockTx struct{ *tx }
+
+func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := n.check(ctx); err != nil {
+		return store.Record{}, err
+	}
+	r := reader{q: n.reader.q}
+	return r.Get(ctx, kind, id)
+}
+
 func (t *tx) Lock(ctx context.Context, name string) error {
 	if err := t.check(ctx); err != nil {
 		return err

@@ -405,6 +405,9 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 // Lock has nothing to do: the writer runs one transaction at a time.
 func (t *tx) Lock(ctx context.Context, name string) error { return t.check(ctx) }
 
+// NoLock is the transaction itself: SQLite's writer takes no row locks.
+func (t *tx) NoLock() store.Reader { return t }
+
 func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error) {
 	if err := t.check(ctx); err != nil {
 		return err
