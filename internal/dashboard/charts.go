@@ -388,6 +388,15 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 		data["RequestsSince"] = s.Requests.Since()
 	} else {
 		data["Title"] = "Charts of " + orgName
+		switch q := s.OrgRequests.For(orgID); {
+		case rg.Step != time.Minute:
+			data["OrgRequestsNote"] = "This process keeps each organization's API requests for the last hour: choose the hour range to chart them."
+		case q == nil:
+			data["OrgRequestsNote"] = "This process has served no API request of this organization in the last hour."
+		default:
+			data["RequestCharts"] = requestCharts(q, from, rg)
+			data["RequestsSince"] = q.Since()
+		}
 	}
 	s.render(w, r, http.StatusOK, "charts", data)
 }

@@ -3,14 +3,19 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/api"
+	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/metrics"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -37,7 +42,9 @@ var rectTip = regexp.MustCompile(`<rect class="([a-z0-9-]+)"[^>]*><title>([^<]*)
 func TestCharts(t *testing.T) {
 	e := setup(t)
 	e.api.Close()
-	e.api = httptest.NewServer(e.s.Dashboard.Observe(e.s.API.Handler()))
+	// As latchkey serve wraps the API: metrics.Observe learns each request's organization.
+	e.api = httptest.NewServer(metrics.Observe(e.s.Metrics, slog.New(slog.DiscardHandler), "api", api.Operation,
+		e.s.Dashboard.Observe(e.s.API.Handler())))
 	e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[]}`)
 	now := e.now
 	minute := now.Truncate(time.Minute)
@@ -111,6 +118,38 @@ func TestCharts(t *testing.T) {
 	}
 	if _, body = b.get("/charts?org=" + e.orgID); !strings.Contains(body, "SIGN_RAW_PAYLOAD_V2: 3") || strings.Contains(body, "CREATE_POLICY_V3") {
 		t.Error("Acme's charts are wrong")
+	}
+	// Per organization, the API requests of the last hour: Acme's submit is counted there; the
+	// other organization was not served; longer ranges say why they show none.
+	if !strings.Contains(body, "API requests of this organization") || !regexp.MustCompile(`<rect class="c0"[^>]*><title>[^<]* requests: 1<`).MatchString(body) ||
+		!strings.Contains(body, "API request latency") {
+		t.Error("Acme's charts lack its API requests")
+	}
+	if _, body = b.get("/charts?org=" + otherOrg); !strings.Contains(body, "served no API request of this organization") {
+		t.Error("the other organization's request charts")
+	}
+	if _, body = b.get("/charts?range=day&org=" + e.orgID); !strings.Contains(body, "choose the hour range") || strings.Contains(body, "API request latency") {
+		t.Error("a day's range per organization")
+	}
+}
+
+// The per-organization rings stay bounded: the organization served longest ago is forgotten.
+func TestOrgRequestsBounded(t *testing.T) {
+	var o dashboard.OrgRequests
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		o.Record(fmt.Sprintf("org-%03d", i), start.Add(time.Duration(i)*time.Second), 200, time.Millisecond)
+	}
+	o.Record("org-050", start.Add(time.Hour), 200, time.Millisecond) // served again: kept
+	o.Record("", start, 200, time.Millisecond)                       // no organization: not counted
+	kept := 0
+	for i := range 300 {
+		if o.For(fmt.Sprintf("org-%03d", i)) != nil {
+			kept++
+		}
+	}
+	if kept != 256 || o.For("org-299") == nil || o.For("org-000") != nil || o.For("") != nil {
+		t.Fatalf("kept %d; newest %v, oldest %v", kept, o.For("org-299") != nil, o.For("org-000") != nil)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/metrics"
 )
 
 // Requests is an in-process ring of the last 24 hours of answered requests, one slot a minute:
@@ -13,9 +15,20 @@ import (
 // counters), whatever the traffic. A process counts only what it served itself.
 type Requests struct {
 	mu    sync.Mutex
-	slots [requestMinutes]requestSlot
+	slots []requestSlot // requestMinutes of them unless newRequests gave another size
 	total int64
 	since time.Time
+}
+
+// newRequests is a ring of the last minutes minutes.
+func newRequests(minutes int) *Requests { return &Requests{slots: make([]requestSlot, minutes)} }
+
+// ring returns the slots, making the 24-hour ring on first use (the zero Requests).
+func (q *Requests) ring() []requestSlot {
+	if q.slots == nil {
+		q.slots = make([]requestSlot, requestMinutes)
+	}
+	return q.slots
 }
 
 const (
@@ -56,9 +69,10 @@ func (q *Requests) Record(at time.Time, code int, d time.Duration) {
 	if q.since.IsZero() {
 		q.since = at
 	}
-	sl := &q.slots[m%requestMinutes]
+	slots := q.ring()
+	sl := &slots[m%int64(len(slots))]
 	if m < sl.minute {
-		return // older than the ring (the clock stepped back a day)
+		return // older than the ring (the clock stepped back)
 	}
 	if sl.minute != m {
 		*sl = requestSlot{minute: m}
@@ -106,11 +120,13 @@ func (q *Requests) window(from time.Time, step time.Duration, n int) []requestPo
 	first := from.Unix() / 60
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	slots := q.ring()
+	size := int64(len(slots))
 	for i := range out {
 		out[i].Start = time.Unix((first+int64(i)*per)*60, 0).UTC()
 		var hist [latencyBuckets]int64
 		for m := first + int64(i)*per; m < first+int64(i+1)*per; m++ {
-			sl := &q.slots[((m%requestMinutes)+requestMinutes)%requestMinutes]
+			sl := &slots[((m%size)+size)%size]
 			if sl.minute != m {
 				continue
 			}
@@ -142,14 +158,74 @@ func percentile(hist [latencyBuckets]int64, n int64, p float64) time.Duration {
 	return latencyBound(latencyBuckets - 1)
 }
 
+// OrgRequests keeps the last orgRequestMinutes minutes of requests of each of the organizations
+// most recently served, at most orgRingsMax of them: the one served longest ago is forgotten
+// first, so memory stays bounded (about 20 KB an organization) however many organizations the
+// server holds.
+type OrgRequests struct {
+	mu    sync.Mutex
+	rings map[string]*orgRing
+}
+
+type orgRing struct {
+	q    *Requests
+	last time.Time
+}
+
+const (
+	orgRequestMinutes = 60
+	orgRingsMax       = 256
+)
+
+// Record counts one answered request of organization org ("" is not counted).
+func (o *OrgRequests) Record(org string, at time.Time, code int, d time.Duration) {
+	if org == "" {
+		return
+	}
+	o.mu.Lock()
+	r := o.rings[org]
+	if r == nil {
+		if o.rings == nil {
+			o.rings = map[string]*orgRing{}
+		}
+		if len(o.rings) >= orgRingsMax {
+			oldest := ""
+			for id, x := range o.rings {
+				if oldest == "" || x.last.Before(o.rings[oldest].last) {
+					oldest = id
+				}
+			}
+			delete(o.rings, oldest)
+		}
+		r = &orgRing{q: newRequests(orgRequestMinutes)}
+		o.rings[org] = r
+	}
+	r.last = at
+	o.mu.Unlock()
+	r.q.Record(at, code, d)
+}
+
+// For returns org's ring (nil when it was not served recently).
+func (o *OrgRequests) For(org string) *Requests {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if r := o.rings[org]; r != nil {
+		return r.q
+	}
+	return nil
+}
+
 // Observe wraps a listener's handler so the dashboard's request charts and the health page count
-// its requests (latchkey serve wraps the API listener with it).
+// its requests, server-wide and per organization (latchkey serve wraps the API listener with it,
+// inside metrics.Observe, which learns each request's organization).
 func (s *Server) Observe(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rw, r)
-		s.Requests.Record(start.UTC(), rw.code, time.Since(start))
+		at, d := start.UTC(), time.Since(start)
+		s.Requests.Record(at, rw.code, d)
+		s.OrgRequests.Record(metrics.Organization(r.Context()), at, rw.code, d)
 	})
 }
 

@@ -52,6 +52,9 @@ type Server struct {
 	// Requests counts the requests of the listeners wrapped with Observe (the API's, under
 	// latchkey serve) for the request charts and the health page.
 	Requests Requests
+	// OrgRequests counts the same requests per organization (the last hour of the most
+	// recently served organizations).
+	OrgRequests OrgRequests
 	// Health is what the health page shows of the process (latchkey serve fills it in).
 	Health Health
 

@@ -44,6 +44,15 @@ func SetOrganization(ctx context.Context, orgID string) {
 	}
 }
 
+// Organization is the organization SetOrganization named for the request of ctx ("" when none
+// was, or outside Observe).
+func Organization(ctx context.Context) string {
+	if info, ok := ctx.Value(infoKey{}).(*requestInfo); ok {
+		return info.orgID
+	}
+	return ""
+}
+
 // statusWriter remembers the status code written.
 type statusWriter struct {
 	http.ResponseWriter
