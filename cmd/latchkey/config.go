@@ -27,7 +27,7 @@ const configFlag = "config"
 // accumulate), so a configuration file may give them as a YAML list.
 type repeatable interface{ repeatable() }
 
-func (*appendFlag) repeatable() {}
+func (*listFlag) repeatable() {}
 
 // applyConfigFile fills, from the YAML file at path, every flag of fs not in set (the flags the
 // command line or the environment gave). The file is a mapping of flag names (without the

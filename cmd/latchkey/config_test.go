@@ -12,14 +12,14 @@ import (
 
 // configFlags is a flag set shaped like serve's: plain, repeatable, boolean and secret flags
 // and --config.
-func configFlags() (*flag.FlagSet, map[string]*string, *appendFlag, *bool) {
+func configFlags() (*flag.FlagSet, map[string]*string, *listFlag, *bool) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	vals := map[string]*string{}
 	for _, n := range []string{"api-addr", "log-level", "smtp-password", "data-dir"} {
 		vals[n] = fs.String(n, "default-"+n, "")
 	}
-	var list appendFlag
+	var list listFlag
 	fs.Var(&list, "chain-rpc", "")
 	dev := fs.Bool("dev", false, "")
 	fs.String(configFlag, "", "")
@@ -135,5 +135,19 @@ func TestServeConfigFileRefusedBeforeStart(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("the data directory was created: %v", err)
+	}
+}
+
+// Every list flag accumulates: repeated, comma-separated, or a YAML list in the file.
+func TestListFlagsAccumulate(t *testing.T) {
+	fs, _, list, _ := configFlags()
+	if err := parseFlags(fs, []string{"--chain-rpc", "a", "--chain-rpc", "b, c"}); err != nil || list.String() != "a,b,c" {
+		t.Fatalf("repeated: %v %q", err, list.String())
+	}
+	// serve's list flags are all of the one type, so each takes a YAML list.
+	path := writeConfig(t, "webauthn-origins: [https://a.example, https://b.example]\ntrusted-proxies:\n  - 10.0.0.0/8\ndata-dir: x\n")
+	err := run(context.Background(), []string{"serve", "--config", path, "--api-addr", "bad address"}, io.Discard, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "not a list") || strings.Contains(err.Error(), path) {
+		t.Fatalf("serve's list flags from a YAML list: %v", err)
 	}
 }

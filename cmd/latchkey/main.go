@@ -231,25 +231,12 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// appendFlag is a repeatable, comma-separated list flag: every use adds to the list.
-type appendFlag []string
-
-func (l *appendFlag) String() string { return strings.Join(*l, ",") }
-func (l *appendFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
-// listFlag is a comma-separated list flag.
+// listFlag is the one list flag: comma-separated, and repeatable, every use adding to the list
+// (--chain-rpc a --chain-rpc b is --chain-rpc a,b; a configuration file gives it as a YAML list).
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error {
-	*l = nil
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			*l = append(*l, s)

@@ -80,14 +80,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&twilio.AuthToken, "sms-twilio-auth-token", "", "Twilio auth token: from LATCHKEY_SMS_TWILIO_AUTH_TOKEN or LATCHKEY_SMS_TWILIO_AUTH_TOKEN_FILE only (a secret is refused on the command line)")
 	fs.StringVar(&twilio.From, "sms-twilio-from", "", "sending number (E.164) or messaging service")
 	fs.StringVar(&twilio.BaseURL, "sms-twilio-base-url", notify.DefaultTwilioBaseURL, "base URL of a Twilio-compatible Messages API")
-	var trustedIssuers appendFlag
+	var trustedIssuers listFlag
 	fs.Var(&trustedIssuers, "oidc-trusted-issuer", "OIDC issuer to trust beyond the well-known public ones (Google, Apple, Facebook, …); repeatable or comma-separated; plain http only on loopback")
 	issuerURL := fs.String("oidc-issuer-url", "", "Latchkey's own OIDC issuer identifier: the public URL of <api>/oidc (default http://<api-addr>/oidc)")
 	discordToken := fs.String("oauth2-discord-token-url", "", "override Discord's OAuth 2.0 token endpoint")
 	discordUser := fs.String("oauth2-discord-userinfo-url", "", "override Discord's user-info endpoint")
 	xToken := fs.String("oauth2-x-token-url", "", "override X's OAuth 2.0 token endpoint")
 	xUser := fs.String("oauth2-x-userinfo-url", "", "override X's user-info endpoint")
-	var chainRPC appendFlag
+	var chainRPC listFlag
 	fs.Var(&chainRPC, "chain-rpc", "CAIP2=URL chain providers (repeatable, or comma-separated), e.g. eip155:1=https://eth.example/rpc,solana:mainnet=https://sol.example (JSON-RPC; keep API keys in LATCHKEY_CHAIN_RPC)")
 	assetsFile := fs.String("assets-file", "", "JSON file extending (or, with \"replace\": true, replacing) the built-in asset list; see docs/operations.md")
 	pricesFile := fs.String("prices-file", "", "JSON {\"<caip19>\": \"<usd price>\"} giving balances a display.usd (Latchkey fetches no prices)")
