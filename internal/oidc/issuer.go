@@ -64,10 +64,8 @@ const (
 
 // NewIssuer checks the configuration and precomputes the documents.
 func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(cfg.URL, "/") ||
-		!(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
-		return nil, fmt.Errorf("oidc: issuer URL %q must be https (or http on loopback), without query, fragment or trailing slash", cfg.URL)
+	if err := CheckIssuerURL(cfg.URL); err != nil {
+		return nil, err
 	}
 	if cfg.Signer == nil {
 		return nil, errors.New("oidc: issuer needs a signer")
@@ -196,4 +194,15 @@ func (i *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	_, _ = w.Write(body)
+}
+
+// CheckIssuerURL refuses an issuer identifier that is not https (or http on loopback), or has a
+// query, a fragment or a trailing slash.
+func CheckIssuerURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "/") ||
+		!(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
+		return fmt.Errorf("oidc: issuer URL %q must be https (or http on loopback), without query, fragment or trailing slash", raw)
+	}
+	return nil
 }

@@ -195,6 +195,37 @@ const OutboxFile = "outbox.jsonl"
 // MasterKeyFile is where --dev keeps its generated master key.
 const MasterKeyFile = "master.key"
 
+// Validate checks the configuration that can be checked without opening anything: Open calls
+// it first, so a mistake is refused before the data directory or the database is touched (the
+// TLS files, the asset and price files are read and checked next, still before the store).
+func (cfg Config) Validate() error {
+	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
+		return err
+	}
+	if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
+		return errNoMasterKey
+	}
+	if cfg.CoordinatorURL != "" {
+		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
+			return err
+		}
+	}
+	if cfg.OIDCIssuerURL != "" {
+		if err := oidc.CheckIssuerURL(cfg.OIDCIssuerURL); err != nil {
+			return fmt.Errorf("--oidc-issuer-url: %w", err)
+		}
+	}
+	for _, l := range []struct {
+		name  string
+		files TLSFiles
+	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS}} {
+		if err := l.files.check(l.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Open assembles a server from cfg.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
@@ -206,12 +237,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Limits == (directory.Limits{}) {
 		cfg.Limits = directory.DefaultLimits
 	}
-	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
+	// Everything that can be refused is refused before anything is opened or written.
+	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	// Everything that can be refused is refused before anything is written.
-	if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
-		return nil, errNoMasterKey
 	}
 	tlsListeners, err := loadTLS(cfg)
 	if err != nil {
@@ -238,32 +266,44 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func open(ctx context.Context, cfg Config) (*Server, error) {
+	m := metrics.New()
+	s := &Server{cfg: cfg, Log: cfg.Log, Metrics: m}
+	// The chain providers, asset list and prices are configuration: read before anything is
+	// written (--dev's master key included).
+	var err error
+	if s.chain, err = newChainDeps(cfg, func(network string) {
+		s.Metrics.ChainRPCError(network)
+		s.Dashboard.Health.Failed(network, time.Now().UTC())
+	}); err != nil {
+		return nil, err
+	}
 	master, err := loadMasterKey(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New()
 	st, err := openStore(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
+	s.Store = st
+	opened := false
+	defer func() {
+		if !opened {
+			st.Close()
+		}
+	}()
 	if err := checkDatabase(ctx, cfg, st); err != nil {
-		st.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Store: st, Log: cfg.Log, Metrics: m}
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
-		st.Close()
 		return nil, err
 	}
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
-		st.Close()
 		return nil, err
 	}
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
 	if cfg.Dev && cfg.Emailer == nil && cfg.Texter == nil {
 		if s.Outbox, err = notify.NewOutbox(filepath.Join(cfg.DataDir, OutboxFile)); err != nil {
-			st.Close()
 			return nil, err
 		}
 		s.cfg.Emailer, s.cfg.Texter = s.Outbox, s.Outbox
@@ -289,15 +329,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 				s.Metrics.PolicyDecision(decision)
 			}
 		}}
-	if s.chain, err = newChainDeps(cfg, func(network string) {
-		s.Metrics.ChainRPCError(network)
-		s.Dashboard.Health.Failed(network, time.Now().UTC())
-	}); err != nil {
-		st.Close()
-		return nil, err
-	}
 	if err := s.setUpOIDC(func() time.Time { return svc.Now() }); err != nil {
-		st.Close()
 		return nil, err
 	}
 	svc.VerifyOIDC = s.verifyOIDC
@@ -308,7 +340,6 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
 	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk, WebhookJWKS: webhooks.JWKS(s.Keys),
@@ -317,11 +348,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
-		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
-			st.Close()
-			return nil, err
-		}
-		coord = authproxy.NewRemote(cfg.CoordinatorURL)
+		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
 	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
@@ -337,6 +364,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log,
 		SignupRate: cfg.ProxySignupRate, OTPRate: cfg.ProxyOTPRate, TrustedProxies: cfg.TrustedProxies}
+	opened = true
 	return s, nil
 }
 

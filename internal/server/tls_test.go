@@ -241,3 +241,67 @@ func TestTLSConfigurationRefusedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// Configuration that names something unusable is refused by Open before the data directory (or
+// --dev's master key) is written: Config.Validate, then the TLS, asset and price files.
+func TestConfigurationRefusedBeforeAnythingIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"coordinator URL", func(c *Config) { c.CoordinatorURL = "ftp://x" }, "--coordinator-url"},
+		{"issuer URL", func(c *Config) { c.OIDCIssuerURL = "http://public.example/oidc" }, "--oidc-issuer-url"},
+		{"assets file", func(c *Config) { c.AssetsFile = filepath.Join(dir, "missing.json") }, "missing.json"},
+		{"prices file", func(c *Config) { c.PricesFile = filepath.Join(dir, "missing-prices.json") }, "missing-prices.json"},
+		{"QuorumOS versions", func(c *Config) { c.TVCQOSVersions = []string{"a b"} }, ""},
+		{"TLS key without certificate", func(c *Config) { c.MetricsTLS = TLSFiles{KeyFile: "k.pem"} }, "metrics listener"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			cfg := Config{DataDir: data, Dev: true, APIAddr: "127.0.0.1:0"}
+			tc.cfg(&cfg)
+			s, err := Open(context.Background(), cfg)
+			if err == nil {
+				s.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want %q", err, tc.want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Fatalf("the data directory was created: %v", err)
+			}
+		})
+	}
+}
+
+// When a later listener cannot bind, Run fails naming it and releases the ones it had bound.
+func TestRunReleasesListenersWhenOneFails(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := free.Addr().String()
+	free.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	s, err := Open(context.Background(), Config{DataDir: t.TempDir(), Dev: true, APIAddr: apiAddr, ProxyAddr: "127.0.0.1:0",
+		DashboardAddr: taken.Addr().String(), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Run(context.Background(), time.Second, nil); err == nil || !strings.Contains(err.Error(), "--dashboard-addr") {
+		t.Fatalf("Run with a taken dashboard address: %v", err)
+	}
+	again, err := net.Listen("tcp", apiAddr)
+	if err != nil {
+		t.Fatalf("the API listener was leaked: %v", err)
+	}
+	again.Close()
+}
