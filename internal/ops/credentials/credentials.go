@@ -77,40 +77,29 @@ func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
 	case *wire.CreateApiKeysIntent:
 		userID, specs = in.UserId, directory.APIKeysV1("parameters.apiKeys", in.ApiKeys)
 	}
-	if len(specs) == 0 {
-		return nil, apierr.Invalid("parameters.apiKeys", "at least one API key is required")
-	}
-	u, err := loadUser(x, userID)
+	ids, err := createFor(x, userID, "parameters.apiKeys", "API key", specs, func(u *directory.User, s directory.APIKeySpec) (string, error) {
+		k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, s)
+		if err != nil {
+			return "", err
+		}
+		return k.ID, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	env := d.Env(x)
-	ids := make([]string, 0, len(specs))
-	for _, s := range specs {
-		k, err := directory.CreateAPIKey(x.Ctx, x.Tx, env, u, s)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, k.ID)
 	}
 	return wire.CreateApiKeysResult{ApiKeyIds: ids}, nil
 }
 
 func deleteAPIKeys(x *activity.Exec, in *wire.DeleteApiKeysIntent) (any, error) {
-	if len(in.ApiKeyIds) == 0 {
-		return nil, apierr.Invalid("parameters.apiKeyIds", "at least one API key id is required")
-	}
-	if _, err := loadUser(x, in.UserId); err != nil {
+	err := deleteFor(x, in.UserId, "parameters.apiKeyIds", "API key", directory.KindAPIKey, in.ApiKeyIds, func(id string) (string, error) {
+		k, err := directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, id)
+		if err != nil {
+			return "", err
+		}
+		return k.UserID, nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	for i, kid := range in.ApiKeyIds {
-		k, err := directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, kid)
-		if err != nil || k.UserID != in.UserId {
-			return nil, apierr.Invalid("parameters.apiKeyIds["+strconv.Itoa(i)+"]", "user %s has no API key %s", in.UserId, kid)
-		}
-		if err := directory.Delete(x.Ctx, x.Tx, directory.KindAPIKey, k.ID); err != nil {
-			return nil, err
-		}
 	}
 	return wire.DeleteApiKeysResult{ApiKeyIds: in.ApiKeyIds}, nil
 }
@@ -124,42 +113,72 @@ func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
 	case *wire.CreateAuthenticatorsIntent:
 		userID, specs = in.UserId, directory.AuthenticatorsV1("parameters.authenticators", in.Authenticators)
 	}
-	if len(specs) == 0 {
-		return nil, apierr.Invalid("parameters.authenticators", "at least one authenticator is required")
-	}
-	u, err := loadUser(x, userID)
+	ids, err := createFor(x, userID, "parameters.authenticators", "authenticator", specs, func(u *directory.User, s directory.AuthenticatorSpec) (string, error) {
+		a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, d.Env(x), u, s)
+		if err != nil {
+			return "", err
+		}
+		return a.ID, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	env := d.Env(x)
-	ids := make([]string, 0, len(specs))
-	for _, s := range specs {
-		a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, env, u, s)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, a.ID)
 	}
 	return wire.CreateAuthenticatorsResult{AuthenticatorIds: ids}, nil
 }
 
 func deleteAuthenticators(x *activity.Exec, in *wire.DeleteAuthenticatorsIntent) (any, error) {
-	if len(in.AuthenticatorIds) == 0 {
-		return nil, apierr.Invalid("parameters.authenticatorIds", "at least one authenticator id is required")
-	}
-	if _, err := loadUser(x, in.UserId); err != nil {
+	err := deleteFor(x, in.UserId, "parameters.authenticatorIds", "authenticator", directory.KindAuthenticator, in.AuthenticatorIds, func(id string) (string, error) {
+		a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, id)
+		if err != nil {
+			return "", err
+		}
+		return a.UserID, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	for i, aid := range in.AuthenticatorIds {
-		a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, aid)
-		if err != nil || a.UserID != in.UserId {
-			return nil, apierr.Invalid("parameters.authenticatorIds["+strconv.Itoa(i)+"]", "user %s has no authenticator %s", in.UserId, aid)
-		}
-		if err := directory.Delete(x.Ctx, x.Tx, directory.KindAuthenticator, a.ID); err != nil {
+	return wire.DeleteAuthenticatorsResult{AuthenticatorIds: in.AuthenticatorIds}, nil
+}
+
+// createFor creates, for the user userID of this organization, one credential per spec, and
+// returns their ids; field names the list in errors, what one of its items.
+func createFor[S any](x *activity.Exec, userID, field, what string, specs []S, create func(*directory.User, S) (string, error)) ([]string, error) {
+	if len(specs) == 0 {
+		return nil, apierr.Invalid(field, "at least one %s is required", what)
+	}
+	u, err := loadUser(x, userID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(specs))
+	for _, s := range specs {
+		id, err := create(u, s)
+		if err != nil {
 			return nil, err
 		}
+		ids = append(ids, id)
 	}
-	return wire.DeleteAuthenticatorsResult{AuthenticatorIds: in.AuthenticatorIds}, nil
+	return ids, nil
+}
+
+// deleteFor deletes the records of kind named by ids, each of which must belong to the user
+// userID of this organization (owner returns the user a record belongs to).
+func deleteFor(x *activity.Exec, userID, field, what, kind string, ids []string, owner func(id string) (string, error)) error {
+	if len(ids) == 0 {
+		return apierr.Invalid(field, "at least one %s id is required", what)
+	}
+	if _, err := loadUser(x, userID); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if u, err := owner(id); err != nil || u != userID {
+			return apierr.Invalid(field+"["+strconv.Itoa(i)+"]", "user %s has no %s %s", userID, what, id)
+		}
+		if err := directory.Delete(x.Ctx, x.Tx, kind, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sessionUser(x *activity.Exec, intent any) string {

@@ -3,6 +3,7 @@ package otp
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -214,62 +215,50 @@ type initParams struct {
 	auth                            bool // init_otp_auth: otp_auth answers with a credential
 }
 
+// initFields are the members of every init_otp and init_otp_auth version, by their JSON names:
+// the versions differ only in which of them they carry (the app name moved from the e-mail
+// customization to the top level in V3).
+type initFields struct {
+	OtpType                 string `json:"otpType"`
+	Contact                 string `json:"contact"`
+	AppName                 string `json:"appName"`
+	OtpLength               *int32 `json:"otpLength"`
+	Alphanumeric            *bool  `json:"alphanumeric"`
+	ExpirationSeconds       string `json:"expirationSeconds"`
+	SendFromEmailSenderName string `json:"sendFromEmailSenderName"`
+	ReplyToEmailAddress     string `json:"replyToEmailAddress"`
+	EmailCustomization      *struct {
+		AppName           string `json:"appName"`
+		LogoURL           string `json:"logoUrl"`
+		TemplateVariables string `json:"templateVariables"`
+		TemplateID        string `json:"templateId"`
+	} `json:"emailCustomization"`
+	SmsCustomization *struct {
+		Template string `json:"template"`
+	} `json:"smsCustomization"`
+}
+
 func readInit(intent any) initParams {
-	var p initParams
-	switch in := intent.(type) {
-	case *wire.InitOtpIntentV3:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, appName: in.AppName, length: in.OtpLength, alpha: in.Alphanumeric,
-			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, bundle: true}
-		if e := in.EmailCustomization; e != nil {
-			p.logoURL, p.templateVariables, p.templateID = e.LogoUrl, e.TemplateVariables, e.TemplateId
+	var f initFields
+	if b, err := json.Marshal(intent); err == nil {
+		_ = json.Unmarshal(b, &f) // the intent's own JSON: it decodes
+	}
+	p := initParams{otpType: f.OtpType, contact: f.Contact, appName: f.AppName, length: f.OtpLength, alpha: f.Alphanumeric,
+		expiration: f.ExpirationSeconds, senderName: f.SendFromEmailSenderName, replyTo: f.ReplyToEmailAddress}
+	if e := f.EmailCustomization; e != nil {
+		p.logoURL, p.templateVariables, p.templateID = e.LogoURL, e.TemplateVariables, e.TemplateID
+		if p.appName == "" {
+			p.appName = e.AppName
 		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
-	case *wire.InitOtpIntentV2:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, appName: in.AppName, length: in.OtpLength, alpha: in.Alphanumeric,
-			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, bundle: true}
-		if e := in.EmailCustomization; e != nil {
-			p.logoURL, p.templateVariables, p.templateID = e.LogoUrl, e.TemplateVariables, e.TemplateId
-		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
-	case *wire.InitOtpAuthIntentV3:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, appName: in.AppName, length: in.OtpLength, alpha: in.Alphanumeric,
-			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
-		if e := in.EmailCustomization; e != nil {
-			p.logoURL, p.templateVariables, p.templateID = e.LogoUrl, e.TemplateVariables, e.TemplateId
-		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
-	case *wire.InitOtpAuthIntentV2:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, length: in.OtpLength, alpha: in.Alphanumeric,
-			senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
-		if e := in.EmailCustomization; e != nil {
-			p.appName, p.logoURL, p.templateVariables, p.templateID = e.AppName, e.LogoUrl, e.TemplateVariables, e.TemplateId
-		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
-	case *wire.InitOtpAuthIntent:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress, auth: true}
-		if e := in.EmailCustomization; e != nil {
-			p.appName, p.logoURL, p.templateVariables, p.templateID = e.AppName, e.LogoUrl, e.TemplateVariables, e.TemplateId
-		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
-	case *wire.InitOtpIntent:
-		p = initParams{otpType: in.OtpType, contact: in.Contact, length: in.OtpLength, alpha: in.Alphanumeric,
-			expiration: in.ExpirationSeconds, senderName: in.SendFromEmailSenderName, replyTo: in.ReplyToEmailAddress}
-		if e := in.EmailCustomization; e != nil {
-			p.appName, p.logoURL, p.templateVariables, p.templateID = e.AppName, e.LogoUrl, e.TemplateVariables, e.TemplateId
-		}
-		if in.SmsCustomization != nil {
-			p.smsTemplate = in.SmsCustomization.Template
-		}
+	}
+	if f.SmsCustomization != nil {
+		p.smsTemplate = f.SmsCustomization.Template
+	}
+	switch intent.(type) {
+	case *wire.InitOtpIntentV3, *wire.InitOtpIntentV2:
+		p.bundle = true
+	case *wire.InitOtpAuthIntentV3, *wire.InitOtpAuthIntentV2, *wire.InitOtpAuthIntent:
+		p.auth = true
 	}
 	return p
 }

@@ -74,16 +74,8 @@ func (r *reader) recordKinds(ctx context.Context) (map[string]int, error) {
 		return nil, fmt.Errorf("postgres: record kinds: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var kind string
-		var n int
-		if err := rows.Scan(&kind, &n); err != nil {
-			return nil, fmt.Errorf("postgres: record kinds: %w", err)
-		}
-		out[kind] = n
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlcore.ScanKindCounts(rows.Next, rows.Scan, rows.Err)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: record kinds: %w", err)
 	}
 	return out, nil

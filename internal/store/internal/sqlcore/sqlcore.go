@@ -307,6 +307,24 @@ func ExportActivities(collate string) string {
 // RecordKinds is the query of Exporter.RecordKinds: (kind, count) rows.
 const RecordKinds = "SELECT kind, count(*) FROM records GROUP BY kind"
 
+// ScanKindCounts reads the rows of RecordKinds (kind, count) into a map. next, scan and rowsErr
+// are the driver's row cursor (rows.Next, rows.Scan, rows.Err).
+func ScanKindCounts(next func() bool, scan func(dest ...any) error, rowsErr func() error) (map[string]int, error) {
+	out := map[string]int{}
+	for next() {
+		var kind string
+		var n int
+		if err := scan(&kind, &n); err != nil {
+			return nil, err
+		}
+		out[kind] = n
+	}
+	if err := rowsErr(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ScanExport groups the rows of ExportRecords into records with their keys and calls fn with
 // each. next and scan are the driver's row cursor (rows.Next, rows.Scan).
 func ScanExport(next func() bool, scan func(dest ...any) error, fn func(store.Record, []store.Key) error) error {
