@@ -16,6 +16,7 @@ import (
 var secretFlags = map[string]bool{
 	"smtp-password":         true,
 	"sms-twilio-auth-token": true,
+	"transit-token":         true,
 }
 
 // configFlag is the flag naming the YAML configuration file; a command that registers it reads

@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/directory"
 
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 	"github.com/latchkey/latchkey/internal/server"
@@ -24,6 +25,8 @@ import (
 type storeFlags struct {
 	dataDir, databaseURL, masterKeyFile string
 	dev                                 bool
+	seal                                string
+	transit                             custody.Transit
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -31,6 +34,12 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) or transit (wrapped by an OpenBao/Vault transit key; docs/operations.md)")
+	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
+	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
+	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
+	fs.StringVar(&s.transit.Namespace, "transit-namespace", "", "--seal transit: the namespace (X-Vault-Namespace), if any")
+	fs.StringVar(&s.transit.Token, "transit-token", "", "--seal transit: the token, from LATCHKEY_TRANSIT_TOKEN or LATCHKEY_TRANSIT_TOKEN_FILE only (a secret is refused on the command line)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -44,7 +53,8 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // config is the store configuration of an operator command: the deployment must exist (init
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
-	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true}
+	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
+		Seal: s.seal, Transit: s.transit}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {

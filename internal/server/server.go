@@ -86,7 +86,11 @@ type Config struct {
 	DataDir       string
 	DatabaseURL   string // postgres://... ; empty: SQLite in DataDir
 	MasterKeyFile string
-	Dev           bool
+	// Seal is where the master key comes from: custody.SealFile ("" too: MasterKeyFile or
+	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
+	Seal    string
+	Transit custody.Transit
+	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
 	MustExist bool
@@ -202,8 +206,23 @@ func (cfg Config) Validate() error {
 	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
 		return err
 	}
-	if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
-		return errNoMasterKey
+	switch cfg.Seal {
+	case "", custody.SealFile:
+		if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
+			return errNoMasterKey
+		}
+	case custody.SealTransit:
+		if cfg.Dev {
+			return errors.New("--seal transit is for production deployments: --dev keeps its master key in the data directory")
+		}
+		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
+			return errors.New("--seal transit keeps the master key wrapped by the transit engine: give no --master-key-file (nor LATCHKEY_MASTER_KEY)")
+		}
+		if err := cfg.Transit.Check(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--seal %q: use file or transit", cfg.Seal)
 	}
 	if cfg.CoordinatorURL != "" {
 		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
@@ -277,9 +296,11 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}); err != nil {
 		return nil, err
 	}
-	master, err := loadMasterKey(cfg)
-	if err != nil {
-		return nil, err
+	var master *custody.MasterKey
+	if cfg.Seal != custody.SealTransit {
+		if master, err = loadMasterKey(cfg); err != nil {
+			return nil, err
+		}
 	}
 	st, err := openStore(ctx, cfg, m)
 	if err != nil {
@@ -293,6 +314,9 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}()
 	if err := checkDatabase(ctx, cfg, st); err != nil {
+		return nil, err
+	}
+	if master, err = unseal(ctx, cfg, st, master); err != nil {
 		return nil, err
 	}
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
@@ -431,6 +455,54 @@ func (s *Server) Close() error {
 
 var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
 	"for a development server use --dev")
+
+// unseal returns the master key by the deployment's seal: the file's key as given, checked
+// against the seal record (a deployment sealed by transit refuses a file); or, with --seal
+// transit, the seal record unwrapped by the transit engine, and for a new deployment a new
+// master key wrapped by it and recorded. The transit calls are made outside any transaction.
+func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.MasterKey) (*custody.MasterKey, error) {
+	rec, err := custody.LoadSealRecord(ctx, st)
+	if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
+		return nil, err
+	}
+	if cfg.Seal != custody.SealTransit {
+		if rec != nil {
+			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s, --transit-addr, --transit-key and LATCHKEY_TRANSIT_TOKEN",
+				rec.Type, rec.Key, rec.Addr, rec.Type)
+		}
+		return fromFile, nil
+	}
+	if rec != nil {
+		if rec.Type != custody.SealTransit {
+			return nil, fmt.Errorf("this deployment's seal is %q, not transit", rec.Type)
+		}
+		m, err := cfg.Transit.Unwrap(ctx, rec.Ciphertext)
+		if err != nil {
+			return nil, fmt.Errorf("unsealing the master key through transit: %w", err)
+		}
+		return m, nil
+	}
+	exists, err := custody.KeyringExists(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		return nil, errors.New("this deployment's master key is a file (it has no transit seal record): --seal transit applies to new deployments (latchkey init --seal transit); see docs/operations.md, \"Production custody\"")
+	}
+	m, err := custody.NewMasterKey()
+	if err != nil {
+		return nil, err
+	}
+	ct, err := cfg.Transit.Wrap(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("wrapping the new master key through transit: %w", err)
+	}
+	if err := custody.SaveSealRecord(ctx, st, &custody.SealRecord{Type: custody.SealTransit, Addr: cfg.Transit.Addr, Mount: cfg.Transit.Mount,
+		Key: cfg.Transit.Key, Ciphertext: ct, Created: time.Now().UTC()}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
 func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
 	if v := os.Getenv("LATCHKEY_MASTER_KEY"); v != "" && cfg.MasterKeyFile == "" {

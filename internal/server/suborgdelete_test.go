@@ -16,6 +16,7 @@ import (
 // it is deleted with its organization or listed here).
 var notOwnedByAnOrganization = map[string]string{
 	"keyring":          "the deployment's data keys",
+	"seal":             "how the deployment's master key is sealed (transit)",
 	"server_key":       "the deployment's identity keys",
 	"operator":         "dashboard operators are the deployment's",
 	"operator_session": "dashboard sessions belong to operators",
