@@ -121,6 +121,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if !sf.dev {
+		// Production: no core dump of the process, no ptrace or /proc/<pid>/mem by other users.
+		if err := custody.HardenProcess(); err != nil {
+			log.Warn("could not make the process non-dumpable", "err", err)
+		}
+	}
 	cfg := sf.config()
 	cfg.MustExist, cfg.Exclusive = !sf.dev, true
 	if cfg.Limits, err = parseLimits(*limits); err != nil {
@@ -187,6 +193,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
+	if err := custody.MemoryProtection(); err != nil {
+		log.Warn("the master key's memory is not fully protected", "err", err)
+	}
 	if *debugAddr != "" {
 		go serveDebug(*debugAddr, log)
 	}

@@ -1,6 +1,7 @@
 package custody
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -12,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,38 +25,61 @@ const MasterKeySize = 32
 // ErrWrongMasterKey means the keyring in the store does not open with the given master key.
 var ErrWrongMasterKey = errors.New("custody: the master key does not open this data's keyring (wrong master key file?)")
 
-// MasterKey is the operator's key-encryption key. It only ever wraps the keyring.
-type MasterKey struct{ k [MasterKeySize]byte }
+// MasterKey is the operator's key-encryption key. It only ever wraps the keyring. Its bytes live
+// on a page of their own, locked in RAM and excluded from core dumps (secretPage), not in Go's
+// heap.
+type MasterKey struct{ k *[MasterKeySize]byte }
+
+var (
+	protectionOnce sync.Once
+	protectionErr  error
+)
+
+// newMasterKey allocates the bytes of a master key (zero) on a protected page.
+func newMasterKey() *MasterKey {
+	b, err := secretPage(MasterKeySize)
+	if err != nil {
+		protectionOnce.Do(func() { protectionErr = err })
+	}
+	return &MasterKey{k: (*[MasterKeySize]byte)(b)}
+}
+
+// MemoryProtection reports why a master key could not be given a locked page excluded from core
+// dumps (nil when every one was, or on systems where it is not attempted): serve logs it.
+func MemoryProtection() error { return protectionErr }
 
 // ParseMasterKey reads a master key given as 64 hex characters (surrounding whitespace ignored)
 // or as 32 raw bytes.
 func ParseMasterKey(b []byte) (*MasterKey, error) {
-	var m MasterKey
-	if s := strings.TrimSpace(string(b)); len(s) == 2*MasterKeySize {
-		if _, err := hex.Decode(m.k[:], []byte(s)); err == nil {
-			return &m, nil
+	if s := bytes.TrimSpace(b); len(s) == 2*MasterKeySize {
+		m := newMasterKey()
+		if _, err := hex.Decode(m.k[:], s); err == nil {
+			return m, nil
 		}
+		clear(m.k[:])
 	}
 	if len(b) == MasterKeySize {
+		m := newMasterKey()
 		copy(m.k[:], b)
-		return &m, nil
+		return m, nil
 	}
 	return nil, errors.New("custody: a master key is 64 hex characters (or 32 raw bytes)")
 }
 
-// LoadMasterKeyFile reads a master key file.
+// LoadMasterKeyFile reads a master key file; the file's bytes are zeroed once parsed.
 func LoadMasterKeyFile(path string) (*MasterKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("custody: reading master key: %w", err)
 	}
+	defer clear(b)
 	return ParseMasterKey(b)
 }
 
 // GenerateMasterKeyFile writes a fresh random master key (hex) to path, readable by the owner
 // only. It refuses to overwrite an existing file.
 func GenerateMasterKeyFile(path string) (*MasterKey, error) {
-	var m MasterKey
+	m := newMasterKey()
 	if _, err := rand.Read(m.k[:]); err != nil {
 		return nil, err
 	}
@@ -72,7 +95,7 @@ func GenerateMasterKeyFile(path string) (*MasterKey, error) {
 		f.Close()
 		return nil, err
 	}
-	return &m, f.Close()
+	return m, f.Close()
 }
 
 // Binding is what a sealed value belongs to. It is the additional data of the ciphertext.

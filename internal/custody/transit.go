@@ -85,11 +85,11 @@ func SaveSealRecord(ctx context.Context, st store.Store, s *SealRecord) error {
 // NewMasterKey makes a random master key in memory (the transit seal wraps it; it is never
 // written anywhere in the clear).
 func NewMasterKey() (*MasterKey, error) {
-	var m MasterKey
+	m := newMasterKey()
 	if _, err := rand.Read(m.k[:]); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 // Transit wraps and unwraps the master key through an OpenBao/Vault transit secrets engine, by
@@ -167,9 +167,9 @@ func (t Transit) Unwrap(ctx context.Context, ciphertext string) (*MasterKey, err
 	if err != nil || len(raw) != MasterKeySize {
 		return nil, errors.New("custody: transit decrypt answered something that is not a master key")
 	}
-	var m MasterKey
+	m := newMasterKey()
 	copy(m.k[:], raw)
-	return &m, nil
+	return m, nil
 }
 
 // call POSTs body to the engine's op endpoint. Errors name the status and the engine's own
