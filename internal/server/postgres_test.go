@@ -244,3 +244,26 @@ func TestDashboardSessionsAcrossProcesses(t *testing.T) {
 		t.Fatalf("failures at A and B were not counted together: %d", r.StatusCode)
 	}
 }
+
+// An API key deleted through one process is refused by the other at once (it holds no copy of
+// the credential to go stale), and by the process that deleted it: the guarantee a cache of
+// callers must keep (docs/performance.md).
+func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
+	a, b := twoProcesses(t)
+	root, created := a.rootOrg("Acme")
+	priv, pub := a.newKey()
+	r := root.submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID,
+		"apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}})
+	mustOK(t, r)
+	keyID := r.str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
+	viaA, viaB := a.client(created.OrganizationID, priv), b.client(created.OrganizationID, priv)
+	// Both processes have served the key (and would have cached it, if they cached).
+	mustOK(t, viaA.query("whoami", nil))
+	mustOK(t, viaB.query("whoami", nil))
+	mustOK(t, root.submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}))
+	for name, c := range map[string]*client{"the deleting process": viaA, "the other process": viaB} {
+		if got := c.query("whoami", nil); got.status != http.StatusUnauthorized {
+			t.Errorf("%s still accepts the deleted key: %d %s", name, got.status, got.raw)
+		}
+	}
+}
