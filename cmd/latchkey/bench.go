@@ -27,7 +27,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	credsFile := fs.String("credentials", "./latchkey-data/dev-credentials.json", "API key file (organizationId, apiPrivateKey, curve), as serve --dev writes it")
 	embedded := fs.Bool("embedded", false, "start a Latchkey in this process on a new SQLite data directory (deleted afterwards) and load it")
 	databaseURL := fs.String("database-url", "", "start a Latchkey in this process on this PostgreSQL (use an empty database) and load it")
-	op := fs.String("op", "whoami", "operation: whoami, create_user_tag or sign_raw_payload")
+	op := fs.String("op", "whoami", "operation: whoami, create_user_tag, sign_raw_payload or create_sub_organization (one root user, one Ethereum wallet)")
 	conc := fs.Int("concurrency", 1, "concurrent clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send load")
 	presign := fs.Int("presign", 0, "requests stamped before the measured window (0: 8,000 per second of --duration for activities, 4,096 for queries, which cycle)")

@@ -75,7 +75,7 @@ type Config struct {
 }
 
 // Ops lists the operations the tool can send.
-var Ops = []string{"whoami", "create_user_tag", "sign_raw_payload"}
+var Ops = []string{"whoami", "create_user_tag", "sign_raw_payload", "create_sub_organization"}
 
 // Result is what a run measured.
 type Result struct {
@@ -282,6 +282,12 @@ func body(cfg Config, worker, n int) (path string, b []byte) {
 		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
 		return "/public/v1/submit/create_user_tag", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"` + ts +
 			`","organizationId":"` + org + `","parameters":{"userTagName":"` + name + `","userIds":[]}}`)
+	case "create_sub_organization": // with one root user and one Ethereum wallet (a new mnemonic each)
+		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
+		return "/public/v1/submit/create_sub_organization", []byte(`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + ts +
+			`","organizationId":"` + org + `","parameters":{"subOrganizationName":"` + name + `","rootQuorumThreshold":1,` +
+			`"rootUsers":[{"userName":"root","apiKeys":[],"authenticators":[],"oauthProviders":[]}],` +
+			`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`)
 	default: // sign_raw_payload: a distinct 32-byte payload each time
 		var d [32]byte
 		_, _ = rand.Read(d[:])

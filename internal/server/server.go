@@ -404,7 +404,7 @@ func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
 	wd := wallets.Deps{Custodian: s.Custodian}
-	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, SubOrgWallet: wd.SubOrgWallet, OwnedKinds: ownedKinds(),
+	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, MintSubOrgWallet: wd.MintSubOrgWallet, SubOrgWallet: wallets.SaveSubOrgWallet, OwnedKinds: ownedKinds(),
 		SignupToken: otp.CheckSignupToken})
 	wallets.Register(reg, wd)
 	users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact})

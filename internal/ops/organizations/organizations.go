@@ -20,8 +20,11 @@ type Deps struct {
 	// ExportGuard, when set, refuses deleting an organization that still holds keys never
 	// exported (the wallets domain provides it).
 	ExportGuard func(ctx context.Context, r store.Reader, orgID string) error
-	// SubOrgWallet, when set, creates the wallet asked for in create_sub_organization.
-	SubOrgWallet func(x *activity.Exec, orgID string, w *wire.WalletParams) (*wire.WalletResult, error)
+	// MintSubOrgWallet and SubOrgWallet, when set, create the wallet asked for in
+	// create_sub_organization (the wallets domain provides them): the first makes it before the
+	// transaction (the mnemonic, PBKDF2 and the derivation), the second stores what it made.
+	MintSubOrgWallet func(x *activity.Exec, orgID string, w *wire.WalletParams) (any, error)
+	SubOrgWallet     func(x *activity.Exec, minted any) (*wire.WalletResult, error)
 	// OwnedKinds are other domains' record kinds an organization owns (deleted with it).
 	OwnedKinds []string
 	// SignupToken, when set, checks create_sub_organization's verificationToken and
@@ -31,7 +34,7 @@ type Deps struct {
 
 // Register adds the operations to reg.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Execute: activity.OnAny(d.createSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil))})
+	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil)), Execute: activity.OnAny(d.createSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "delete_sub_organization", Access: activity.AccessRoot, Execute: activity.On(d.deleteSubOrganization)})
 	reg.Submit(activity.Operation{Path: "update_organization_name", Access: activity.AccessRoot, Execute: activity.On(updateOrganizationName)})
 	reg.Submit(activity.Operation{Path: "update_root_quorum", Access: activity.AccessRoot, Execute: activity.On(updateRootQuorum)})

@@ -7,6 +7,7 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -113,6 +114,25 @@ func rootUsersV1(in []wire.RootUserParams) []directory.UserSpec {
 	return out
 }
 
+// subOrgPrepared is what create_sub_organization's Prepare made: the new organization's id and
+// its wallet, minted outside the transaction (the wallet's keys are bound to that id).
+type subOrgPrepared struct {
+	orgID  string
+	minted any
+}
+
+func (d Deps) prepareSubOrganization(x *activity.Exec, intent any) (any, error) {
+	s, err := subOrgFromIntent(intent)
+	if err != nil || s.Wallet == nil || d.MintSubOrgWallet == nil {
+		return nil, err
+	}
+	p := &subOrgPrepared{orgID: id.New()}
+	if p.minted, err = d.MintSubOrgWallet(x, p.orgID, s.Wallet); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 	s, err := subOrgFromIntent(intent)
 	if err != nil {
@@ -151,6 +171,10 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Unsupported("create_sub_organization wallet (arrives with wallets)")
 	}
 	o := NewOrganization(name, parent.ID, x)
+	prepared, _ := x.Prepared.(*subOrgPrepared)
+	if prepared != nil {
+		o.ID = prepared.orgID
+	}
 	if err := markUnproven(x, o, s.RootUsers, proven); err != nil {
 		return nil, err
 	}
@@ -170,7 +194,10 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 	}
 	res := wire.CreateSubOrganizationResultV8{SubOrganizationId: o.ID, RootUserIds: rootIDs}
 	if s.Wallet != nil {
-		if res.Wallet, err = d.SubOrgWallet(x, o.ID, s.Wallet); err != nil {
+		if prepared == nil {
+			return nil, apierr.Internalf(nil, "create_sub_organization: the wallet was not prepared")
+		}
+		if res.Wallet, err = d.SubOrgWallet(x, prepared.minted); err != nil {
 			return nil, err
 		}
 	}

@@ -174,8 +174,11 @@ func (d Deps) importWallet(x *activity.Exec, in *wire.ImportWalletIntent) (any, 
 	if err := saveWallet(x.Ctx, x.Tx, w); err != nil {
 		return nil, err
 	}
-	accts, err := d.deriveAccounts(x, w, specs, true)
+	accts, err := d.deriveAccounts(x, w, specs)
 	if err != nil {
+		return nil, err
+	}
+	if err := recordAccounts(x, accts, true); err != nil {
 		return nil, err
 	}
 	return wire.ImportWalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil

@@ -30,7 +30,7 @@ const (
 
 // Register adds the operations to reg and makes sub-organization deletion aware of keys.
 func Register(reg *activity.Registry, d Deps) {
-	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Execute: activity.On(d.createWallet)})
+	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Prepare: activity.On(d.prepareCreateWallet), Execute: activity.On(createWallet)})
 	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(d.createWalletAccounts)})
 	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)})
 	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: activity.On(deleteWallets)})
@@ -102,7 +102,9 @@ func checkAccounts(field string, in []wire.WalletAccountParams) ([]accountSpec, 
 }
 
 // deriveAccounts derives and addresses accounts of w; persist writes them.
-func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec, persist bool) ([]*Account, error) {
+// deriveAccounts derives and seals the accounts specs asks for from the wallet's mnemonic. It
+// needs no store: MintWallet runs it before the transaction.
+func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec) ([]*Account, error) {
 	accts := make([]*Account, len(specs))
 	cs := make([]custody.AccountSpec, len(specs))
 	for i, s := range specs {
@@ -120,16 +122,23 @@ func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec, p
 			return nil, apierr.Invalid(specs[i].field, "%v", err)
 		}
 		a.Address, a.PublicKey, a.SealedKey = addr, hexLower(derived[i].PublicKey), derived[i].SealedKey
-		if err := x.AddressProof(w.ID, a.Path, a.Address); err != nil {
-			return nil, apierr.Internalf(err, "signing the app proof")
+	}
+	return accts, nil
+}
+
+// recordAccounts signs the app proofs of derived accounts and, when persist, saves them.
+func recordAccounts(x *activity.Exec, accts []*Account, persist bool) error {
+	for _, a := range accts {
+		if err := x.AddressProof(a.WalletID, a.Path, a.Address); err != nil {
+			return apierr.Internalf(err, "signing the app proof")
 		}
 		if persist {
 			if err := saveAccount(x.Ctx, x.Tx, a); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return accts, nil
+	return nil
 }
 
 func addresses(accts []*Account) []string {
@@ -140,20 +149,24 @@ func addresses(accts []*Account) []string {
 	return out
 }
 
-// newWallet creates a wallet with its accounts in orgID.
-func (d Deps) newWallet(x *activity.Exec, orgID, name string, mnemonicLength *int32, accounts []wire.WalletAccountParams, field string) (*Wallet, []*Account, error) {
+// MintedWallet is a new wallet made before the transaction: its mnemonic generated and sealed,
+// its accounts derived and sealed. PBKDF2 and the derivation cost milliseconds; inside SQLite's
+// single writer they made every wallet creation of the deployment wait for the previous one.
+type MintedWallet struct {
+	w     *Wallet
+	accts []*Account
+}
+
+// MintWallet makes, outside the transaction, the wallet create_wallet or create_sub_organization
+// asks for in orgID. The wallet limit and the unique name are checked when it is saved.
+func (d Deps) MintWallet(x *activity.Exec, orgID, name string, mnemonicLength *int32, accounts []wire.WalletAccountParams, field string) (*MintedWallet, error) {
 	name, err := directory.CheckName(field+".walletName", name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	specs, err := checkAccounts(field+".accounts", accounts)
 	if err != nil {
-		return nil, nil, err
-	}
-	if n, err := x.Tx.Count(x.Ctx, KindWallet, orgID, MaxWalletsPerOrg); err != nil {
-		return nil, nil, apierr.Internalf(err, "counting wallets")
-	} else if n >= MaxWalletsPerOrg {
-		return nil, nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d wallets", MaxWalletsPerOrg)
+		return nil, err
 	}
 	words := 12
 	if mnemonicLength != nil {
@@ -161,30 +174,55 @@ func (d Deps) newWallet(x *activity.Exec, orgID, name string, mnemonicLength *in
 	}
 	w := &Wallet{ID: id.New(), OrgID: orgID, Name: name, CreatedAt: x.Now, UpdatedAt: x.Now}
 	if w.SealedMnemonic, err = d.Custodian.NewMnemonic(words, w.binding()); err != nil {
-		return nil, nil, apierr.Invalid(field+".mnemonicLength", "%v", err)
+		return nil, apierr.Invalid(field+".mnemonicLength", "%v", err)
 	}
-	if err := saveWallet(x.Ctx, x.Tx, w); err != nil {
-		return nil, nil, err
-	}
-	accts, err := d.deriveAccounts(x, w, specs, true)
-	return w, accts, err
-}
-
-func (d Deps) createWallet(x *activity.Exec, in *wire.CreateWalletIntent) (any, error) {
-	w, accts, err := d.newWallet(x, x.OrgID, in.WalletName, in.MnemonicLength, in.Accounts, "parameters")
+	accts, err := d.deriveAccounts(x, w, specs)
 	if err != nil {
 		return nil, err
 	}
-	return wire.CreateWalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
+	return &MintedWallet{w: w, accts: accts}, nil
 }
 
-// SubOrgWallet creates the wallet create_sub_organization asks for.
-func (d Deps) SubOrgWallet(x *activity.Exec, orgID string, p *wire.WalletParams) (*wire.WalletResult, error) {
-	w, accts, err := d.newWallet(x, orgID, p.WalletName, p.MnemonicLength, p.Accounts, "parameters.wallet")
-	if err != nil {
+// save stores a minted wallet and its accounts in the transaction, within the wallet limit.
+func (m *MintedWallet) save(x *activity.Exec) error {
+	if n, err := x.Tx.Count(x.Ctx, KindWallet, m.w.OrgID, MaxWalletsPerOrg); err != nil {
+		return apierr.Internalf(err, "counting wallets")
+	} else if n >= MaxWalletsPerOrg {
+		return apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d wallets", MaxWalletsPerOrg)
+	}
+	if err := saveWallet(x.Ctx, x.Tx, m.w); err != nil {
+		return err
+	}
+	return recordAccounts(x, m.accts, true)
+}
+
+func (d Deps) prepareCreateWallet(x *activity.Exec, in *wire.CreateWalletIntent) (any, error) {
+	return d.MintWallet(x, x.OrgID, in.WalletName, in.MnemonicLength, in.Accounts, "parameters")
+}
+
+func createWallet(x *activity.Exec, _ *wire.CreateWalletIntent) (any, error) {
+	m := x.Prepared.(*MintedWallet)
+	if err := m.save(x); err != nil {
 		return nil, err
 	}
-	return &wire.WalletResult{WalletId: w.ID, Addresses: addresses(accts)}, nil
+	return wire.CreateWalletResult{WalletId: m.w.ID, Addresses: addresses(m.accts)}, nil
+}
+
+// MintSubOrgWallet is MintWallet for create_sub_organization's wallet (its Prepare step).
+func (d Deps) MintSubOrgWallet(x *activity.Exec, orgID string, p *wire.WalletParams) (any, error) {
+	return d.MintWallet(x, orgID, p.WalletName, p.MnemonicLength, p.Accounts, "parameters.wallet")
+}
+
+// SaveSubOrgWallet stores the wallet MintSubOrgWallet made.
+func SaveSubOrgWallet(x *activity.Exec, minted any) (*wire.WalletResult, error) {
+	m, ok := minted.(*MintedWallet)
+	if !ok {
+		return nil, apierr.Internalf(nil, "create_sub_organization: the wallet was not prepared")
+	}
+	if err := m.save(x); err != nil {
+		return nil, err
+	}
+	return &wire.WalletResult{WalletId: m.w.ID, Addresses: addresses(m.accts)}, nil
 }
 
 func (d Deps) createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
@@ -200,8 +238,11 @@ func (d Deps) createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccoun
 		return nil, apierr.Invalid("parameters.accounts", "at least one account is required")
 	}
 	persist := in.Persist == nil || *in.Persist
-	accts, err := d.deriveAccounts(x, w, specs, persist)
+	accts, err := d.deriveAccounts(x, w, specs)
 	if err != nil {
+		return nil, err
+	}
+	if err := recordAccounts(x, accts, persist); err != nil {
 		return nil, err
 	}
 	return wire.CreateWalletAccountsResult{Addresses: addresses(accts)}, nil
@@ -418,15 +459,21 @@ func (d Deps) TVCOperatorAccounts(x *activity.Exec, walletName, walletID, basePa
 		if err != nil {
 			return "", [2]*Account{}, err
 		}
-		if accts, err = d.deriveAccounts(x, w, specs, true); err != nil {
+		if accts, err = d.deriveAccounts(x, w, specs); err != nil {
+			return "", [2]*Account{}, err
+		}
+		if err := recordAccounts(x, accts, true); err != nil {
 			return "", [2]*Account{}, err
 		}
 	case walletName != "":
-		w, made, err := d.newWallet(x, x.OrgID, walletName, nil, params, "parameters")
+		m, err := d.MintWallet(x, x.OrgID, walletName, nil, params, "parameters")
 		if err != nil {
 			return "", [2]*Account{}, err
 		}
-		walletID, accts = w.ID, made
+		if err := m.save(x); err != nil {
+			return "", [2]*Account{}, err
+		}
+		walletID, accts = m.w.ID, m.accts
 	default:
 		return "", [2]*Account{}, apierr.Invalid("parameters.walletName", "give walletName (make a wallet) or walletId (reuse one)")
 	}
