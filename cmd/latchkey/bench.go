@@ -35,13 +35,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	signWith := fs.String("sign-with", "", "sign_raw_payload: the wallet account address or private key id to sign with (empty: create a wallet first)")
 	curve := fs.String("curve", "secp256k1", "sign_raw_payload without --sign-with: secp256k1 (Ethereum account) or ed25519 (Solana account)")
 	nPolicies := fs.Int("policies", 0, "sign_raw_payload: sign as a new non-root user allowed by the last of this many policies (0: as the root user, which policies never restrict)")
+	seedN := fs.Int("seed", 0, "first create this many sub-organizations (each a root user with an API key and an Ethereum wallet), not measured: load against a full store")
 	cpuProfile := fs.String("cpuprofile", "", "with --embedded or --database-url: write a CPU profile of the measured window (server and client) to this file")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := bench.Config{APIURL: *apiURL, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith, Curve: *curve,
-		Policies: *nPolicies, Presign: *presign, FloorDuration: *floorDur}
+		Policies: *nPolicies, Presign: *presign, FloorDuration: *floorDur, Seed: *seedN}
 	if *floorDur == 0 {
 		cfg.FloorDuration = -1
 	}

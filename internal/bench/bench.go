@@ -72,6 +72,10 @@ type Config struct {
 	FloorDuration time.Duration
 	// OnStart, when set, is called as the measured window opens (a profiler starts there).
 	OnStart func()
+	// Seed, when > 0, first creates that many sub-organizations of the bench's organization,
+	// each with a root user holding an API key and an Ethereum wallet, so the load runs against
+	// a store that is not empty (not measured).
+	Seed int
 }
 
 // Ops lists the operations the tool can send.
@@ -150,6 +154,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Op == "sign_raw_payload" && cfg.Policies > 0 {
 		if st, err = policySigner(ctx, client, base, st, cfg); err != nil {
 			return Result{}, fmt.Errorf("setting up %d policies: %w", cfg.Policies, err)
+		}
+	}
+	if cfg.Seed > 0 {
+		if err := seed(ctx, client, base, st, cfg); err != nil {
+			return Result{}, fmt.Errorf("seeding %d sub-organizations: %w", cfg.Seed, err)
 		}
 	}
 	// One request first, to fail fast on a wrong URL or key.
@@ -467,4 +476,52 @@ func policySigner(ctx context.Context, client *http.Client, base string, root st
 		}
 	}
 	return stamp.NewP256Stamper(priv)
+}
+
+// seed creates cfg.Seed sub-organizations (a root user with an API key, an Ethereum wallet) with
+// cfg.Concurrency workers.
+func seed(ctx context.Context, client *http.Client, base string, st stamp.Stamper, cfg Config) error {
+	next := make(chan int)
+	errs := make(chan error, cfg.Concurrency)
+	var wg sync.WaitGroup
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				_, pub, err := stamp.GenerateKey(stamp.CurveP256)
+				if err == nil {
+					b := []byte(`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + strconv.FormatInt(time.Now().UnixMilli(), 10) +
+						`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"subOrganizationName":"seed-` + runID + `-` + strconv.Itoa(i) +
+						`","rootQuorumThreshold":1,"rootUsers":[{"userName":"root","apiKeys":[{"apiKeyName":"k","publicKey":"` + pub +
+						`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[]}],` +
+						`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`)
+					_, err = post(ctx, client, base, "/public/v1/submit/create_sub_organization", b, st)
+				}
+				if err != nil {
+					errs <- err
+					for range next {
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range cfg.Seed {
+		select {
+		case next <- i:
+		case err := <-errs:
+			close(next)
+			wg.Wait()
+			return err
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
