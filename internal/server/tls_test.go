@@ -197,15 +197,18 @@ func waitUntil(t *testing.T, cond func() bool, what string) {
 	}
 }
 
-// An incomplete or unreadable TLS configuration is refused by Open before the data directory
-// is written to.
-func TestTLSConfigurationRefusedAtStart(t *testing.T) {
+// Configuration that names something unusable is refused by Open before the data directory (or
+// --dev's master key) is written: Config.Validate, then the TLS, asset and price files.
+func TestConfigurationRefusedBeforeAnythingIsWritten(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "CA")
 	c, k := ca.issue(t, "x", false)
 	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	writeFile(t, cert, c)
 	writeFile(t, key, k)
+	_, otherKey := ca.issue(t, "y", false)
+	other := filepath.Join(dir, "other.pem")
+	writeFile(t, other, otherKey)
 	for _, tc := range []struct {
 		name string
 		cfg  func(*Config)
@@ -214,49 +217,14 @@ func TestTLSConfigurationRefusedAtStart(t *testing.T) {
 		{"certificate without key", func(c *Config) { c.APITLS = TLSFiles{CertFile: cert} }, "api listener: give both"},
 		{"key without certificate", func(c *Config) { c.ProxyTLS = TLSFiles{KeyFile: key} }, "proxy listener: give both"},
 		{"client CA without TLS", func(c *Config) { c.DashboardTLS = TLSFiles{ClientCAFile: cert} }, "client certificates need TLS"},
-		{"missing file", func(c *Config) { c.MetricsTLS = TLSFiles{CertFile: filepath.Join(dir, "nope.pem"), KeyFile: key} }, "metrics listener"},
-		{"key of another certificate", func(c *Config) {
-			_, other := ca.issue(t, "y", false)
-			o := filepath.Join(dir, "other.pem")
-			writeFile(t, o, other)
-			c.APITLS = TLSFiles{CertFile: cert, KeyFile: o}
-		}, "api listener"},
+		{"missing certificate file", func(c *Config) { c.MetricsTLS = TLSFiles{CertFile: filepath.Join(dir, "nope.pem"), KeyFile: key} }, "metrics listener"},
+		{"key of another certificate", func(c *Config) { c.APITLS = TLSFiles{CertFile: cert, KeyFile: other} }, "api listener"},
 		{"client CA file without certificates", func(c *Config) { c.DashboardTLS = TLSFiles{CertFile: cert, KeyFile: key, ClientCAFile: key} }, "holds no PEM certificate"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			data := t.TempDir()
-			cfg := Config{DataDir: data, Dev: true, APIAddr: "127.0.0.1:0"}
-			tc.cfg(&cfg)
-			s, err := Open(context.Background(), cfg)
-			if err == nil {
-				s.Close()
-				t.Fatal("opened")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q, want %q", err, tc.want)
-			}
-			if entries, _ := os.ReadDir(data); len(entries) != 0 {
-				t.Fatalf("the data directory was written to: %v", entries)
-			}
-		})
-	}
-}
-
-// Configuration that names something unusable is refused by Open before the data directory (or
-// --dev's master key) is written: Config.Validate, then the TLS, asset and price files.
-func TestConfigurationRefusedBeforeAnythingIsWritten(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name string
-		cfg  func(*Config)
-		want string
-	}{
 		{"coordinator URL", func(c *Config) { c.CoordinatorURL = "ftp://x" }, "--coordinator-url"},
 		{"issuer URL", func(c *Config) { c.OIDCIssuerURL = "http://public.example/oidc" }, "--oidc-issuer-url"},
 		{"assets file", func(c *Config) { c.AssetsFile = filepath.Join(dir, "missing.json") }, "missing.json"},
 		{"prices file", func(c *Config) { c.PricesFile = filepath.Join(dir, "missing-prices.json") }, "missing-prices.json"},
 		{"QuorumOS versions", func(c *Config) { c.TVCQOSVersions = []string{"a b"} }, ""},
-		{"TLS key without certificate", func(c *Config) { c.MetricsTLS = TLSFiles{KeyFile: "k.pem"} }, "metrics listener"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
