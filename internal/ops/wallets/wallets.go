@@ -31,7 +31,7 @@ const (
 // Register adds the operations to reg and makes sub-organization deletion aware of keys.
 func Register(reg *activity.Registry, d Deps) {
 	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Prepare: activity.On(d.prepareCreateWallet), Execute: activity.On(createWallet)})
-	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(d.createWalletAccounts)})
+	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Prepare: activity.On(d.prepareWalletAccounts), Execute: activity.On(createWalletAccounts)})
 	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)})
 	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: activity.On(deleteWallets)})
 	reg.Submit(activity.Operation{Path: "delete_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(deleteWalletAccounts)})
@@ -225,8 +225,11 @@ func SaveSubOrgWallet(x *activity.Exec, minted any) (*wire.WalletResult, error) 
 	return &wire.WalletResult{WalletId: m.w.ID, Addresses: addresses(m.accts)}, nil
 }
 
-func (d Deps) createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
-	w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet")
+// prepareWalletAccounts derives the new accounts before the transaction (PBKDF2 from the
+// wallet's sealed mnemonic, which never changes): inside SQLite's single writer it made every
+// other activity wait.
+func (d Deps) prepareWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
+	w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, in.WalletId, "wallet")
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +240,17 @@ func (d Deps) createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccoun
 	if len(specs) == 0 {
 		return nil, apierr.Invalid("parameters.accounts", "at least one account is required")
 	}
-	persist := in.Persist == nil || *in.Persist
-	accts, err := d.deriveAccounts(x, w, specs)
-	if err != nil {
+	return d.deriveAccounts(x, w, specs)
+}
+
+func createWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
+	accts := x.Prepared.([]*Account)
+	// The wallet must still be there at commit: Get locks it against a concurrent delete_wallet,
+	// which would otherwise leave these accounts behind.
+	if _, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, in.WalletId, "wallet"); err != nil {
 		return nil, err
 	}
+	persist := in.Persist == nil || *in.Persist
 	if err := recordAccounts(x, accts, persist); err != nil {
 		return nil, err
 	}
