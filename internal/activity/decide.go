@@ -89,12 +89,18 @@ func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) D
 		}
 		return Decision{Outcome: policy.OutcomeAllow}
 	}
-	cond := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
-	if op.PolicyEnv.set() {
-		for k, v := range op.PolicyEnv.call(x, intent) {
-			cond[k] = v
+	// The condition environment (the activity, and for signing the key, its wallet and the
+	// parsed payload, which cost reads) is built the first time a condition looks into it: an
+	// activity the root quorum allows, with no MFA policy and no session profile, never needs it.
+	cond := &lazyEnv{build: func() policy.ValueEnv {
+		env := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
+		if op.PolicyEnv.set() {
+			for k, v := range op.PolicyEnv.call(x, intent) {
+				env[k] = v
+			}
 		}
-	}
+		return env
+	}}
 	// A session bound to a profile may only do what the profile's scope allows.
 	if c.SessionProfileID != "" && e.svc.SessionScope != nil {
 		scope, err := e.svc.SessionScope(x.Ctx, x.R, c.Org.ID, c.SessionProfileID)
@@ -290,4 +296,18 @@ func (d Decision) outcomeName() string {
 		return "consensus"
 	}
 	return "deny"
+}
+
+// lazyEnv is a policy.Env built on its first lookup.
+type lazyEnv struct {
+	build func() policy.ValueEnv
+	env   policy.ValueEnv
+}
+
+// Lookup implements policy.Env.
+func (l *lazyEnv) Lookup(name string) (policy.Value, bool) {
+	if l.env == nil {
+		l.env = l.build()
+	}
+	return l.env.Lookup(name)
 }
