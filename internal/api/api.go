@@ -154,7 +154,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			span.SetStatus(codes.Error, e.TurnkeyCode)
 			span.SetAttributes(attribute.Int("latchkey.error.code", int(e.Code)), attribute.String("latchkey.error.turnkey_code", e.TurnkeyCode))
 		}
-		if e.Code == apierr.Internal || e.Code == apierr.Unavailable {
+		switch {
+		case (e.Code == apierr.Internal || e.Code == apierr.Unavailable) && r.Context().Err() != nil:
+			// The client went away mid-request (its context ended): not the server's failure.
+			s.Log.Info("request abandoned by the client", "request_id", reqID, "path", path)
+		case e.Code == apierr.Internal || e.Code == apierr.Unavailable:
 			s.Log.Error("request failed", "request_id", reqID, "path", path, "err", err)
 		}
 		apierr.Render(w, e)
