@@ -15,15 +15,6 @@ import (
 // Scanned are the file name endings whose text is searched for citations.
 var Scanned = []string{".go", ".md", ".mjs", ".js", ".json", ".txt", ".sh"}
 
-// Outside names notes that lived outside the repository; no file may cite them any more. The
-// names are assembled so that this file does not itself contain them.
-var Outside = []string{
-	"turnkey-" + "wire.md",
-	"turnkey-" + "api.md",
-	"DESIGN" + ".md",
-	"/work/" + "shared",
-}
-
 // Problem is one broken citation or one mention of a note outside the repository.
 type Problem struct {
 	File string // slash-separated, relative to the root
@@ -34,6 +25,11 @@ type Problem struct {
 func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Text) }
 
 var (
+	// A Markdown file named on a line: a path or a bare name ending in .md.
+	mdRE = regexp.MustCompile(`[A-Za-z0-9_./@:-]*[A-Za-z0-9_-]\.md\b`)
+	// Another project named before a file ("tkhq/docs stamps.mdx", "ethereum/EIPs" before an
+	// EIP's page): owner/repository.
+	projectRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])([A-Za-z0-9_.-]+)/[A-Za-z0-9_.-]+`)
 	// A citation starts at "docs/<name>.md" that is not part of a longer path.
 	citeRE = regexp.MustCompile("(^|[^A-Za-z0-9_./-])docs/([A-Za-z0-9_-]+)\\.md`?")
 	// What may follow it: sections (§4, §4.2, §2b, a list joined by commas or "and"), an
@@ -46,10 +42,24 @@ var (
 )
 
 // Check walks the tree under root and returns its problems, sorted by file and line. It skips
-// .git, node_modules and fuzz corpora under testdata.
+// .git, node_modules, fuzz corpora under testdata and npm's package-lock.json.
+//
+// Besides the citations of docs/ pages, it reports every reference a clone cannot follow: a
+// Markdown file named on a line that is neither in the repository (from the root, beside the
+// citing file, or by its name anywhere in the tree) nor attributed to another project
+// (owner/repository before it, or a URL), a relative one climbing out of the repository included;
+// and an absolute path into the directory that holds the repository, outside it. No outside file is
+// named here: the rules find whatever a line points at that the tree does not hold.
 func Check(root string) ([]Problem, error) {
-	c := &checker{root: root, pages: map[string][]string{}}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{root: root, pages: map[string][]string{}, mdNames: map[string]bool{}, topDirs: map[string]bool{}}
+	if err := c.index(); err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -65,7 +75,7 @@ func Check(root string) ([]Problem, error) {
 			}
 			return nil
 		}
-		if !scanned(rel) {
+		if !scanned(rel) || d.Name() == "package-lock.json" {
 			return nil
 		}
 		return c.file(path, rel)
@@ -95,7 +105,103 @@ func scanned(name string) bool {
 type checker struct {
 	root     string
 	pages    map[string][]string // docs/<name>.md -> its headings' text; nil: no such file
+	mdNames  map[string]bool     // base names of the tree's Markdown files
+	topDirs  map[string]bool     // the repository's top-level directories
 	problems []Problem
+}
+
+// index records the tree's Markdown file names and top-level directories.
+func (c *checker) index() error {
+	return filepath.WalkDir(c.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			if filepath.Dir(path) == c.root {
+				c.topDirs[d.Name()] = true
+			}
+			return nil
+		}
+		if strings.HasSuffix(d.Name(), ".md") {
+			c.mdNames[d.Name()] = true
+		}
+		return nil
+	})
+}
+
+// outside reports what on line (in file rel) points outside the repository.
+func (c *checker) outside(rel string, n int, line string) {
+	dir := filepath.Dir(filepath.Join(c.root, filepath.FromSlash(rel)))
+	for _, m := range mdRE.FindAllStringIndex(line, -1) {
+		tok := line[m[0]:m[1]]
+		if strings.Contains(tok, "://") || strings.HasPrefix(tok, "/") ||
+			strings.HasPrefix(tok, "docs/") && !strings.Contains(tok[len("docs/"):], "/") {
+			continue // a URL; an absolute path (below); a docs/ page, checked as a citation
+		}
+		if c.attributed(line[:m[0]]) || c.foreign(tok) || c.inTree(dir, tok) {
+			continue
+		}
+		c.add(rel, n, "names %s, which is not in the repository (cite docs/ instead)", tok)
+	}
+	if parent := filepath.Dir(c.root) + string(filepath.Separator); parent != string(filepath.Separator) {
+		for i := strings.Index(line, parent); i >= 0; {
+			end := i + len(parent)
+			for end < len(line) && strings.IndexByte(" \t\"'`)", line[end]) < 0 {
+				end++
+			}
+			if !c.within(line[i:end]) {
+				c.add(rel, n, "names %s, which is outside the repository", line[i:end])
+			}
+			next := strings.Index(line[end:], parent)
+			if next < 0 {
+				break
+			}
+			i = end + next
+		}
+	}
+}
+
+// attributed reports whether before names another project (owner/repository whose owner is not
+// one of the repository's own directories).
+func (c *checker) attributed(before string) bool {
+	for _, m := range projectRE.FindAllStringSubmatch(before, -1) {
+		if !c.topDirs[m[1]] && m[1] != "." && m[1] != ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// foreign reports whether the path tok starts in a directory the repository does not have at its
+// top (another project's path: "EIPS/eip-712…", "tkhq/docs/…").
+func (c *checker) foreign(tok string) bool {
+	first, _, nested := strings.Cut(tok, "/")
+	return nested && first != "." && first != ".." && !c.topDirs[first]
+}
+
+// inTree reports whether tok names a Markdown file of the repository: from the root, beside the
+// citing file (dir), or by its base name.
+func (c *checker) inTree(dir, tok string) bool {
+	for _, p := range []string{filepath.Join(c.root, filepath.FromSlash(tok)), filepath.Join(dir, filepath.FromSlash(tok))} {
+		if c.within(p) && exists(p) {
+			return true
+		}
+	}
+	return !strings.Contains(tok, "/") && c.mdNames[tok]
+}
+
+// within reports whether the absolute path p lies in the repository.
+func (c *checker) within(p string) bool {
+	r, err := filepath.Rel(c.root, filepath.Clean(p))
+	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func (c *checker) add(rel string, line int, format string, args ...any) {
@@ -111,11 +217,7 @@ func (c *checker) file(path, rel string) error {
 	sc.Buffer(make([]byte, 0, 64*1024), len(b)+1)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		for _, name := range Outside {
-			if strings.Contains(line, name) {
-				c.add(rel, n, "cites %s, which is not in the repository (cite docs/ instead)", name)
-			}
-		}
+		c.outside(rel, n, line)
 		for _, m := range citeRE.FindAllStringSubmatchIndex(line, -1) {
 			page := "docs/" + line[m[4]:m[5]] + ".md"
 			c.citation(rel, n, page, line[m[1]:])
