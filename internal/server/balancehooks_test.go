@@ -45,17 +45,7 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 				`"data":"0x00000000000000000000000000000000000000000000000000000000000f4240","transactionHash":"0xtoken"}]`
 		},
 	})
-	var mu sync.Mutex
-	got := map[string][]map[string]any{}
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		mu.Lock()
-		got[r.Header.Get("X-Turnkey-Event-Type")] = append(got[r.Header.Get("X-Turnkey-Event-Type")], m)
-		mu.Unlock()
-	}))
-	defer recv.Close()
+	recv := newHookRecorder(t)
 	h := newHarnessWith(t, func(c *Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
 		c.LoopbackWebhooks = true
@@ -77,22 +67,10 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	head.Store(0x11)                  // one new block, at both tags
 	h.s.chain.FollowBalancesOnce(ctx)
 	h.s.chain.FollowBalancesOnce(ctx) // nothing new: nothing sent twice
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got["BALANCE_CONFIRMED_UPDATES"]) + len(got["BALANCE_FINALIZED_UPDATES"])
-		mu.Unlock()
-		if n >= 4 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	confirmed, finalized := got["BALANCE_CONFIRMED_UPDATES"], got["BALANCE_FINALIZED_UPDATES"]
+	all := recv.waitFor(4, 10*time.Second, "BALANCE_CONFIRMED_UPDATES", "BALANCE_FINALIZED_UPDATES")
+	confirmed, finalized := recv.events("BALANCE_CONFIRMED_UPDATES"), recv.events("BALANCE_FINALIZED_UPDATES")
 	if len(confirmed) != 2 || len(finalized) != 2 {
-		t.Fatalf("confirmed %d, finalized %d deliveries, want 2 and 2: %v", len(confirmed), len(finalized), got)
+		t.Fatalf("confirmed %d, finalized %d deliveries, want 2 and 2: %v", len(confirmed), len(finalized), all)
 	}
 	ops := map[string]map[string]any{}
 	for _, b := range confirmed {
@@ -156,19 +134,7 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 				`"message":{"accountKeys":["` + w + `","CuieVDEDtLo7FypA9SbLM9saXFdb1dsshEkyErMqkRQq","11111111111111111111111111111111"]}}}]}`
 		},
 	})
-	var mu sync.Mutex
-	var got []map[string]any
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		if r.Header.Get("X-Turnkey-Event-Type") == "BALANCE_CONFIRMED_UPDATES" {
-			mu.Lock()
-			got = append(got, m)
-			mu.Unlock()
-		}
-	}))
-	defer recv.Close()
+	recv := newHookRecorder(t)
 	h := newHarnessWith(t, func(c *Config) {
 		c.ChainRPC = map[string]string{"solana:devnet": sol.srv.URL}
 		c.LoopbackWebhooks = true
@@ -189,19 +155,7 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 	h.s.chain.FollowBalancesOnce(ctx) // cursors at slot 100
 	slot.Store(102)                   // 101 skipped, 102 holds the transaction
 	h.s.chain.FollowBalancesOnce(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
+	got := recv.waitFor(2, 10*time.Second, "BALANCE_CONFIRMED_UPDATES")
 	if len(got) != 2 {
 		t.Fatalf("%d deliveries, want 2: %v", len(got), got)
 	}
@@ -222,3 +176,47 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 }
 
 func strconvDec(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// hookRecorder is a webhook receiver that keeps each delivery's JSON body by its
+// X-Turnkey-Event-Type.
+type hookRecorder struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got map[string][]map[string]any
+}
+
+func newHookRecorder(t *testing.T) *hookRecorder {
+	h := &hookRecorder{got: map[string][]map[string]any{}}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		h.mu.Lock()
+		h.got[r.Header.Get("X-Turnkey-Event-Type")] = append(h.got[r.Header.Get("X-Turnkey-Event-Type")], m)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// events returns a copy of the bodies delivered with any of the event types.
+func (h *hookRecorder) events(types ...string) []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, typ := range types {
+		out = append(out, h.got[typ]...)
+	}
+	return out
+}
+
+// waitFor waits (up to timeout) until at least n bodies of the types arrived, then a little
+// longer for any extra, and returns them.
+func (h *hookRecorder) waitFor(n int, timeout time.Duration, types ...string) []map[string]any {
+	deadline := time.Now().Add(timeout)
+	for len(h.events(types...)) < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	return h.events(types...)
+}

@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,19 +32,7 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 			return `null`
 		},
 	})
-	var mu sync.Mutex
-	var bodies []map[string]any
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		if r.Header.Get("X-Turnkey-Event-Type") == "SEND_TRANSACTION_STATUS_UPDATES" {
-			mu.Lock()
-			bodies = append(bodies, m)
-			mu.Unlock()
-		}
-	}))
-	defer recv.Close()
+	recv := newHookRecorder(t)
 	h := newHarnessWith(t, func(c *Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
 		c.LoopbackWebhooks = true
@@ -70,21 +56,10 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	r := root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"})
 	mustOK(t, r)
 	mined.Store(true)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		mu.Lock()
-		n := len(bodies)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d status deliveries: %v", n, bodies)
-		}
-		time.Sleep(50 * time.Millisecond)
+	bodies := recv.waitFor(2, 15*time.Second, "SEND_TRANSACTION_STATUS_UPDATES")
+	if len(bodies) < 2 {
+		t.Fatalf("%d status deliveries: %v", len(bodies), bodies)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	statuses := []string{}
 	for _, b := range bodies {
 		msg := b["msg"].(map[string]any)
