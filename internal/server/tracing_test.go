@@ -30,6 +30,20 @@ type otlpCollector struct {
 	url      string
 }
 
+// tracedTo starts tracing (tracing.Setup) towards a new in-process OTLP receiver, with every
+// other OTEL_* variable cleared; shutdown flushes the spans, and runs anyway when the test ends.
+func tracedTo(t testing.TB) (col *otlpCollector, shutdown func(context.Context) error) {
+	col = newOTLPCollector(t)
+	cleanOTelEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
+	shutdown, err := tracing.Setup(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	return col, shutdown
+}
+
 func newOTLPCollector(t testing.TB) *otlpCollector {
 	t.Helper()
 	c := &otlpCollector{}
@@ -127,15 +141,8 @@ func cleanOTelEnv(t testing.TB) {
 // traceparent, with OTEL_EXPORTER_OTLP_ENDPOINT pointing at an OTLP/HTTP receiver: the span
 // tree arrives intact, continues the client's trace, and carries no body, stamp or key.
 func TestTracesOverOTLP(t *testing.T) {
-	col := newOTLPCollector(t)
-	cleanOTelEnv(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
+	col, shutdown := tracedTo(t)
 	ctx := context.Background()
-	shutdown, err := tracing.Setup(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shutdown(ctx) })
 	if !tracing.Enabled() {
 		t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT is set but tracing is off")
 	}
@@ -313,15 +320,7 @@ func TestTracedErrorsCarryCodes(t *testing.T) {
 // BenchmarkSignRawPayloadTraced is BenchmarkSignRawPayload with tracing on, every request
 // sampled and exported to an in-process OTLP receiver: the cost of tracing when configured.
 func BenchmarkSignRawPayloadTraced(b *testing.B) {
-	col := newOTLPCollector(b)
-	cleanOTelEnv(b)
-	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
-	ctx := context.Background()
-	shutdown, err := tracing.Setup(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = shutdown(ctx) })
+	tracedTo(b)
 	benchSignRawPayload(b)
 }
 
@@ -329,15 +328,8 @@ func BenchmarkSignRawPayloadTraced(b *testing.B) {
 // denial and the transaction that records the failure; an approval shows the vote's
 // transaction holding the re-evaluation.
 func TestTracedDenialAndVote(t *testing.T) {
-	col := newOTLPCollector(t)
-	cleanOTelEnv(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.url)
+	col, shutdown := tracedTo(t)
 	ctx := context.Background()
-	shutdown, err := tracing.Setup(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shutdown(ctx) })
 
 	h := newHarness(t)
 	root, created := h.rootOrg("Acme")
