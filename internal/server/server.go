@@ -234,10 +234,7 @@ func (cfg Config) Validate() error {
 			return fmt.Errorf("--oidc-issuer-url: %w", err)
 		}
 	}
-	for _, l := range []struct {
-		name  string
-		files TLSFiles
-	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS}} {
+	for _, l := range cfg.listenerTLS() {
 		if err := l.files.check(l.name); err != nil {
 			return err
 		}

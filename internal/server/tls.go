@@ -40,14 +40,6 @@ type tlsListener struct {
 	cas   atomic.Pointer[x509.CertPool]
 }
 
-func newTLSListener(name string, files TLSFiles) (*tlsListener, error) {
-	if err := files.check(name); err != nil {
-		return nil, err
-	}
-	l := &tlsListener{name: name, files: files}
-	return l, l.reload()
-}
-
 // reload reads the files again; on any error it keeps what it had.
 func (l *tlsListener) reload() error {
 	cert, err := tls.LoadX509KeyPair(l.files.CertFile, l.files.KeyFile)
@@ -106,19 +98,28 @@ func (l *tlsListener) scheme() string {
 	return "https://"
 }
 
-// loadTLS checks and loads every listener's TLS files: called by Open before the store is
-// opened, so a bad certificate path fails at start, not at the first handshake.
-func loadTLS(cfg Config) (map[string]*tlsListener, error) {
-	out := map[string]*tlsListener{}
-	for _, l := range []struct {
+// listenerTLS pairs each listener's name (as Run and the errors call it) with its TLS files.
+func (cfg Config) listenerTLS() []struct {
+	name  string
+	files TLSFiles
+} {
+	return []struct {
 		name  string
 		files TLSFiles
-	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS}} {
+	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS}}
+}
+
+// loadTLS loads every listener's TLS files (Config.Validate checked that each set is
+// complete): called by Open before the store is opened, so a bad certificate path fails at
+// start, not at the first handshake.
+func loadTLS(cfg Config) (map[string]*tlsListener, error) {
+	out := map[string]*tlsListener{}
+	for _, l := range cfg.listenerTLS() {
 		if !l.files.enabled() {
 			continue
 		}
-		tl, err := newTLSListener(l.name, l.files)
-		if err != nil {
+		tl := &tlsListener{name: l.name, files: l.files}
+		if err := tl.reload(); err != nil {
 			return nil, err
 		}
 		out[l.name] = tl
