@@ -211,18 +211,20 @@ func (cfg Config) Validate() error {
 		if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
 			return errNoMasterKey
 		}
-	case custody.SealTransit:
-		if cfg.Dev {
-			return errors.New("--seal transit is for production deployments: --dev keeps its master key in the data directory")
-		}
-		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
-			return errors.New("--seal transit keeps the master key wrapped by the transit engine: give no --master-key-file (nor LATCHKEY_MASTER_KEY)")
-		}
-		if err := cfg.Transit.Check(); err != nil {
+	default:
+		w, err := cfg.wrapper()
+		if err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("--seal %q: use file or transit", cfg.Seal)
+		if cfg.Dev {
+			return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
+		}
+		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
+			return fmt.Errorf("--seal %s keeps the master key wrapped outside Latchkey: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+		}
+		if err := w.Check(); err != nil {
+			return err
+		}
 	}
 	if cfg.CoordinatorURL != "" {
 		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
@@ -294,7 +296,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	var master *custody.MasterKey
-	if cfg.Seal != custody.SealTransit {
+	if cfg.fileSeal() {
 		if master, err = loadMasterKey(cfg); err != nil {
 			return nil, err
 		}
@@ -453,29 +455,48 @@ func (s *Server) Close() error {
 var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
 	"for a development server use --dev")
 
+// fileSeal reports whether the master key comes from a file or the environment.
+func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
+
+// sealNames lists the --seal values, for the message that refuses another.
+const sealNames = "file or transit"
+
+// wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
+func (cfg Config) wrapper() (custody.Wrapper, error) {
+	switch cfg.Seal {
+	case custody.SealTransit:
+		return cfg.Transit, nil
+	}
+	return nil, fmt.Errorf("--seal %q: use %s", cfg.Seal, sealNames)
+}
+
 // unseal returns the master key by the deployment's seal: the file's key as given, checked
-// against the seal record (a deployment sealed by transit refuses a file); or, with --seal
-// transit, the seal record unwrapped by the transit engine, and for a new deployment a new
-// master key wrapped by it and recorded. The transit calls are made outside any transaction.
+// against the seal record (a deployment sealed by a wrapper refuses a file); or, with a wrapping
+// seal (transit…), the seal record unwrapped by it, and for a new deployment a new master key
+// wrapped by it and recorded. The wrapper's calls are made outside any transaction.
 func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.MasterKey) (*custody.MasterKey, error) {
 	rec, err := custody.LoadSealRecord(ctx, st)
 	if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 		return nil, err
 	}
-	if cfg.Seal != custody.SealTransit {
+	if cfg.fileSeal() {
 		if rec != nil {
-			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s, --transit-addr, --transit-key and LATCHKEY_TRANSIT_TOKEN",
+			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
 				rec.Type, rec.Key, rec.Addr, rec.Type)
 		}
 		return fromFile, nil
 	}
+	w, err := cfg.wrapper()
+	if err != nil {
+		return nil, err
+	}
 	if rec != nil {
-		if rec.Type != custody.SealTransit {
-			return nil, fmt.Errorf("this deployment's seal is %q, not transit", rec.Type)
+		if rec.Type != w.Type() {
+			return nil, fmt.Errorf("this deployment's seal is %q, not %s", rec.Type, w.Type())
 		}
-		m, err := cfg.Transit.Unwrap(ctx, rec.Ciphertext)
+		m, err := w.Unwrap(ctx, rec.Ciphertext)
 		if err != nil {
-			return nil, fmt.Errorf("unsealing the master key through transit: %w", err)
+			return nil, fmt.Errorf("unsealing the master key through %s: %w", w.Type(), err)
 		}
 		return m, nil
 	}
@@ -484,18 +505,19 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 		return nil, err
 	}
 	if exists {
-		return nil, errors.New("this deployment's master key is a file (it has no transit seal record): --seal transit applies to new deployments (latchkey init --seal transit); see docs/operations.md, \"Production custody\"")
+		return nil, fmt.Errorf("this deployment's master key is a file (it has no %s seal record): --seal %s applies to new deployments (latchkey init --seal %s); see docs/operations.md, \"Production custody\"", w.Type(), w.Type(), w.Type())
 	}
 	m, err := custody.NewMasterKey()
 	if err != nil {
 		return nil, err
 	}
-	ct, err := cfg.Transit.Wrap(ctx, m)
+	ct, err := w.Wrap(ctx, m)
 	if err != nil {
-		return nil, fmt.Errorf("wrapping the new master key through transit: %w", err)
+		return nil, fmt.Errorf("wrapping the new master key through %s: %w", w.Type(), err)
 	}
-	if err := custody.SaveSealRecord(ctx, st, &custody.SealRecord{Type: custody.SealTransit, Addr: cfg.Transit.Addr, Mount: cfg.Transit.Mount,
-		Key: cfg.Transit.Key, Ciphertext: ct, Created: time.Now().UTC()}); err != nil {
+	rec = &custody.SealRecord{Type: w.Type(), Ciphertext: ct, Created: time.Now().UTC()}
+	w.Locate(rec)
+	if err := custody.SaveSealRecord(ctx, st, rec); err != nil {
 		return nil, err
 	}
 	return m, nil
