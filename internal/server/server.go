@@ -616,60 +616,117 @@ func (s *Server) ProxyURL() string { return s.proxyURL }
 // requests (up to drain) and returns. ready, when not nil, is called with the API's bound
 // address once listening.
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
+	stop := func() {}
+	defer func() { stop() }()
+	l := listenerSet{cfg: s.cfg, tls: s.tls, log: s.Log, metrics: s.Metrics, handlers: s.handlers(), bound: s.bound, draining: s.API.Drain}
+	return l.run(ctx, drain, func(apiAddr string) {
+		stop = s.startWorkers()
+		if ready != nil {
+			ready(apiAddr)
+		}
+	})
+}
+
+// handlers are the store-backed handlers of the API, auth proxy and dashboard listeners.
+func (s *Server) handlers() map[string]http.Handler {
+	return map[string]http.Handler{"api": s.Dashboard.Observe(s.API.Handler()), "proxy": s.ProxyServer.Handler(), "dashboard": s.Dashboard.Handler()}
+}
+
+// bound records a listener's base URL.
+func (s *Server) bound(name, url string) {
+	switch name {
+	case "api":
+		s.apiURL = url
+	case "proxy":
+		s.proxyURL = url
+	case "dashboard":
+		s.dashboardURL = url
+	case "metrics":
+		s.metricsURL = url
+	}
+}
+
+// startWorkers starts the webhook and message deliveries and the chain follower; stop ends
+// them and waits for them.
+func (s *Server) startWorkers() (stop func()) {
+	dctx, stopDeliveries := context.WithCancel(context.Background())
+	delivered := make(chan struct{})
+	go func() { s.Webhooks.Run(dctx); close(delivered) }()
+	sent := make(chan struct{})
+	go func() { s.Messages.Run(dctx); close(sent) }()
+	followed := make(chan struct{})
+	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
+	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
+	return func() { stopDeliveries(); <-delivered; <-sent; <-followed }
+}
+
+// listenerSet is the listeners of cfg (api always; proxy, dashboard and metrics when their
+// addresses are set) serving handlers by name, metrics observed.
+type listenerSet struct {
+	cfg      Config
+	tls      map[string]*tlsListener
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	handlers map[string]http.Handler
+	bound    func(name, url string)
+	draining func() // called when ctx ends, before the listeners drain
+}
+
+// run binds the listeners, calls started with the API's address, serves until ctx ends, then
+// drains in-flight requests (up to drain).
+func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(apiAddr string)) error {
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
-	}
-	observe := func(listener string, operation func(string) string, h http.Handler) http.Handler {
-		return metrics.Observe(s.Metrics, s.Log, listener, operation, h)
+			ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelWarn)}
 	}
 	var (
 		servers   []*http.Server
 		listeners []net.Listener
 		serve     []func() error
 	)
-	// listen binds one listener (TLS when configured) and returns its base URL.
-	listen := func(name, flag, addr string, h http.Handler) (string, error) {
+	// listen binds one listener (TLS when configured) and records its base URL.
+	listen := func(name, flag, addr string, h http.Handler) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			for _, l := range listeners {
 				l.Close()
 			}
-			return "", fmt.Errorf("%s listener (%s): %w", name, flag, err)
+			return fmt.Errorf("%s listener (%s): %w", name, flag, err)
 		}
 		hs := newServer(h)
-		tl := s.tls[name]
+		tl := l.tls[name]
 		servers, listeners = append(servers, hs), append(listeners, ln)
 		serve = append(serve, func() error { return hs.Serve(tl.wrap(ln)) })
 		url := tl.scheme() + ln.Addr().String()
-		s.Log.Info("latchkey "+name+" listening", "addr", ln.Addr().String(), "url", url)
-		return url, nil
+		l.log.Info("latchkey "+name+" listening", "addr", ln.Addr().String(), "url", url)
+		l.bound(name, url)
+		return nil
 	}
-	var err error
-	if s.apiURL, err = listen("api", "--api-addr", s.cfg.APIAddr, observe("api", api.Operation, s.Dashboard.Observe(s.API.Handler()))); err != nil {
-		return err
+	for _, ls := range []struct {
+		name, flag, addr string
+		operation        func(string) string
+	}{{"api", "--api-addr", l.cfg.APIAddr, api.Operation}, {"proxy", "--proxy-addr", l.cfg.ProxyAddr, authproxy.Operation},
+		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation}} {
+		if ls.addr == "" && ls.name != "api" {
+			continue
+		}
+		if err := listen(ls.name, ls.flag, ls.addr, metrics.Observe(l.metrics, l.log, ls.name, ls.operation, l.handlers[ls.name])); err != nil {
+			return err
+		}
+		if ls.name == "proxy" {
+			coordinator := "in process"
+			if l.cfg.CoordinatorURL != "" {
+				coordinator = l.cfg.CoordinatorURL
+			}
+			l.log.Info("latchkey auth proxy forwards", "coordinator", coordinator)
+		}
 	}
 	apiAddr := listeners[0].Addr().String()
-	if s.cfg.ProxyAddr != "" {
-		if s.proxyURL, err = listen("proxy", "--proxy-addr", s.cfg.ProxyAddr, observe("proxy", authproxy.Operation, s.ProxyServer.Handler())); err != nil {
-			return err
-		}
-		coordinator := "in process"
-		if s.cfg.CoordinatorURL != "" {
-			coordinator = s.cfg.CoordinatorURL
-		}
-		s.Log.Info("latchkey auth proxy forwards", "coordinator", coordinator)
-	}
-	if s.cfg.DashboardAddr != "" {
-		if s.dashboardURL, err = listen("dashboard", "--dashboard-addr", s.cfg.DashboardAddr, observe("dashboard", dashboard.Operation, s.Dashboard.Handler())); err != nil {
-			return err
-		}
-	}
-	if s.cfg.MetricsAddr != "" {
+	if l.cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.Metrics.Handler())
-		if s.metricsURL, err = listen("metrics", "--metrics-addr", s.cfg.MetricsAddr, mux); err != nil {
+		mux.Handle("GET /metrics", l.metrics.Handler())
+		if err := listen("metrics", "--metrics-addr", l.cfg.MetricsAddr, mux); err != nil {
 			return err
 		}
 	}
@@ -677,7 +734,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	for _, fn := range serve {
 		go func() { errc <- fn() }()
 	}
-	if len(s.tls) > 0 {
+	if len(l.tls) > 0 {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		stopped := make(chan struct{})
@@ -689,33 +746,28 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 					return
 				case <-hup:
 				}
-				if err := s.ReloadTLS(); err != nil {
-					s.Log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
+				var errs []error
+				for _, t := range l.tls {
+					errs = append(errs, t.reload())
+				}
+				if err := errors.Join(errs...); err != nil {
+					l.log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
 				} else {
-					s.Log.Info("SIGHUP: TLS certificates reloaded")
+					l.log.Info("SIGHUP: TLS certificates reloaded")
 				}
 			}
 		}()
 	}
-	dctx, stopDeliveries := context.WithCancel(context.Background())
-	delivered := make(chan struct{})
-	go func() { s.Webhooks.Run(dctx); close(delivered) }()
-	sent := make(chan struct{})
-	go func() { s.Messages.Run(dctx); close(sent) }()
-	followed := make(chan struct{})
-	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
-	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed }()
-	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
-	if ready != nil {
-		ready(apiAddr)
+	if started != nil {
+		started(apiAddr)
 	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	s.API.Drain()
-	s.Log.Info("shutting down: draining in-flight requests")
+	l.draining()
+	l.log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	for _, hs := range servers {
