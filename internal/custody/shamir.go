@@ -64,6 +64,9 @@ type Shares struct {
 	threshold int
 }
 
+// Threshold is how many shares unseal.
+func (s *Shares) Threshold() int { return s.threshold }
+
 // Len is the number of shares.
 func (s *Shares) Len() int { return len(s.text) }
 
@@ -407,7 +410,12 @@ func (kr *Keyring) Forget() {
 		clear(k)
 	}
 	kr.keys, kr.rawKeys, kr.st = nil, nil, nil
-	if kr.master != nil && kr.master.k != nil {
-		clear(kr.master.k[:])
+	kr.master.Forget()
+}
+
+// Forget wipes the master key (one rebuilt from shares that could not be used).
+func (m *MasterKey) Forget() {
+	if m != nil && m.k != nil {
+		clear(m.k[:])
 	}
 }

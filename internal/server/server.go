@@ -146,6 +146,14 @@ type Config struct {
 	Emailer notify.Emailer
 	Texter  notify.Texter
 	Log     *slog.Logger
+	// KeyShares and KeyThreshold split a new --seal shamir deployment's master key (init);
+	// NewShares is given the shares, to show them once, before the seal record is stored.
+	KeyShares, KeyThreshold int
+	NewShares               func(*custody.Shares) error
+	// unsealed is a --seal shamir master key rebuilt from shares (a server being unsealed);
+	// metrics, when set, are the process's metrics (they outlive a sealed server's openings).
+	unsealed *custody.MasterKey
+	metrics  *metrics.Metrics
 }
 
 // Server is one assembled Latchkey.
@@ -199,6 +207,20 @@ const OutboxFile = "outbox.jsonl"
 // MasterKeyFile is where --dev keeps its generated master key.
 const MasterKeyFile = "master.key"
 
+// withDefaults fills in the logger, data directory and limits when unset.
+func (cfg Config) withDefaults() Config {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./latchkey-data"
+	}
+	if cfg.Limits == (directory.Limits{}) {
+		cfg.Limits = directory.DefaultLimits
+	}
+	return cfg
+}
+
 // Validate checks the configuration that can be checked without opening anything: Open calls
 // it first, so a mistake is refused before the data directory or the database is touched (the
 // TLS files, the asset and price files are read and checked next, still before the store).
@@ -206,21 +228,28 @@ func (cfg Config) Validate() error {
 	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
 		return err
 	}
+	if cfg.Seal != custody.SealShamir && (cfg.KeyShares != 0 || cfg.KeyThreshold != 0) {
+		return errors.New("--key-shares and --key-threshold split the master key of a --seal shamir deployment: give --seal shamir")
+	}
 	switch cfg.Seal {
 	case "", custody.SealFile:
 		if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
 			return errNoMasterKey
+		}
+	case custody.SealShamir:
+		if err := cfg.checkNoFileKey(); err != nil {
+			return err
+		}
+		if cfg.KeyShares != 0 || cfg.KeyThreshold != 0 {
+			return custody.CheckShamir(cfg.KeyShares, cfg.KeyThreshold)
 		}
 	default:
 		w, err := cfg.wrapper()
 		if err != nil {
 			return err
 		}
-		if cfg.Dev {
-			return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
-		}
-		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
-			return fmt.Errorf("--seal %s keeps the master key wrapped outside Latchkey: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+		if err := cfg.checkNoFileKey(); err != nil {
+			return err
 		}
 		if err := w.Check(); err != nil {
 			return err
@@ -246,15 +275,7 @@ func (cfg Config) Validate() error {
 
 // Open assembles a server from cfg.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	if cfg.DataDir == "" {
-		cfg.DataDir = "./latchkey-data"
-	}
-	if cfg.Limits == (directory.Limits{}) {
-		cfg.Limits = directory.DefaultLimits
-	}
+	cfg = cfg.withDefaults()
 	// Everything that can be refused is refused before anything is opened or written.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -284,7 +305,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func open(ctx context.Context, cfg Config) (*Server, error) {
-	m := metrics.New()
+	m := cfg.metrics
+	if m == nil {
+		m = metrics.New()
+	}
 	s := &Server{cfg: cfg, Log: cfg.Log, Metrics: m}
 	// The chain providers, asset list and prices are configuration: read before anything is
 	// written (--dev's master key included).
@@ -455,11 +479,23 @@ func (s *Server) Close() error {
 var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
 	"for a development server use --dev")
 
+// checkNoFileKey refuses --dev and a master key file with a seal that keeps the master key
+// elsewhere.
+func (cfg Config) checkNoFileKey() error {
+	if cfg.Dev {
+		return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
+	}
+	if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
+		return fmt.Errorf("--seal %s keeps the master key outside Latchkey's files: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+	}
+	return nil
+}
+
 // fileSeal reports whether the master key comes from a file or the environment.
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file or transit"
+const sealNames = "file, shamir or transit"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) {
@@ -478,6 +514,9 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 	rec, err := custody.LoadSealRecord(ctx, st)
 	if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 		return nil, err
+	}
+	if cfg.Seal == custody.SealShamir || rec != nil && rec.Type == custody.SealShamir && cfg.fileSeal() {
+		return unsealShamir(ctx, cfg, st, rec)
 	}
 	if cfg.fileSeal() {
 		if rec != nil {
