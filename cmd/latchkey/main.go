@@ -86,6 +86,8 @@ commands:
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
   keyring   rotate the data key that seals secrets (keyring rotate)
+  unseal    give a sealed Latchkey (--seal shamir) one share: latchkey unseal --api-url URL
+  seal      seal a running --seal shamir Latchkey (stamped by a root user's API key)
   completion print a shell completion script: latchkey completion bash|zsh|fish
   backup    write a consistent snapshot of an embedded deployment while it serves (--to FILE)
   restore   put a snapshot in place as a new data directory's database (--from FILE)
@@ -136,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdMigrateStore(ctx, rest, stdout, stderr)
 	case "keygen":
 		return cmdKeygen(ctx, rest, stdout, stderr)
+	case "unseal":
+		return cmdUnseal(ctx, rest, stdout, stderr)
+	case "seal":
+		return cmdSeal(ctx, rest, stdout, stderr)
 	case "completion":
 		return cmdCompletion(rest, stdout)
 	case "request":
@@ -247,7 +253,7 @@ func (l *listFlag) Set(v string) error {
 
 // commands are the command names (for suggestions and completion).
 var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
-	"migrate-store", "keygen", "request", "export", "version", "completion", "help"}
+	"migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal"}
 
 // didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
 // prefix), as "; did you mean X?" (flags spelled --X).

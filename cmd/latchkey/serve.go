@@ -34,7 +34,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) or transit (wrapped by an OpenBao/Vault transit key; docs/operations.md)")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) transit (wrapped by an OpenBao/Vault transit key) or shamir (split into shares held by people: serve starts sealed); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
@@ -188,6 +188,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Warn("flushing traces", "err", err)
 		}
 	}()
+	if cfg.Seal == custody.SealShamir {
+		return serveSealed(ctx, cfg, *drain, *debugAddr, log)
+	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -242,6 +245,8 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	userEmail := fs.String("user-email", "", "e-mail address of the root user")
 	pub := fs.String("api-public-key", "", "the root user's API public key, hex (required)")
 	curve := fs.String("api-key-curve", "API_KEY_CURVE_P256", "API_KEY_CURVE_P256, API_KEY_CURVE_SECP256K1 or API_KEY_CURVE_ED25519")
+	keyShares := fs.Int("key-shares", 0, "--seal shamir: split the new master key into this many shares (2…255), printed once")
+	keyThreshold := fs.Int("key-threshold", 0, "--seal shamir: how many of the shares unseal (2…--key-shares)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -253,6 +258,12 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log, _ := newLogger(stderr, "warn")
 	cfg := sf.config()
 	cfg.MustExist, cfg.Log = false, log // init makes the deployment
+	if cfg.KeyShares, cfg.KeyThreshold = *keyShares, *keyThreshold; sf.seal == custody.SealShamir {
+		if *keyShares == 0 || *keyThreshold == 0 {
+			return usageError{"--seal shamir needs --key-shares N and --key-threshold K: the master key is split into N shares, any K of which unseal"}
+		}
+		cfg.NewShares = printShares(stdout, stderr)
+	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
