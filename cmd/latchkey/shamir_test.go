@@ -44,7 +44,7 @@ func startSealed(t *testing.T, dir string) (*server.Sealed, func()) {
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
+func shamirGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -55,8 +55,8 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// unseal runs latchkey unseal with share on stdin.
-func unseal(t *testing.T, url, share string) (string, error) {
+// unsealWith runs latchkey unseal with share on stdin.
+func unsealWith(t *testing.T, url, share string) (string, error) {
 	t.Helper()
 	old := stdin
 	stdin = strings.NewReader(share + "\n")
@@ -124,30 +124,30 @@ func TestShamirSeal(t *testing.T) {
 			t.Fatalf("a sealed API answers %d %s", resp.StatusCode, b)
 		}
 		for _, u := range []string{z.ProxyURL() + "/v1/otp_init", z.DashboardURL() + "/orgs"} {
-			if code, body := get(t, u); code != http.StatusServiceUnavailable || body != sealedMsg(given) {
+			if code, body := shamirGet(t, u); code != http.StatusServiceUnavailable || body != sealedMsg(given) {
 				t.Fatalf("%s sealed: %d %s", u, code, body)
 			}
 		}
-		if code, body := get(t, z.APIURL()+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"sealed"`) {
+		if code, body := shamirGet(t, z.APIURL()+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"sealed"`) {
 			t.Fatalf("readyz sealed: %d %s", code, body)
 		}
-		if code, body := get(t, z.APIURL()+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"sealed":true`) {
+		if code, body := shamirGet(t, z.APIURL()+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"sealed":true`) {
 			t.Fatalf("healthz sealed: %d %s", code, body)
 		}
-		if code, _ := get(t, z.APIURL()+"/livez"); code != http.StatusOK {
+		if code, _ := shamirGet(t, z.APIURL()+"/livez"); code != http.StatusOK {
 			t.Fatalf("livez sealed: %d", code)
 		}
-		if code, body := get(t, z.MetricsURL()+"/metrics"); code != http.StatusOK || !strings.Contains(body, "latchkey_http_requests_total") {
+		if code, body := shamirGet(t, z.MetricsURL()+"/metrics"); code != http.StatusOK || !strings.Contains(body, "latchkey_http_requests_total") {
 			t.Fatalf("metrics sealed: %d", code)
 		}
-		if code, body := get(t, z.DashboardURL()+"/login"); code != http.StatusServiceUnavailable || !strings.Contains(body, "Sealed:") || !strings.Contains(body, `name="share"`) {
+		if code, body := shamirGet(t, z.DashboardURL()+"/login"); code != http.StatusServiceUnavailable || !strings.Contains(body, "Sealed:") || !strings.Contains(body, `name="share"`) {
 			t.Fatalf("the dashboard's sealed sign-in page: %d %s", code, body)
 		}
 	}
 	checkSealed(0)
 
 	// One share: progress 1 of 2.
-	if msg, err := unseal(t, z.APIURL(), shares[0]); err != nil || !strings.Contains(msg, "sealed: 1 of the 2 shares needed given") {
+	if msg, err := unsealWith(t, z.APIURL(), shares[0]); err != nil || !strings.Contains(msg, "sealed: 1 of the 2 shares needed given") {
 		t.Fatalf("first share: %q %v", msg, err)
 	}
 	checkSealed(1)
@@ -155,7 +155,7 @@ func TestShamirSeal(t *testing.T) {
 	other, _ := custody.NewMasterKey()
 	_, wrong, _ := custody.SplitMasterKey(other, 3, 2)
 	wrongShare := string(wrong.Text(1))
-	if _, err := unseal(t, z.APIURL(), wrongShare); err == nil || !strings.Contains(err.Error(), "share 2: it belongs to another split") ||
+	if _, err := unsealWith(t, z.APIURL(), wrongShare); err == nil || !strings.Contains(err.Error(), "share 2: it belongs to another split") ||
 		!strings.Contains(err.Error(), "unseal progress reset") || strings.Contains(err.Error(), wrongShare) {
 		t.Fatalf("a wrong share: %v", err)
 	}
@@ -163,15 +163,15 @@ func TestShamirSeal(t *testing.T) {
 		t.Fatalf("progress after a wrong share: %+v", z.Status())
 	}
 	// Not a share at all: refused by the client.
-	if _, err := unseal(t, z.APIURL(), `"}`); err == nil || !strings.Contains(err.Error(), "not an unseal share") {
+	if _, err := unsealWith(t, z.APIURL(), `"}`); err == nil || !strings.Contains(err.Error(), "not an unseal share") {
 		t.Fatalf("garbage: %v", err)
 	}
 	// Two good shares: unsealed; it signs.
-	unseal(t, z.APIURL(), shares[2])
-	if msg, err := unseal(t, z.APIURL(), shares[0]); err != nil || msg != "Latchkey is unsealed.\n" {
+	unsealWith(t, z.APIURL(), shares[2])
+	if msg, err := unsealWith(t, z.APIURL(), shares[0]); err != nil || msg != "Latchkey is unsealed.\n" {
 		t.Fatalf("second share: %q %v", msg, err)
 	}
-	if code, body := get(t, z.APIURL()+"/readyz"); code != http.StatusOK {
+	if code, body := shamirGet(t, z.APIURL()+"/readyz"); code != http.StatusOK {
 		t.Fatalf("readyz unsealed: %d %s", code, body)
 	}
 	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
@@ -209,8 +209,8 @@ func TestShamirSeal(t *testing.T) {
 		t.Fatalf("seal: %q %v", out.String(), err)
 	}
 	checkSealed(0)
-	unseal(t, z.APIURL(), shares[1])
-	if msg, err := unseal(t, z.APIURL(), shares[2]); err != nil || !strings.Contains(msg, "unsealed") {
+	unsealWith(t, z.APIURL(), shares[1])
+	if msg, err := unsealWith(t, z.APIURL(), shares[2]); err != nil || !strings.Contains(msg, "unsealed") {
 		t.Fatalf("unseal after seal: %q %v", msg, err)
 	}
 	if sign() == "" || r1 == "" {
@@ -238,8 +238,8 @@ func TestShamirSeal(t *testing.T) {
 	defer stop()
 	a.url = z.APIURL()
 	checkSealed(0)
-	unseal(t, z.APIURL(), shares[0])
-	unseal(t, z.APIURL(), shares[1])
+	unsealWith(t, z.APIURL(), shares[0])
+	unsealWith(t, z.APIURL(), shares[1])
 	sign()
 }
 

@@ -328,7 +328,7 @@ func (z *Sealed) front(name string) http.Handler {
 				z.unsealHTTP(w, r)
 				return
 			case SealStatusPath:
-				writeJSON(w, http.StatusOK, z.Status())
+				writeSealJSON(w, http.StatusOK, z.Status())
 				return
 			case SealPath:
 				z.sealHTTP(w, r)
@@ -355,14 +355,14 @@ func (z *Sealed) sealedError() *apierr.Error {
 func (z *Sealed) sealedAnswer(w http.ResponseWriter, r *http.Request, name string) {
 	switch {
 	case name == "api" && r.URL.Path == "/livez":
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeSealJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case name == "api" && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz"):
 		status := "sealed"
 		if z.draining.Load() {
 			status = "draining"
 		}
 		st := z.Status()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": status, "sealed": true, "threshold": st.Threshold, "shares": st.Shares, "progress": st.Progress, "version": Version})
+		writeSealJSON(w, http.StatusServiceUnavailable, map[string]any{"status": status, "sealed": true, "threshold": st.Threshold, "shares": st.Shares, "progress": st.Progress, "version": Version})
 	case name == "dashboard":
 		if !dashboard.SealedPage(w, r, z.Status().dashboard(), z.dashboardUnseal) {
 			apierr.Render(w, z.sealedError())
@@ -382,7 +382,7 @@ func (z *Sealed) dashboardUnseal(r *http.Request, share []byte) (dashboard.SealS
 	return st.dashboard(), err
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+func writeSealJSON(w http.ResponseWriter, code int, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -419,7 +419,7 @@ func (z *Sealed) unsealHTTP(w http.ResponseWriter, r *http.Request) {
 		z.unsealer.Reset()
 		z.progress.Store(0)
 		z.mu.Unlock()
-		writeJSON(w, http.StatusOK, z.Status())
+		writeSealJSON(w, http.StatusOK, z.Status())
 		return
 	}
 	key := in.Key
@@ -432,7 +432,7 @@ func (z *Sealed) unsealHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Render(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeSealJSON(w, http.StatusOK, st)
 }
 
 // Unseal takes one share (the caller wipes it) from client; with the last one needed it opens
@@ -570,7 +570,7 @@ func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	l := z.live.Load()
 	if l == nil || !l.enter() {
-		writeJSON(w, http.StatusOK, z.Status()) // already sealed
+		writeSealJSON(w, http.StatusOK, z.Status()) // already sealed
 		return
 	}
 	caller, err := z.authorizeSeal(r, l.srv, raw)
@@ -583,7 +583,7 @@ func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
 	who := fmt.Sprintf("user %s (%s) of organization %s, API key %s", caller.User.ID, caller.User.Name, caller.Org.ID, caller.PublicKey)
 	d, _ := json.Marshal(map[string]string{"client": z.client(r)})
 	z.Seal(r.Context(), who, string(d))
-	writeJSON(w, http.StatusOK, z.Status())
+	writeSealJSON(w, http.StatusOK, z.Status())
 }
 
 func (z *Sealed) authorizeSeal(r *http.Request, srv *Server, raw []byte) (*directory.Caller, error) {

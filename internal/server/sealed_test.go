@@ -40,7 +40,7 @@ func newShamirDeployment(t *testing.T) (*Sealed, []string) {
 	return z, shares
 }
 
-func call(h http.Handler, method, path, remote, body string, header ...string) *httptest.ResponseRecorder {
+func sealedCall(h http.Handler, method, path, remote, body string, header ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	r.RemoteAddr = remote
 	for i := 0; i+1 < len(header); i += 2 {
@@ -60,17 +60,17 @@ func TestUnsealRateLimitAndReset(t *testing.T) {
 	other, _ := custody.NewMasterKey()
 	_, wrong, _ := custody.SplitMasterKey(other, 3, 2)
 	for range unsealFailures {
-		if w := call(h, "PUT", UnsealPath, "192.0.2.7:1000", `{"key":"`+string(wrong.Text(0))+`"}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "share 1: it belongs to another split") {
+		if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.7:1000", `{"key":"`+string(wrong.Text(0))+`"}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "share 1: it belongs to another split") {
 			t.Fatalf("a wrong share: %d %s", w.Code, w.Body)
 		}
 	}
-	if w := call(h, "PUT", UnsealPath, "192.0.2.7:1000", `{"key":"`+shares[0]+`"}`); w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "too many wrong unseal shares") {
+	if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.7:1000", `{"key":"`+shares[0]+`"}`); w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "too many wrong unseal shares") {
 		t.Fatalf("after %d wrong shares: %d %s", unsealFailures, w.Code, w.Body)
 	}
-	if w := call(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"key":"`+shares[0]+`"}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":1`) {
+	if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"key":"`+shares[0]+`"}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":1`) {
 		t.Fatalf("another address: %d %s", w.Code, w.Body)
 	}
-	if w := call(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"reset":true}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":0`) {
+	if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"reset":true}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":0`) {
 		t.Fatalf("reset: %d %s", w.Code, w.Body)
 	}
 	for _, c := range []struct{ method, body, want string }{
@@ -79,7 +79,7 @@ func TestUnsealRateLimitAndReset(t *testing.T) {
 		{"PUT", `{`, "body:"},
 		{"PUT", `{"key":"` + strings.Repeat("a", 5000) + `"}`, "body:"},
 	} {
-		if w := call(h, c.method, UnsealPath, "192.0.2.9:1", c.body); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), c.want) {
+		if w := sealedCall(h, c.method, UnsealPath, "192.0.2.9:1", c.body); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), c.want) {
 			t.Errorf("%s %.20s: %d %s", c.method, c.body, w.Code, w.Body)
 		}
 	}
@@ -91,7 +91,7 @@ func TestDashboardUnsealForm(t *testing.T) {
 	z, shares := newShamirDeployment(t)
 	h := z.front("dashboard")
 	form := func(share string, origin string) *httptest.ResponseRecorder {
-		return call(h, "POST", "/unseal", "192.0.2.1:5", url.Values{"share": {share}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", origin)
+		return sealedCall(h, "POST", "/unseal", "192.0.2.1:5", url.Values{"share": {share}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", origin)
 	}
 	if w := form(shares[0], "https://evil.example"); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "must be sent from this page") || z.Status().Progress != 0 {
 		t.Fatalf("a cross-origin form: %d %s", w.Code, w.Body)
@@ -106,7 +106,7 @@ func TestDashboardUnsealForm(t *testing.T) {
 	if w := form(shares[2], "http://example.com"); w.Code != http.StatusSeeOther || z.Server() == nil {
 		t.Fatalf("the last share: %d %s", w.Code, w.Body)
 	}
-	if w := call(h, "GET", "/login", "192.0.2.1:5", ""); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Operator sign-in") {
+	if w := sealedCall(h, "GET", "/login", "192.0.2.1:5", ""); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Operator sign-in") {
 		t.Fatalf("the unsealed dashboard: %d %s", w.Code, w.Body)
 	}
 }
@@ -117,7 +117,7 @@ func TestSealDrainsInFlight(t *testing.T) {
 	z, shares := newShamirDeployment(t)
 	h := z.front("api")
 	for _, s := range shares[:2] {
-		call(h, "PUT", UnsealPath, "192.0.2.1:5", `{"key":"`+s+`"}`)
+		sealedCall(h, "PUT", UnsealPath, "192.0.2.1:5", `{"key":"`+s+`"}`)
 	}
 	l := z.live.Load()
 	if l == nil || !l.enter() {
@@ -129,7 +129,7 @@ func TestSealDrainsInFlight(t *testing.T) {
 	for z.live.Load() != nil {
 		time.Sleep(time.Millisecond)
 	}
-	if w := call(h, "POST", "/public/v1/query/whoami", "192.0.2.1:5", `{}`); w.Code != http.StatusServiceUnavailable {
+	if w := sealedCall(h, "POST", "/public/v1/query/whoami", "192.0.2.1:5", `{}`); w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("a new request while sealing: %d", w.Code)
 	}
 	select {
@@ -145,7 +145,7 @@ func TestSealDrainsInFlight(t *testing.T) {
 	if _, err := srv.Keyring.Seal([]byte("x"), custody.Binding{}); err == nil {
 		t.Fatal("the keyring still seals after Seal")
 	}
-	if w := call(h, "GET", SealStatusPath, "192.0.2.1:5", ""); !strings.Contains(w.Body.String(), `"sealed":true`) {
+	if w := sealedCall(h, "GET", SealStatusPath, "192.0.2.1:5", ""); !strings.Contains(w.Body.String(), `"sealed":true`) {
 		t.Fatalf("status: %s", w.Body)
 	}
 }
