@@ -247,6 +247,8 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	curve := fs.String("api-key-curve", "API_KEY_CURVE_P256", "API_KEY_CURVE_P256, API_KEY_CURVE_SECP256K1 or API_KEY_CURVE_ED25519")
 	keyShares := fs.Int("key-shares", 0, "--seal shamir: split the new master key into this many shares (2…255), printed once")
 	keyThreshold := fs.Int("key-threshold", 0, "--seal shamir: how many of the shares unseal (2…--key-shares)")
+	var recipients listFlag
+	fs.Var(&recipients, "share-recipients", "--seal shamir: age X25519 recipients (age1…), one per share in order: each share is printed encrypted to its holder")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -262,7 +264,16 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *keyShares == 0 || *keyThreshold == 0 {
 			return usageError{"--seal shamir needs --key-shares N and --key-threshold K: the master key is split into N shares, any K of which unseal"}
 		}
-		cfg.NewShares = printShares(stdout, stderr)
+		cfg.NewShares = printShares(stdout, stderr, nil)
+		if len(recipients) > 0 {
+			to, err := custody.ParseShareRecipients(recipients, *keyShares)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			cfg.NewShares = printShares(stdout, stderr, to)
+		}
+	} else if len(recipients) > 0 {
+		return usageError{"--share-recipients encrypts the shares of --seal shamir: give --seal shamir"}
 	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {

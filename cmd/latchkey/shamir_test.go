@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+	"filippo.io/age/armor"
+
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/server"
@@ -284,5 +287,56 @@ func TestShamirSealRefusals(t *testing.T) {
 				t.Fatalf("%v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// init --share-recipients prints each share encrypted to its holder's age recipient (no share
+// in the clear); two holders decrypt theirs and unseal.
+func TestShamirShareRecipients(t *testing.T) {
+	dir := t.TempDir()
+	_, pub, _ := stamp.GenerateKey(stamp.CurveP256)
+	var ids []*age.X25519Identity
+	var list []string
+	for range 3 {
+		id, _ := age.GenerateX25519Identity()
+		ids, list = append(ids, id), append(list, id.Recipient().String())
+	}
+	args := []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub, "--data-dir", dir,
+		"--seal", "shamir", "--key-shares", "3", "--key-threshold", "2", "--share-recipients"}
+	if err := run(context.Background(), append(args, strings.Join(list[:2], ",")), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "2 for --key-shares 3") {
+		t.Fatalf("two recipients for three shares: %v", err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), append(args, strings.Join(list, ",")), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// Each armored block, in order.
+	var blocks []string
+	var cur strings.Builder
+	for _, line := range strings.SplitAfter(out.String(), "\n") {
+		if strings.HasPrefix(line, "-----BEGIN AGE") || cur.Len() > 0 {
+			cur.WriteString(line)
+		}
+		if strings.HasPrefix(line, "-----END AGE") {
+			blocks, cur = append(blocks, cur.String()), strings.Builder{}
+		}
+	}
+	if len(blocks) != 3 || !strings.Contains(out.String(), "encrypted to "+list[2]) {
+		t.Fatalf("init printed:\n%s", out.String())
+	}
+	z, stop := startSealed(t, dir)
+	defer stop()
+	for _, i := range []int{2, 0} {
+		r, err := age.Decrypt(armor.NewReader(strings.NewReader(blocks[i])), ids[i])
+		if err != nil {
+			t.Fatalf("holder %d: %v", i+1, err)
+		}
+		share, _ := io.ReadAll(r)
+		if _, err := unsealWith(t, z.APIURL(), strings.TrimSpace(string(share))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if z.Server() == nil {
+		t.Fatalf("not unsealed: %+v", z.Status())
 	}
 }

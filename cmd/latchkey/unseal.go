@@ -39,11 +39,15 @@ func serveSealed(ctx context.Context, cfg server.Config, drain time.Duration, de
 	})
 }
 
-// printShares is init's Config.NewShares: the shares on stdout, once, each labelled.
-func printShares(stdout, stderr io.Writer) func(*custody.Shares) error {
+// printShares is init's Config.NewShares: the shares on stdout, once, each labelled (each
+// encrypted to its recipient when to is given).
+func printShares(stdout, stderr io.Writer, to custody.ShareRecipients) func(*custody.Shares) error {
 	return func(s *custody.Shares) error {
 		fmt.Fprintf(stderr, "latchkey: the master key is split into %d shares, shown ONCE below; Latchkey keeps none of them.\n"+
 			"latchkey: give each to a different person and keep them apart: any %d of them unseal this deployment.\n", s.Len(), s.Threshold())
+		if to != nil {
+			return s.WriteEncrypted(stdout, to)
+		}
 		_, err := s.WriteTo(stdout)
 		return err
 	}
