@@ -47,6 +47,9 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 	log, _ := newLogger(stderr, "warn")
 	cfg := s.config()
 	cfg.Log = log
+	if s.seal == custody.SealShamir {
+		return server.OpenWithShares(ctx, cfg, shareReader(stderr))
+	}
 	return server.Open(ctx, cfg)
 }
 

@@ -105,9 +105,23 @@ func TestShamirSeal(t *testing.T) {
 			t.Fatalf("a master key file in the data directory: %s", e.Name())
 		}
 	}
-	// The store-opening commands cannot open a sealed deployment.
-	if err := run(ctx, []string{"keys", "--data-dir", dir, "--seal", "shamir"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "split into 3 shares (any 2 unseal it)") {
-		t.Fatalf("keys on a shamir deployment: %v", err)
+	// The store-opening commands take shares (here on stdin) to open the deployment.
+	keys := func(in string) (string, error) {
+		old := stdin
+		stdin = strings.NewReader(in)
+		defer func() { stdin = old }()
+		var out bytes.Buffer
+		err := run(ctx, []string{"keys", "--data-dir", dir, "--seal", "shamir"}, &out, io.Discard)
+		return out.String(), err
+	}
+	if _, err := keys(shares[1] + "\n"); err == nil || !strings.Contains(err.Error(), "no share on stdin (1 of the 2 needed given)") {
+		t.Fatalf("keys with one share: %v", err)
+	}
+	if _, err := keys(shares[1] + "\n" + shares[1] + "\n"); err == nil || !strings.Contains(err.Error(), "already given") {
+		t.Fatalf("keys with a share twice: %v", err)
+	}
+	if out, err := keys(shares[1] + "\n" + shares[2] + "\n"); err != nil || !strings.Contains(out, "signerPublicKey") {
+		t.Fatalf("keys with two shares: %v %s", err, out)
 	}
 
 	z, stop := startSealed(t, dir)

@@ -54,12 +54,7 @@ func printShares(stdout, stderr io.Writer, to custody.ShareRecipients) func(*cus
 }
 
 // sealStatus is the answer of the seal endpoints.
-type sealStatus struct {
-	Sealed    bool `json:"sealed"`
-	Threshold int  `json:"threshold"`
-	Shares    int  `json:"shares"`
-	Progress  int  `json:"progress"`
-}
+type sealStatus server.SealStatus
 
 func (s sealStatus) String() string {
 	if !s.Sealed {
@@ -68,20 +63,29 @@ func (s sealStatus) String() string {
 	return fmt.Sprintf("Latchkey is sealed: %d of the %d shares needed given (%d exist).", s.Progress, s.Threshold, s.Shares)
 }
 
-// readShare reads one share: from the terminal without echo, or the first line of stdin when
-// it is not a terminal. The caller wipes it.
-func readShare(stderr io.Writer) ([]byte, error) {
-	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(stderr, "Unseal share (input is hidden): ")
-		b, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(stderr)
-		return b, err
+// shareReader reads shares one at a time: from the terminal without echo, or line by line from
+// stdin when it is not a terminal. The caller wipes each.
+func shareReader(stderr io.Writer) func(server.SealStatus) ([]byte, error) {
+	var lines *bufio.Reader
+	return func(st server.SealStatus) ([]byte, error) {
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintf(stderr, "Unseal share (%d of %d needed given; input is hidden): ", st.Progress, st.Threshold)
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(stderr)
+			return b, err
+		}
+		if lines == nil {
+			lines = bufio.NewReaderSize(stdin, 512)
+		}
+		line, err := lines.ReadSlice('\n')
+		if len(line) == 0 && err == io.EOF {
+			return nil, fmt.Errorf("no share on stdin (%d of the %d needed given)", st.Progress, st.Threshold)
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("reading a share from stdin: %w", err)
+		}
+		return append([]byte(nil), line...), nil
 	}
-	line, err := bufio.NewReaderSize(stdin, 512).ReadSlice('\n')
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("reading the share from stdin: %w", err)
-	}
-	return append([]byte(nil), line...), nil
 }
 
 func cmdUnseal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,7 +105,15 @@ func cmdUnseal(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *reset:
 		body = []byte(`{"reset":true}`)
 	default:
-		share, err := readShare(stderr)
+		st, err := fetchSealStatus(ctx, client, *apiURL)
+		if err != nil {
+			return err
+		}
+		if !st.Sealed {
+			fmt.Fprintln(stdout, st)
+			return nil
+		}
+		share, err := shareReader(stderr)(server.SealStatus(st))
 		defer clear(share)
 		if err != nil {
 			return err
@@ -120,24 +132,43 @@ func cmdUnseal(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		body = append(body, `"}`...)
 		defer clear(body)
 	}
-	method, path := http.MethodPut, server.UnsealPath
-	if body == nil {
-		method, path = http.MethodGet, server.SealStatusPath
-	}
-	target, err := joinURL(*apiURL, path)
-	if err != nil {
-		return err
-	}
-	out, err := send(ctx, client, method, *apiURL, target, body, map[string]string{"Content-Type": "application/json", "Accept": "application/json"})
-	if err != nil {
-		return err
-	}
 	var st sealStatus
-	if err := json.Unmarshal(out, &st); err != nil {
-		return fmt.Errorf("%s answered no seal status: %v", *apiURL, err)
+	var err error
+	if body == nil {
+		st, err = fetchSealStatus(ctx, client, *apiURL)
+	} else {
+		st, err = sealCall(ctx, client, http.MethodPut, *apiURL, server.UnsealPath, body, map[string]string{"Content-Type": "application/json"})
+	}
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, st)
 	return nil
+}
+
+func fetchSealStatus(ctx context.Context, client *http.Client, base string) (sealStatus, error) {
+	return sealCall(ctx, client, http.MethodGet, base, server.SealStatusPath, nil, nil)
+}
+
+// sealCall sends a request to a seal endpoint and reads the seal status it answers.
+func sealCall(ctx context.Context, client *http.Client, method, base, path string, body []byte, headers map[string]string) (sealStatus, error) {
+	var st sealStatus
+	target, err := joinURL(base, path)
+	if err != nil {
+		return st, err
+	}
+	h := map[string]string{"Accept": "application/json"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	out, err := send(ctx, client, method, base, target, body, h)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return st, fmt.Errorf("%s answered no seal status: %v", base, err)
+	}
+	return st, nil
 }
 
 func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -167,17 +198,9 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("stamping: %w", err)
 	}
-	target, err := joinURL(*apiURL, server.SealPath)
+	s, err := sealCall(ctx, &http.Client{Timeout: *timeout}, http.MethodPut, *apiURL, server.SealPath, body, map[string]string{"Content-Type": "application/json", name: value})
 	if err != nil {
 		return err
-	}
-	out, err := send(ctx, &http.Client{Timeout: *timeout}, http.MethodPut, *apiURL, target, body, map[string]string{"Content-Type": "application/json", name: value})
-	if err != nil {
-		return err
-	}
-	var s sealStatus
-	if err := json.Unmarshal(out, &s); err != nil {
-		return fmt.Errorf("%s answered no seal status: %v", *apiURL, err)
 	}
 	fmt.Fprintln(stdout, s)
 	return nil

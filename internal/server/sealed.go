@@ -636,3 +636,36 @@ func (z *Sealed) authorizeSeal(r *http.Request, srv *Server, raw []byte) (*direc
 	}
 	return caller, nil
 }
+
+// OpenWithShares is Open for an operator command on a --seal shamir deployment: share is asked
+// for shares (given the progress so far) until Threshold of them rebuild the master key; a
+// wrong one ends it. share's buffers are wiped after use.
+func OpenWithShares(ctx context.Context, cfg Config, share func(SealStatus) ([]byte, error)) (*Server, error) {
+	cfg.Exclusive = false
+	z, err := OpenSealed(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		b, err := share(z.Status())
+		if err != nil {
+			z.unsealer.Reset()
+			return nil, err
+		}
+		m, err := z.unsealer.Add(b)
+		clear(b)
+		z.progress.Store(int32(z.unsealer.Progress()))
+		if err != nil {
+			z.unsealer.Reset()
+			return nil, err
+		}
+		if m != nil {
+			cfg.unsealed = m
+			s, err := Open(ctx, cfg)
+			if err != nil {
+				m.Forget()
+			}
+			return s, err
+		}
+	}
+}
