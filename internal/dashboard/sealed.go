@@ -32,11 +32,7 @@ func SealedPage(w http.ResponseWriter, r *http.Request, st SealStatus, unseal fu
 		sealedTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(assetsFS, "assets/*.html"))
 	})
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
+	setPageHeaders(h)
 	data := map[string]any{"Title": "Sealed", "Threshold": st.Threshold, "Shares": st.Shares, "Progress": st.Progress}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/assets/style.css":
@@ -76,6 +72,16 @@ func SealedPage(w http.ResponseWriter, r *http.Request, st SealStatus, unseal fu
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(buf.Bytes())
 	return true
+}
+
+// setPageHeaders are the headers of every dashboard page: no framing, no sniffing, no
+// referrer, no caching, and resources from the dashboard itself only.
+func setPageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
 }
 
 // sameOrigin accepts a form whose Origin (or, without one, Sec-Fetch-Site) says it came from

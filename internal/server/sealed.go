@@ -79,8 +79,7 @@ type Sealed struct {
 	progress atomic.Int32 // the unsealer's progress, read without mu
 	live     atomic.Pointer[liveServer]
 	draining atomic.Bool
-
-	apiURL, proxyURL, dashboardURL, metricsURL string
+	listenerURLs
 }
 
 // liveServer is an unsealed server with the count of the requests it is serving.
@@ -138,22 +137,11 @@ func OpenSealed(ctx context.Context, cfg Config) (*Sealed, error) {
 	if cfg.KeyShares != 0 || cfg.KeyThreshold != 0 {
 		return nil, errors.New("--key-shares and --key-threshold are given to latchkey init, which splits the master key; serve takes the split from the seal record")
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	tlsListeners, err := loadTLS(cfg)
+	tlsListeners, lock, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDataDir(cfg); err != nil {
-		return nil, err
-	}
-	z := &Sealed{cfg: cfg, tls: tlsListeners, metrics: metrics.New(), log: cfg.Log, failures: map[string][]time.Time{}}
-	if cfg.Exclusive && cfg.DatabaseURL == "" {
-		if z.lock, err = LockDataDir(cfg.DataDir); err != nil {
-			return nil, err
-		}
-	}
+	z := &Sealed{cfg: cfg, tls: tlsListeners, lock: lock, metrics: metrics.New(), log: cfg.Log, failures: map[string][]time.Time{}}
 	st, err := openStore(ctx, cfg, z.metrics)
 	if err == nil {
 		if err = checkDatabase(ctx, cfg, st); err == nil {
@@ -264,31 +252,6 @@ func (z *Sealed) Server() *Server {
 	return nil
 }
 
-// APIURL, ProxyURL, DashboardURL and MetricsURL are the listeners' base URLs once Run listens.
-func (z *Sealed) APIURL() string { return z.apiURL }
-
-// ProxyURL is the auth proxy's base URL ("" without one).
-func (z *Sealed) ProxyURL() string { return z.proxyURL }
-
-// DashboardURL is the dashboard's base URL ("" without one).
-func (z *Sealed) DashboardURL() string { return z.dashboardURL }
-
-// MetricsURL is the metrics listener's base URL ("" without one).
-func (z *Sealed) MetricsURL() string { return z.metricsURL }
-
-func (z *Sealed) bound(name, url string) {
-	switch name {
-	case "api":
-		z.apiURL = url
-	case "proxy":
-		z.proxyURL = url
-	case "dashboard":
-		z.dashboardURL = url
-	case "metrics":
-		z.metricsURL = url
-	}
-}
-
 // Run serves the listeners until ctx ends (sealed until unsealed), then drains in-flight
 // requests (up to drain) and closes the unsealed server, if any.
 func (z *Sealed) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
@@ -397,10 +360,18 @@ func (z *Sealed) client(r *http.Request) string {
 	return "unknown"
 }
 
+// putOrPost refuses (and reports false for) a method other than PUT and POST.
+func putOrPost(w http.ResponseWriter, r *http.Request, path string) bool {
+	if r.Method == http.MethodPut || r.Method == http.MethodPost {
+		return true
+	}
+	w.Header().Set("Allow", "PUT, POST")
+	apierr.Render(w, apierr.Invalid("", "method %s not allowed: %s takes PUT or POST", r.Method, path))
+	return false
+}
+
 func (z *Sealed) unsealHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut && r.Method != http.MethodPost {
-		w.Header().Set("Allow", "PUT, POST")
-		apierr.Render(w, apierr.Invalid("", "method %s not allowed: %s takes PUT or POST", r.Method, UnsealPath))
+	if !putOrPost(w, r, UnsealPath) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
@@ -506,7 +477,7 @@ func (z *Sealed) openLocked(ctx context.Context, m *custody.MasterKey, client st
 		return err
 	}
 	srv.tls = z.tls
-	srv.apiURL, srv.proxyURL, srv.dashboardURL, srv.metricsURL = z.apiURL, z.proxyURL, z.dashboardURL, z.metricsURL
+	srv.listenerURLs = z.listenerURLs
 	l := &liveServer{srv: srv, handlers: srv.handlers(), idle: make(chan struct{})}
 	l.stop = srv.startWorkers()
 	z.live.Store(l)
@@ -558,9 +529,7 @@ func (z *Sealed) sealLocked() {
 // sealHTTP authenticates a seal request (a stamp of an API key of a root user of a top-level
 // organization, from an address its allowlists allow, with a fresh timestampMs) and seals.
 func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut && r.Method != http.MethodPost {
-		w.Header().Set("Allow", "PUT, POST")
-		apierr.Render(w, apierr.Invalid("", "method %s not allowed: %s takes PUT or POST", r.Method, SealPath))
+	if !putOrPost(w, r, SealPath) {
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))

@@ -158,14 +158,13 @@ type Config struct {
 
 // Server is one assembled Latchkey.
 type Server struct {
-	cfg          Config
-	Store        store.Store
-	Keyring      *custody.Keyring
-	Keys         *custody.ServerKeys
-	Custodian    *custody.Custodian
-	Webhooks     *webhooks.Deliverer
-	proxyURL     string
-	dashboardURL string
+	cfg       Config
+	Store     store.Store
+	Keyring   *custody.Keyring
+	Keys      *custody.ServerKeys
+	Custodian *custody.Custodian
+	Webhooks  *webhooks.Deliverer
+	listenerURLs
 	// Outbox is the --dev delivery file (nil when real transports are configured).
 	Outbox *notify.Outbox
 	Engine *activity.Engine
@@ -183,20 +182,41 @@ type Server struct {
 	// Messages is the outbox of the e-mails and SMS activities send.
 	Messages *messages.Outbox
 	// Metrics are the process's Prometheus metrics, served on --metrics-addr.
-	Metrics    *metrics.Metrics
-	metricsURL string
-	apiURL     string
+	Metrics *metrics.Metrics
 	// tls holds each TLS listener's certificate by listener name (api, proxy, dashboard,
 	// metrics), reloaded by ReloadTLS.
 	tls  map[string]*tlsListener
 	lock *os.File // the data directory's lock (Config.Exclusive)
 }
 
+// listenerURLs are the listeners' base URLs once they listen.
+type listenerURLs struct{ apiURL, proxyURL, dashboardURL, metricsURL string }
+
 // MetricsURL is the metrics listener's address once Run listens ("" without one).
-func (s *Server) MetricsURL() string { return s.metricsURL }
+func (u *listenerURLs) MetricsURL() string { return u.metricsURL }
 
 // APIURL is the activity API's base URL once Run listens (https:// when it serves TLS).
-func (s *Server) APIURL() string { return s.apiURL }
+func (u *listenerURLs) APIURL() string { return u.apiURL }
+
+// DashboardURL is the dashboard's address once Run listens ("" before, or without one).
+func (u *listenerURLs) DashboardURL() string { return u.dashboardURL }
+
+// ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
+func (u *listenerURLs) ProxyURL() string { return u.proxyURL }
+
+// bound records a listener's base URL.
+func (u *listenerURLs) bound(name, url string) {
+	switch name {
+	case "api":
+		u.apiURL = url
+	case "proxy":
+		u.proxyURL = url
+	case "dashboard":
+		u.dashboardURL = url
+	case "metrics":
+		u.metricsURL = url
+	}
+}
 
 // DatabaseFile is the SQLite file inside the data directory.
 const DatabaseFile = "latchkey.db"
@@ -276,22 +296,9 @@ func (cfg Config) Validate() error {
 // Open assembles a server from cfg.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	// Everything that can be refused is refused before anything is opened or written.
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	tlsListeners, err := loadTLS(cfg)
+	tlsListeners, lock, err := prepare(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkDataDir(cfg); err != nil {
-		return nil, err
-	}
-	var lock *os.File
-	if cfg.Exclusive && cfg.DatabaseURL == "" {
-		if lock, err = LockDataDir(cfg.DataDir); err != nil {
-			return nil, err
-		}
 	}
 	s, err := open(ctx, cfg)
 	if err != nil {
@@ -302,6 +309,29 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.lock, s.tls = lock, tlsListeners
 	return s, nil
+}
+
+// prepare refuses everything that can be refused before anything is opened or written (the
+// configuration, the TLS files, the data directory), then takes the data directory's lock
+// when cfg.Exclusive asks for it.
+func prepare(cfg Config) (map[string]*tlsListener, *os.File, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	tlsListeners, err := loadTLS(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDataDir(cfg); err != nil {
+		return nil, nil, err
+	}
+	var lock *os.File
+	if cfg.Exclusive && cfg.DatabaseURL == "" {
+		if lock, err = LockDataDir(cfg.DataDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tlsListeners, lock, nil
 }
 
 func open(ctx context.Context, cfg Config) (*Server, error) {
@@ -645,12 +675,6 @@ func checkCoordinatorURL(raw string) error {
 	return nil
 }
 
-// DashboardURL is the dashboard's address once Run listens ("" before, or without one).
-func (s *Server) DashboardURL() string { return s.dashboardURL }
-
-// ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
-func (s *Server) ProxyURL() string { return s.proxyURL }
-
 // Run serves the API listener and the auth proxy's until ctx ends, then drains in-flight
 // requests (up to drain) and returns. ready, when not nil, is called with the API's bound
 // address once listening.
@@ -669,20 +693,6 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 // handlers are the store-backed handlers of the API, auth proxy and dashboard listeners.
 func (s *Server) handlers() map[string]http.Handler {
 	return map[string]http.Handler{"api": s.Dashboard.Observe(s.API.Handler()), "proxy": s.ProxyServer.Handler(), "dashboard": s.Dashboard.Handler()}
-}
-
-// bound records a listener's base URL.
-func (s *Server) bound(name, url string) {
-	switch name {
-	case "api":
-		s.apiURL = url
-	case "proxy":
-		s.proxyURL = url
-	case "dashboard":
-		s.dashboardURL = url
-	case "metrics":
-		s.metricsURL = url
-	}
 }
 
 // startWorkers starts the webhook and message deliveries and the chain follower; stop ends
