@@ -313,13 +313,24 @@ func parseLimits(spec string) (directory.Limits, error) {
 }
 
 func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "rotate" {
-		return usageError{"usage: latchkey keyring rotate [store flags]"}
+	const usage = "usage: latchkey keyring rotate|rewrap|status [store flags]"
+	if len(args) == 0 {
+		return usageError{usage}
 	}
-	fs := flag.NewFlagSet("keyring rotate", flag.ContinueOnError)
+	sub := args[0]
+	fs := flag.NewFlagSet("keyring "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf storeFlags
 	sf.register(fs)
+	var to server.RewrapTarget
+	switch sub {
+	case "rotate", "status":
+	case "rewrap":
+		fs.StringVar(&to.Seal, "new-seal", "", "the seal of the new master key: file, or a wrapping seal configured by its own flags (default: the current seal)")
+		fs.StringVar(&to.MasterKeyFile, "new-master-key-file", "", "with a file seal: where the new master key is written (must not exist)")
+	default:
+		return usageError{usage}
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -328,12 +339,28 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer s.Close()
-	v, err := s.Keyring.Rotate(ctx, s.Store)
-	if err != nil {
-		return err
+	var out any
+	switch sub {
+	case "rotate":
+		v, err := s.Keyring.Rotate(ctx, s.Store)
+		if err != nil {
+			return err
+		}
+		audit(ctx, s.Store, stderr, "keyring rotated", "", map[string]any{"activeVersion": v})
+		out = map[string]any{"activeVersion": v}
+	case "rewrap":
+		res, err := s.RewrapMasterKey(ctx, to)
+		if err != nil {
+			return err
+		}
+		audit(ctx, s.Store, stderr, "master key rewrapped", "", res)
+		out = res
+	case "status":
+		if out, err = s.KeyringStatus(ctx); err != nil {
+			return err
+		}
 	}
-	audit(ctx, s.Store, stderr, "keyring rotated", "", map[string]any{"activeVersion": v})
-	b, _ := json.Marshal(map[string]any{"activeVersion": v})
+	b, _ := json.Marshal(out)
 	fmt.Fprintln(stdout, string(b))
 	return nil
 }

@@ -210,6 +210,36 @@ func TestTransitSeal(t *testing.T) {
 		!strings.Contains(err.Error(), "has no transit seal record") {
 		t.Fatalf("--seal transit on a file deployment: %v", err)
 	}
+	// keyring rewrap moves it: a new master key wrapped by the transit key; the old file no
+	// longer opens the deployment and transit does, with the same server keys. And back to a file.
+	var fileKeys, transitKeys, backKeys bytes.Buffer
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, &fileKeys, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rewrapped bytes.Buffer
+	if err := run(ctx, []string{"keyring", "rewrap", "--data-dir", fileDir, "--master-key-file", mk, "--new-seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}, &rewrapped, io.Discard); err != nil ||
+		!strings.Contains(rewrapped.String(), `"seal":"transit"`) {
+		t.Fatalf("rewrap to transit: %v %s", err, rewrapped.String())
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "held by a transit seal") {
+		t.Fatalf("the old file after the rewrap: %v", err)
+	}
+	fileSeal := []string{"--data-dir", fileDir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}
+	if err := run(ctx, append([]string{"keys"}, fileSeal...), &transitKeys, io.Discard); err != nil || transitKeys.String() != fileKeys.String() {
+		t.Fatalf("keys through transit after the rewrap: %v\n%s\n%s", err, transitKeys.String(), fileKeys.String())
+	}
+	back := filepath.Join(t.TempDir(), "back.key")
+	if err := run(ctx, append([]string{"keyring", "rewrap", "--new-seal", "file", "--new-master-key-file", back}, fileSeal...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", back}, &backKeys, io.Discard); err != nil || backKeys.String() != fileKeys.String() {
+		t.Fatalf("keys from the new file: %v", err)
+	}
+	var status bytes.Buffer
+	if err := run(ctx, []string{"keyring", "status", "--data-dir", fileDir, "--master-key-file", back}, &status, io.Discard); err != nil ||
+		!strings.Contains(status.String(), `"seal":"file"`) || !strings.Contains(status.String(), `"sealedValues":`) {
+		t.Fatalf("keyring status: %v %s", err, status.String())
+	}
 	srv.Close()
 	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "unsealing the master key through transit") {
 		t.Fatalf("transit down: %v", err)

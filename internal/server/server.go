@@ -321,6 +321,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
 		return nil, err
 	}
+	s.Keyring.SetMasterSource(masterSource(cfg, st))
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
 		return nil, err
 	}
@@ -462,12 +463,15 @@ func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody
 const sealNames = "file or transit"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
-func (cfg Config) wrapper() (custody.Wrapper, error) {
-	switch cfg.Seal {
+func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
+
+// wrapperFor is the wrapping seal named seal, configured by cfg's flags for it.
+func (cfg Config) wrapperFor(seal string) (custody.Wrapper, error) {
+	switch seal {
 	case custody.SealTransit:
 		return cfg.Transit, nil
 	}
-	return nil, fmt.Errorf("--seal %q: use %s", cfg.Seal, sealNames)
+	return nil, fmt.Errorf("--seal %q: use %s", seal, sealNames)
 }
 
 // unseal returns the master key by the deployment's seal: the file's key as given, checked
