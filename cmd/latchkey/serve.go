@@ -268,18 +268,47 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
+	rotate := len(args) > 0 && args[0] == "rotate"
+	name := "keys"
+	if rotate {
+		name, args = "keys rotate", args[1:]
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf storeFlags
 	sf.register(fs)
+	var keys listFlag
+	var overlap, grace *time.Duration
+	if rotate {
+		fs.Var(&keys, "key", fmt.Sprintf("the server key to rotate (repeatable): %v", custody.Rotatable))
+		overlap = fs.Duration("overlap", 7*24*time.Hour, "how long the next key is published beside the current one before it takes over")
+		grace = fs.Duration("grace", 24*time.Hour, "how long the replaced key still verifies what it signed after the next one took over")
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if rotate && len(keys) == 0 {
+		return usageError{fmt.Sprintf("latchkey keys rotate --key NAME [--overlap D] [--grace D]: name one of %v", custody.Rotatable)}
 	}
 	s, err := sf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if rotate {
+		var out []custody.Rotation
+		for _, k := range keys {
+			r, err := custody.RotateServerKey(ctx, s.Store, s.Keyring, custody.ServerKey(k), *overlap, *grace, time.Now())
+			if err != nil {
+				return err
+			}
+			audit(ctx, s.Store, stderr, "server key rotation", k, r)
+			out = append(out, r)
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
 	b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	fmt.Fprintln(stdout, string(b))
 	return nil

@@ -618,7 +618,7 @@ func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
 type keyRow struct{ Name, Label, Value string }
 
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
-	b, _ := json.Marshal(s.Keys)
+	b, _ := json.Marshal(s.Keys())
 	var m map[string]string
 	_ = json.Unmarshal(b, &m)
 	rows := make([]keyRow, 0, len(m))

@@ -37,7 +37,7 @@ type ProxyConfigs interface {
 type Server struct {
 	Store   store.Store
 	Proxy   ProxyConfigs
-	Keys    any // the server's public keys (what /.well-known/latchkey.json shows)
+	Keys    func() any // the server's public keys now (what /.well-known/latchkey.json shows)
 	Version string
 	Log     *slog.Logger
 	Now     func() time.Time

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -362,19 +363,19 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
-	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
-	if err != nil {
-		return nil, err
+	wellKnown := func() []byte {
+		b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
+		return b
 	}
-	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk, WebhookJWKS: webhooks.JWKS(s.Keys),
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
-	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
+	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wellKnown, WebhookJWKS: webhooks.JWKS(s.Keys),
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) }}
+	s.API.Attested = otp.Attested{OTPKeys: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) }, Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
 	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
 	if cfg.DatabaseURL == "" {
@@ -586,7 +587,12 @@ type PublicKeys struct {
 	// ClientSecretsPublicKey is what clients encrypt OAuth 2.0 client secrets to: pass it to
 	// @turnkey/crypto encryptOauth2ClientSecret as dangerouslyOverrideTlsFetcherPublicKey.
 	ClientSecretsPublicKey string `json:"clientSecretsPublicKey"`
-	Version                string `json:"version"`
+	// Rotations lists the keys being rotated (latchkey keys rotate): the next key, published
+	// here for the overlap before it takes over at activatesAt, and afterwards the replaced key
+	// for as long as it still verifies. A client that pins a key adds the next one during the
+	// overlap.
+	Rotations []custody.Rotation `json:"rotations,omitempty"`
+	Version   string             `json:"version"`
 }
 
 // PublicKeys returns the server's public keys.
@@ -598,6 +604,7 @@ func (s *Server) PublicKeys() PublicKeys {
 		AppProofPublicKey:      s.Keys.PublicKey(custody.AppProof),
 		WebhookPublicKey:       s.Keys.PublicKey(custody.Webhook),
 		ClientSecretsPublicKey: s.Keys.PublicKey(custody.ClientSecrets),
+		Rotations:              s.Keys.Rotations(),
 		Version:                Version,
 	}
 }
@@ -708,7 +715,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	go func() { s.Messages.Run(dctx); close(sent) }()
 	followed := make(chan struct{})
 	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
-	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed }()
+	reloaded := make(chan struct{})
+	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
+	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }()
 	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
 	if ready != nil {
 		ready(apiAddr)
@@ -728,4 +737,24 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		}
 	}
 	return nil
+}
+
+// ServerKeyReload is how often a serving process reads the server keys again, to pick up a
+// rotation another process made (latchkey keys rotate). A rotation's overlap should be much
+// longer: the next key is published from then on, and takes over by the clock in every process.
+const ServerKeyReload = 30 * time.Second
+
+func (s *Server) reloadServerKeys(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Keys.Reload(ctx, s.Store, s.Keyring); err != nil && ctx.Err() == nil {
+			s.Log.Error("reloading the server keys failed; keeping the ones loaded", "err", err)
+		}
+	}
 }
