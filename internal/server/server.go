@@ -375,7 +375,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.CoordinatorURL != "" {
 		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Version: Version, Log: cfg.Log,
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Keyring: s.KeyringStatus, Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
 	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
 	if cfg.DatabaseURL == "" {
