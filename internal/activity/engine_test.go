@@ -581,14 +581,14 @@ func TestConsensusRendersPerCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{false, true, true} {
-		w := decode(t, RenderFor(data, cs[i]))
+		w := decode(t, RenderFor(StatusConsensusNeeded, data, cs[i]))
 		if w.CanApprove != want || w.CanReject != want {
 			t.Errorf("caller %d: canApprove %v canReject %v, want %v", i, w.CanApprove, w.CanReject, want)
 		}
 	}
 	parent := *cs[1]
 	parent.ParentAccess = true
-	if w := decode(t, RenderFor(data, &parent)); w.CanApprove {
+	if w := decode(t, RenderFor(StatusConsensusNeeded, data, &parent)); w.CanApprove {
 		t.Error("a parent organization's user may approve")
 	}
 	_, err = h.vote(&parent, data, true)
