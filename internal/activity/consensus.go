@@ -121,16 +121,25 @@ func errNoFingerprint() error {
 	return apierr.New(apierr.NotFound, "NOT_FOUND", "No activity found with fingerprint. Consensus activities must target an existing activity by fingerprint")
 }
 
-// vote records an approval or a rejection of the activity holding fingerprint fp, by the
-// caller, then decides it again: enough approvals run it (exactly once: votes on one activity
-// are serialised), a rejection ends it. It returns the target activity.
-func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp string, approve bool, raw []byte) ([]byte, error) {
+// voteRequest is a vote as submitted: an approval or a rejection, by caller, of the activity of
+// organization orgID that holds fingerprint fp.
+type voteRequest struct {
+	caller  *directory.Caller
+	orgID   string
+	fp      string
+	approve bool
+	raw     []byte // the body, kept as the vote's message
+}
+
+// vote records the vote v, then decides its activity again: enough approvals run it (exactly
+// once: votes on one activity are serialised), a rejection ends it. It returns the activity.
+func (e *Engine) vote(ctx context.Context, v voteRequest) ([]byte, error) {
 	var out store.Activity
 	after := &afterCommit{}
 	tctx, span := tracing.Start(ctx, "store.transaction")
 	err := e.svc.Store.Update(tctx, func(tx store.Tx) error {
 		var err error
-		out, err = e.castVote(outbound.Forbid(tctx), tx, after.reset(), caller, orgID, fp, approve, raw)
+		out, err = e.castVote(outbound.Forbid(tctx), tx, after.reset(), v)
 		return err
 	})
 	endTransaction(span, "vote", err)
@@ -141,7 +150,7 @@ func (e *Engine) vote(ctx context.Context, caller *directory.Caller, orgID, fp s
 	if e.svc.Committed != nil {
 		e.svc.Committed()
 	}
-	return RenderFor(out.Status, out.Data, caller), nil
+	return RenderFor(out.Status, out.Data, v.caller), nil
 }
 
 // ballot is one vote on an activity that waits for approvals, inside the transaction that
@@ -157,13 +166,14 @@ type ballot struct {
 	now    time.Time
 }
 
-// castVote records the caller's vote in tx and returns the activity it leaves.
-func (e *Engine) castVote(ctx context.Context, tx store.Tx, after *afterCommit, caller *directory.Caller, orgID, fp string, approve bool, raw []byte) (store.Activity, error) {
-	b, act, err := openBallot(ctx, tx, orgID, fp)
+// castVote records the vote v in tx and returns the activity it leaves.
+func (e *Engine) castVote(ctx context.Context, tx store.Tx, after *afterCommit, v voteRequest) (store.Activity, error) {
+	b, act, err := openBallot(ctx, tx, v.orgID, v.fp)
 	if b == nil {
 		return act, err // an error, or an activity that no longer waits: the vote changes nothing
 	}
-	b.tx, b.after, b.caller = tx, after, caller
+	b.tx, b.after, b.caller = tx, after, v.caller
+	caller := v.caller
 	if caller.ParentAccess {
 		return store.Activity{}, apierr.Denied("request not authorized: a parent organization cannot vote in a sub-organization")
 	}
@@ -171,22 +181,22 @@ func (e *Engine) castVote(ctx context.Context, tx store.Tx, after *afterCommit, 
 	if mfa && caller.User.ID != b.p.UserID {
 		return store.Activity{}, apierr.New(apierr.FailedPrecondition, "AUTHENTICATORS_NEEDED", "the activity waits for its initiator to prove more authentication methods; only the initiator can approve or reject it now")
 	}
-	for _, v := range b.w.Votes {
-		if v.UserId == caller.User.ID && !mfa {
+	for _, prior := range b.w.Votes {
+		if prior.UserId == caller.User.ID && !mfa {
 			return b.act, nil // already voted: nothing changes
 		}
 	}
 	b.now = e.svc.Now()
 	selection := "VOTE_SELECTION_APPROVED"
-	if !approve {
+	if !v.approve {
 		selection = "VOTE_SELECTION_REJECTED"
 	}
-	v := wire.Vote{Id: id.New(), UserId: caller.User.ID, User: VoteUser(caller.User), ActivityId: b.act.ID, Selection: selection,
-		Message: string(raw), PublicKey: caller.PublicKey, Signature: caller.Signature, Scheme: caller.Scheme, CreatedAt: Timestamp(b.now)}
-	b.voteID = v.Id
-	b.w.Votes = append(b.w.Votes, v)
+	b.voteID = id.New()
+	b.w.Votes = append(b.w.Votes, wire.Vote{Id: b.voteID, UserId: caller.User.ID, User: VoteUser(caller.User), ActivityId: b.act.ID,
+		Selection: selection, Message: string(v.raw), PublicKey: caller.PublicKey, Signature: caller.Signature, Scheme: caller.Scheme,
+		CreatedAt: Timestamp(b.now)})
 	b.w.UpdatedAt = Timestamp(b.now)
-	if !approve {
+	if !v.approve {
 		b.w.Status = StatusRejected
 		return e.finishVote(ctx, b, true)
 	}

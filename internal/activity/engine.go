@@ -284,7 +284,7 @@ func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []
 		return nil, err
 	}
 	if prior.Status == StatusConsensusNeeded {
-		return e.vote(ctx, req.Caller, req.Env.OrganizationId, prior.Fingerprint, true, voteBody)
+		return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: prior.Fingerprint, approve: true, raw: voteBody})
 	}
 	return RenderFor(prior.Status, prior.Data, req.Caller), nil
 }
@@ -308,7 +308,7 @@ func (e *Engine) submitVote(ctx context.Context, req SubmitRequest) ([]byte, err
 	if in.Fingerprint == "" {
 		return nil, apierr.Required("parameters.fingerprint")
 	}
-	return e.vote(ctx, req.Caller, req.Env.OrganizationId, in.Fingerprint, req.Path == "approve_activity", req.Raw)
+	return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: in.Fingerprint, approve: req.Path == "approve_activity", raw: req.Raw})
 }
 
 // existing is the activity of organization orgID that holds fingerprint fp, if there is one.

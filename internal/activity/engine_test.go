@@ -22,6 +22,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -775,5 +776,144 @@ func BenchmarkSubmit(b *testing.B) {
 		if _, err := h.tag(root, strconv.Itoa(i)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// fakePolicies serves the same policies to every organization and keeps the evaluations the
+// engine records.
+type fakePolicies struct {
+	mu       sync.Mutex
+	policies []policy.Policy
+	records  []string // "outcome vote" per recorded evaluation
+}
+
+func (f *fakePolicies) Policies(context.Context, store.Reader, string) ([]policy.Policy, error) {
+	return f.policies, nil
+}
+
+func (f *fakePolicies) RecordEvaluation(_ context.Context, _ store.Tx, _, _, _ string, _ time.Time, final policy.Outcome, _ []policy.Evaluation) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.records = append(f.records, string(final))
+	return nil
+}
+
+// TestPolicies: when the root quorum does not decide, policies do; their evaluations are
+// recorded, with the FAILED activity when they deny.
+func TestPolicies(t *testing.T) {
+	mustPolicy := func(effect, condition, consensus string) policy.Policy {
+		p, err := policy.NewPolicy(id.New(), effect, condition, consensus, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	needTwo := mustPolicy(policy.EffectAllow, "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "approvers.count() >= 2")
+	denyTags := mustPolicy(policy.EffectDeny, "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "")
+	tests := []struct {
+		name     string
+		policies []policy.Policy
+		steps    []step
+		recorded string // what Recorded was told of the submission
+		records  string // the final outcomes recorded, in order
+	}{
+		{"two approvers", []policy.Policy{needTwo}, []step{
+			{2, "submit", StatusConsensusNeeded, 1},
+			{0, "approve", StatusCompleted, 2},
+		}, StatusConsensusNeeded + " consensus", "[OUTCOME_REQUIRES_CONSENSUS OUTCOME_ALLOW]"},
+		{"an explicit deny wins over a root's approval", []policy.Policy{needTwo, denyTags}, []step{
+			{0, "submit", StatusFailed, 1},
+		}, StatusFailed + " deny", "[OUTCOME_DENY_EXPLICIT]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			ps := &fakePolicies{policies: tc.policies}
+			h.eng.svc.Policies = ps
+			cs := h.org(2, 2)
+			var data []byte
+			for i, s := range tc.steps {
+				var err error
+				c := cs[s.who]
+				switch s.what {
+				case "submit":
+					raw := h.body(c, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{}})
+					if data, err = h.send(c, "create_user_tag", raw); s.status == StatusFailed {
+						wantCode(t, err, apierr.PermissionDenied, msgDeniedExplicit)
+						data, err = h.stored(c, Fingerprint(raw)).Data, nil
+					}
+				case "approve":
+					data, err = h.vote(c, data, true)
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if w := wantStatus(t, data, s.status); len(w.Votes) != s.votes {
+					t.Fatalf("step %d: %d votes, want %d", i, len(w.Votes), s.votes)
+				}
+			}
+			if want := "ACTIVITY_TYPE_CREATE_USER_TAG " + tc.recorded; len(h.recorded) != 1 || h.recorded[0] != want {
+				t.Errorf("recorded %q, want %q", h.recorded, want)
+			}
+			if got := fmt.Sprint(ps.records); got != tc.records {
+				t.Errorf("evaluations %s, want %s", got, tc.records)
+			}
+		})
+	}
+}
+
+// TestAuthenticatorsNeeded: an MFA policy makes the initiator prove a passkey after their API
+// key; only they can approve, each approval proving the method it is stamped with.
+func TestAuthenticatorsNeeded(t *testing.T) {
+	h := newHarness(t)
+	h.eng.svc.MFA = func(_ context.Context, _ store.Reader, _, _ string, _ policy.Env) (*MFARequirement, error) {
+		return &MFARequirement{PolicyID: "mfa", Steps: [][]AuthMethod{{{Type: MethodAPIKey}}, {{Type: MethodPasskey}}}}, nil
+	}
+	cs := h.org(2, 1)
+	root := cs[0]
+	data, err := h.tag(root, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wantStatus(t, data, StatusAuthenticatorsNeeded)
+	for i, want := range []bool{true, false, false} {
+		if r := decode(t, RenderFor(StatusAuthenticatorsNeeded, data, cs[i])); r.CanApprove != want {
+			t.Errorf("caller %d: canApprove %v, want %v", i, r.CanApprove, want)
+		}
+	}
+	status := func() *MFAState {
+		var st *MFAState
+		err := h.st.View(context.Background(), func(r store.Reader) error {
+			var err error
+			st, err = MFAStatusOf(context.Background(), r, root.Target.ID, w.ID)
+			return err
+		})
+		if err != nil || st == nil {
+			t.Fatalf("MFA status %v %v", st, err)
+		}
+		return st
+	}
+	if st := status(); st.Satisfied || len(st.Done) != 1 || st.UserID != root.User.ID {
+		t.Errorf("MFA status %+v", st)
+	}
+	_, err = h.vote(cs[1], data, true)
+	wantCode(t, err, apierr.FailedPrecondition, "only the initiator")
+	// The API key again proves nothing more.
+	data, err = h.vote(root, data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, data, StatusAuthenticatorsNeeded)
+	passkey := *root
+	passkey.CredentialType, passkey.CredentialID = directory.CredentialWebAuthn, "passkey"
+	data, err = h.vote(&passkey, data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := wantStatus(t, data, StatusCompleted); len(w.Votes) != 3 {
+		t.Errorf("%d votes: %s", len(w.Votes), data)
+	}
+	if got := h.runs(root); len(got) != 1 {
+		t.Errorf("handler writes %v", got)
 	}
 }
