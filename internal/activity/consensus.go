@@ -84,12 +84,13 @@ func savePending(ctx context.Context, tx store.Tx, orgID, activityID string, p *
 	return nil
 }
 
-// RenderFor is an activity (of the given status, as stored) as the caller sees it: canApprove
-// and canReject are true only for an activity that waits for approvals, to a user of its
-// organization who has not voted yet.
-func RenderFor(status string, data []byte, c *directory.Caller) []byte {
-	mfa := status == StatusAuthenticatorsNeeded
-	if (!mfa && status != StatusConsensusNeeded) || c == nil {
+// RenderFor is a stored activity's JSON as the caller sees it: canApprove and canReject are true
+// only for an activity that waits for approvals, to a user of its organization who has not voted
+// yet.
+func RenderFor(a store.Activity, c *directory.Caller) []byte {
+	data := a.Data
+	mfa := a.Status == StatusAuthenticatorsNeeded
+	if (!mfa && a.Status != StatusConsensusNeeded) || c == nil {
 		return data
 	}
 	var w Wire
@@ -150,7 +151,7 @@ func (e *Engine) vote(ctx context.Context, v voteRequest) ([]byte, error) {
 	if e.svc.Committed != nil {
 		e.svc.Committed()
 	}
-	return RenderFor(out.Status, out.Data, v.caller), nil
+	return RenderFor(out, v.caller), nil
 }
 
 // ballot is one vote on an activity that waits for approvals, inside the transaction that

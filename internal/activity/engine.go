@@ -234,7 +234,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	if out.failure != nil {
 		return nil, out.failure
 	}
-	return RenderFor(out.Status, out.Data, req.Caller), nil
+	return RenderFor(out.Activity, req.Caller), nil
 }
 
 // recorded tells the services of an activity written: Committed, Recorded, and the log when
@@ -286,7 +286,7 @@ func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []
 	if prior.Status == StatusConsensusNeeded {
 		return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: prior.Fingerprint, approve: true, raw: voteBody})
 	}
-	return RenderFor(prior.Status, prior.Data, req.Caller), nil
+	return RenderFor(prior, req.Caller), nil
 }
 
 // submitVote handles approve_activity and reject_activity: a vote on the activity named by

@@ -582,14 +582,14 @@ func TestConsensusRendersPerCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{false, true, true} {
-		w := decode(t, RenderFor(StatusConsensusNeeded, data, cs[i]))
+		w := decode(t, RenderFor(store.Activity{Status: StatusConsensusNeeded, Data: data}, cs[i]))
 		if w.CanApprove != want || w.CanReject != want {
 			t.Errorf("caller %d: canApprove %v canReject %v, want %v", i, w.CanApprove, w.CanReject, want)
 		}
 	}
 	parent := *cs[1]
 	parent.ParentAccess = true
-	if w := decode(t, RenderFor(StatusConsensusNeeded, data, &parent)); w.CanApprove {
+	if w := decode(t, RenderFor(store.Activity{Status: StatusConsensusNeeded, Data: data}, &parent)); w.CanApprove {
 		t.Error("a parent organization's user may approve")
 	}
 	_, err = h.vote(&parent, data, true)
@@ -877,7 +877,7 @@ func TestAuthenticatorsNeeded(t *testing.T) {
 	}
 	w := wantStatus(t, data, StatusAuthenticatorsNeeded)
 	for i, want := range []bool{true, false, false} {
-		if r := decode(t, RenderFor(StatusAuthenticatorsNeeded, data, cs[i])); r.CanApprove != want {
+		if r := decode(t, RenderFor(store.Activity{Status: StatusAuthenticatorsNeeded, Data: data}, cs[i])); r.CanApprove != want {
 			t.Errorf("caller %d: canApprove %v, want %v", i, r.CanApprove, want)
 		}
 	}
