@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,45 +52,15 @@ func TestPKCS11Seal(t *testing.T) {
 		t.Fatalf("init without a key on the token: %v", err)
 	}
 
-	var out bytes.Buffer
-	if err := run(ctx, append(append(append([]string{}, initArgs...), seal...), "--pkcs11-create-key"), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var created map[string]string
-	_ = json.Unmarshal(out.Bytes(), &created)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.Contains(e.Name(), "master") {
-			t.Fatalf("a master key file in the data directory: %s", e.Name())
-		}
-	}
+	created := initSealed(t, append(append(append([]string{}, initArgs[1:]...), seal...), "--pkcs11-create-key"), dir)
 	var keys1, keys2 bytes.Buffer
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := custody.PKCS11{Module: module, TokenLabel: "latchkey", KeyLabel: "latchkey-master", PIN: pin}
-	open := func() (*api, func()) {
-		s, err := server.Open(ctx, server.Config{DataDir: dir, MustExist: true, Seal: custody.SealPKCS11, PKCS11: cfg, Log: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := httptest.NewServer(s.API.Handler())
-		return &api{t: t, url: h.URL, org: created["organizationId"], priv: priv}, func() { h.Close(); s.Close() }
-	}
-	a, stop := open()
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
-	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
-	stop()
-	// Restarted: unwrapped again by the token, the same server keys, the wallet signs.
-	b, stop2 := open()
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	stop2()
-	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
-		t.Fatalf("signature: %v", sig)
-	}
+	// Opened, restarted (unwrapped again by the token): the wallet made before signs after.
+	signsAcrossRestart(t, server.Config{DataDir: dir, Seal: custody.SealPKCS11,
+		PKCS11: custody.PKCS11{Module: module, TokenLabel: "latchkey", KeyLabel: "latchkey-master", PIN: pin}}, created["organizationId"], priv)
 	// The PIN from a file, as a secret manager mounts it.
 	pinFile := filepath.Join(t.TempDir(), "pin")
 	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
