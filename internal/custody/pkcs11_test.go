@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,8 +54,8 @@ func TestPKCS11Check(t *testing.T) {
 }
 
 // Against SoftHSM2 (a build with the pkcs11 tag): a wrap unwraps to the same master key, each
-// wrap has its own IV, a changed or foreign ciphertext is refused, and the key the seal makes is
-// sensitive and not extractable.
+// wrap has its own IV, a changed or foreign ciphertext is refused, the token is found by its slot
+// too, and the key the seal makes is sensitive and not extractable.
 func TestPKCS11WrapSoftHSM(t *testing.T) {
 	if !PKCS11Supported {
 		t.Skip("built without -tags pkcs11")
@@ -98,6 +100,20 @@ func TestPKCS11WrapSoftHSM(t *testing.T) {
 	for _, slot := range slots {
 		if l, _ := mod.TokenLabel(slot); l != "custody" {
 			continue
+		}
+		// The token by its slot ID; the module already initialized by this process is left so.
+		bySlot := p
+		bySlot.TokenLabel, bySlot.Slot = "", strconv.FormatUint(slot, 10)
+		if got, err := bySlot.Unwrap(ctx, ct1); err != nil || !bytes.Equal(got.k[:], m.k[:]) {
+			t.Fatalf("unwrap by slot: %v", err)
+		}
+		absent := uint64(0)
+		for slices.Contains(slots, absent) {
+			absent++
+		}
+		bySlot.Slot = strconv.FormatUint(absent, 10)
+		if _, err := bySlot.Unwrap(ctx, ct1); err == nil || !strings.Contains(err.Error(), "CKR_SLOT_ID_INVALID") {
+			t.Fatalf("unwrap by another slot: %v", err)
 		}
 		s, err := mod.OpenSession(slot, false)
 		if err != nil {
