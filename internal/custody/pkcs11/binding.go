@@ -268,6 +268,9 @@ func (s *Session) Logout() error { return s.m.call(fnLogout, uintptr(s.h)) }
 
 // FindObjects returns the handles of up to max objects matching the template.
 func (s *Session) FindObjects(attrs []Attribute, max int) ([]uint64, error) {
+	if max < 1 {
+		return nil, errors.New("pkcs11: FindObjects: max must be at least 1")
+	}
 	t := template(attrs)
 	var tp unsafe.Pointer
 	if len(t) > 0 {
@@ -313,6 +316,9 @@ func (s *Session) GenerateKey(mech uint64, attrs []Attribute) (uint64, error) {
 // EncryptGCM encrypts plaintext with the AES key by CKM_AES_GCM: the given IV, additional data
 // aad and a 128-bit tag; it returns the ciphertext followed by the tag.
 func (s *Session) EncryptGCM(key uint64, iv, aad, plaintext []byte) ([]byte, error) {
+	if len(plaintext) == 0 {
+		return nil, errors.New("pkcs11: EncryptGCM: nothing to encrypt")
+	}
 	mech := gcmMechanism(iv, aad, 128)
 	if err := s.m.call(fnEncryptInit, uintptr(s.h), uintptr(unsafe.Pointer(mech)), uintptr(key)); err != nil {
 		return nil, err
