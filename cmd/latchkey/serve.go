@@ -27,6 +27,7 @@ type storeFlags struct {
 	dev                                 bool
 	seal                                string
 	transit                             custody.Transit
+	pkcs11                              custody.PKCS11
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -34,12 +35,18 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) or transit (wrapped by an OpenBao/Vault transit key; docs/operations.md)")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key) or pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
 	fs.StringVar(&s.transit.Namespace, "transit-namespace", "", "--seal transit: the namespace (X-Vault-Namespace), if any")
 	fs.StringVar(&s.transit.Token, "transit-token", "", "--seal transit: the token, from LATCHKEY_TRANSIT_TOKEN or LATCHKEY_TRANSIT_TOKEN_FILE only (a secret is refused on the command line)")
+	fs.StringVar(&s.pkcs11.Module, "pkcs11-module", "", "--seal pkcs11: absolute path of the token's PKCS#11 module (.so); needs a build with -tags pkcs11")
+	fs.StringVar(&s.pkcs11.TokenLabel, "pkcs11-token-label", "", "--seal pkcs11: the label of the token that holds the wrapping key")
+	fs.StringVar(&s.pkcs11.Slot, "pkcs11-slot", "", "--seal pkcs11: the token's slot ID, instead of --pkcs11-token-label")
+	fs.StringVar(&s.pkcs11.KeyLabel, "pkcs11-key-label", "", "--seal pkcs11: the label of the AES key on the token that wraps the master key")
+	fs.BoolVar(&s.pkcs11.CreateKey, "pkcs11-create-key", false, "--seal pkcs11, latchkey init: generate the AES key on the token (sensitive, not extractable) if it does not exist")
+	fs.StringVar(&s.pkcs11.PIN, "pkcs11-pin", "", "--seal pkcs11: the token's user PIN, from LATCHKEY_PKCS11_PIN or LATCHKEY_PKCS11_PIN_FILE only (a secret is refused on the command line)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -54,7 +61,7 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
-		Seal: s.seal, Transit: s.transit}
+		Seal: s.seal, Transit: s.transit, PKCS11: s.pkcs11}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -91,6 +91,7 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
+	PKCS11  custody.PKCS11 // --seal pkcs11: an AES key on a PKCS#11 token wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -461,7 +462,7 @@ var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file or transit"
+const sealNames = "file, transit or pkcs11"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
@@ -471,6 +472,8 @@ func (cfg Config) wrapperFor(seal string) (custody.Wrapper, error) {
 	switch seal {
 	case custody.SealTransit:
 		return cfg.Transit, nil
+	case custody.SealPKCS11:
+		return cfg.PKCS11, nil
 	}
 	return nil, fmt.Errorf("--seal %q: use %s", seal, sealNames)
 }
