@@ -85,7 +85,7 @@ commands:
   proxy     configure an organization's auth proxy (proxy enable|update|disable|show --org ID)
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
-  keyring   rotate the data key that seals secrets (keyring rotate)
+  keyring   the keys that seal secrets: rotate (a new data key), rewrap (a new master key), status
   unseal    give a sealed Latchkey (--seal shamir) one share: latchkey unseal --api-url URL
   seal      seal a running --seal shamir Latchkey (stamped by a root user's API key)
   completion print a shell completion script: latchkey completion bash|zsh|fish

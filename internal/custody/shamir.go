@@ -296,7 +296,7 @@ func (u *ShamirUnsealer) Add(text []byte) (*MasterKey, error) {
 	err = shamirCombine(m.k[:], u.xs, ys)
 	u.Reset()
 	if err != nil || !u.seal.Check(m) {
-		clear(m.k[:])
+		m.Wipe()
 		return nil, &ShareError{Reason: "the shares do not rebuild this deployment's master key; start again"}
 	}
 	return m, nil
@@ -409,13 +409,6 @@ func (kr *Keyring) Forget() {
 	for _, k := range kr.rawKeys {
 		clear(k)
 	}
-	kr.keys, kr.rawKeys, kr.st = nil, nil, nil
-	kr.master.Forget()
-}
-
-// Forget wipes the master key (one rebuilt from shares that could not be used).
-func (m *MasterKey) Forget() {
-	if m != nil && m.k != nil {
-		clear(m.k[:])
-	}
+	kr.keys, kr.rawKeys, kr.st, kr.source = nil, nil, nil, nil
+	kr.master.Wipe()
 }

@@ -446,7 +446,7 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 		return z.Status(), nil
 	}
 	if err := z.openLocked(ctx, m, client); err != nil {
-		m.Forget()
+		m.Wipe()
 		z.log.Error("unseal: the master key is rebuilt but the server did not open; it stays sealed", "err", err)
 		return z.Status(), &apierr.Error{Code: apierr.Unavailable, Message: "the shares rebuilt the master key but Latchkey could not open (see its log); it stays sealed: give the shares again", Cause: err}
 	}
@@ -632,7 +632,7 @@ func OpenWithShares(ctx context.Context, cfg Config, share func(SealStatus) ([]b
 			cfg.unsealed = m
 			s, err := Open(ctx, cfg)
 			if err != nil {
-				m.Forget()
+				m.Wipe()
 			}
 			return s, err
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +91,7 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
+	PKCS11  custody.PKCS11 // --seal pkcs11: an AES key on a PKCS#11 token wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -375,6 +377,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
 		return nil, err
 	}
+	s.Keyring.SetMasterSource(masterSource(cfg, st))
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
 		return nil, err
 	}
@@ -415,19 +418,19 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
-	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
-	if err != nil {
-		return nil, err
+	wellKnown := func() []byte {
+		b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
+		return b
 	}
-	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk, WebhookJWKS: webhooks.JWKS(s.Keys),
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
-	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
+	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wellKnown, WebhookJWKS: webhooks.JWKS(s.Keys),
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) }}
+	s.API.Attested = otp.Attested{OTPKeys: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) }, Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Keyring: s.KeyringStatus, Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
 	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
 	if cfg.DatabaseURL == "" {
@@ -525,15 +528,20 @@ func (cfg Config) checkNoFileKey() error {
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file, shamir or transit"
+const sealNames = "file, transit, pkcs11 or shamir"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
-func (cfg Config) wrapper() (custody.Wrapper, error) {
-	switch cfg.Seal {
+func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
+
+// wrapperFor is the wrapping seal named seal, configured by cfg's flags for it.
+func (cfg Config) wrapperFor(seal string) (custody.Wrapper, error) {
+	switch seal {
 	case custody.SealTransit:
 		return cfg.Transit, nil
+	case custody.SealPKCS11:
+		return cfg.PKCS11, nil
 	}
-	return nil, fmt.Errorf("--seal %q: use %s", cfg.Seal, sealNames)
+	return nil, fmt.Errorf("--seal %q: use %s", seal, sealNames)
 }
 
 // unseal returns the master key by the deployment's seal: the file's key as given, checked
@@ -651,7 +659,12 @@ type PublicKeys struct {
 	// ClientSecretsPublicKey is what clients encrypt OAuth 2.0 client secrets to: pass it to
 	// @turnkey/crypto encryptOauth2ClientSecret as dangerouslyOverrideTlsFetcherPublicKey.
 	ClientSecretsPublicKey string `json:"clientSecretsPublicKey"`
-	Version                string `json:"version"`
+	// Rotations lists the keys being rotated (latchkey keys rotate): the next key, published
+	// here for the overlap before it takes over at activatesAt, and afterwards the replaced key
+	// for as long as it still verifies. A client that pins a key adds the next one during the
+	// overlap.
+	Rotations []custody.Rotation `json:"rotations,omitempty"`
+	Version   string             `json:"version"`
 }
 
 // PublicKeys returns the server's public keys.
@@ -663,6 +676,7 @@ func (s *Server) PublicKeys() PublicKeys {
 		AppProofPublicKey:      s.Keys.PublicKey(custody.AppProof),
 		WebhookPublicKey:       s.Keys.PublicKey(custody.Webhook),
 		ClientSecretsPublicKey: s.Keys.PublicKey(custody.ClientSecrets),
+		Rotations:              s.Keys.Rotations(),
 		Version:                Version,
 	}
 }
@@ -705,8 +719,10 @@ func (s *Server) startWorkers() (stop func()) {
 	go func() { s.Messages.Run(dctx); close(sent) }()
 	followed := make(chan struct{})
 	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
+	reloaded := make(chan struct{})
+	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
 	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
-	return func() { stopDeliveries(); <-delivered; <-sent; <-followed }
+	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }
 }
 
 // listenerSet is the listeners of cfg (api always; proxy, dashboard and metrics when their
@@ -825,4 +841,24 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 		}
 	}
 	return nil
+}
+
+// ServerKeyReload is how often a serving process reads the server keys again, to pick up a
+// rotation another process made (latchkey keys rotate). A rotation's overlap should be much
+// longer: the next key is published from then on, and takes over by the clock in every process.
+const ServerKeyReload = 30 * time.Second
+
+func (s *Server) reloadServerKeys(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Keys.Reload(ctx, s.Store, s.Keyring); err != nil && ctx.Err() == nil {
+			s.Log.Error("reloading the server keys failed; keeping the ones loaded", "err", err)
+		}
+	}
 }

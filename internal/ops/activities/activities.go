@@ -56,7 +56,7 @@ func getActivity(q *activity.Read, in *wire.GetActivityRequest) (any, error) {
 	if err != nil {
 		return nil, apierr.Internalf(err, "reading activity")
 	}
-	return activityResponse{Activity: activity.RenderFor(a.Data, q.Caller)}, nil
+	return activityResponse{Activity: activity.RenderFor(a, q.Caller)}, nil
 }
 
 func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error) {
@@ -77,7 +77,7 @@ func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error
 	}
 	out := activitiesResponse{Activities: make([]json.RawMessage, 0, len(as))}
 	for _, a := range as {
-		out.Activities = append(out.Activities, activity.RenderFor(a.Data, q.Caller))
+		out.Activities = append(out.Activities, activity.RenderFor(a, q.Caller))
 	}
 	return out, nil
 }
