@@ -122,7 +122,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return fn(&reader{q: s.pool})
+	return fn(newReader(s.pool, false))
 }
 
 // Update runs fn in one READ COMMITTED transaction and commits it. On a serialization
@@ -161,7 +161,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (err error
 		}
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
-	t := &tx{reader: reader{q: ptx, forUpdate: true}, tx: ptx}
+	t := newTx(newReader(ptx, true), ptx, 0, nil)
 	committed := false
 	defer func() {
 		t.finished.Store(true)
