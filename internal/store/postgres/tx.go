@@ -90,6 +90,7 @@ var errTxDone = errors.New("postgres: transaction used after its Update fn retur
 type tx struct {
 	sqlcore.Live // the reads, on reader, each after check
 	reader       *reader
+	plain        *reader // reader without FOR UPDATE, for NoLock
 	tx           pgx.Tx
 	depth        int
 	parent       *tx
@@ -100,6 +101,11 @@ var _ store.Tx = (*tx)(nil)
 
 func newTx(r *reader, ptx pgx.Tx, depth int, parent *tx) *tx {
 	t := &tx{reader: r, tx: ptx, depth: depth, parent: parent}
+	if parent != nil {
+		t.plain = parent.plain
+	} else {
+		t.plain = newReader(r.q, false)
+	}
 	t.Live = sqlcore.Live{R: r, Check: t.check}
 	return t
 }
@@ -338,7 +344,7 @@ func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
-	return newReader(n.reader.q, false).Get(ctx, kind, id)
+	return n.plain.Get(ctx, kind, id)
 }
 
 func (t *tx) Lock(ctx context.Context, name string) error {
