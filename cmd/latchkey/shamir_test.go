@@ -16,6 +16,7 @@ import (
 	"filippo.io/age"
 	"filippo.io/age/armor"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/server"
@@ -61,11 +62,9 @@ func shamirGet(t *testing.T, url string) (int, string) {
 // unsealWith runs latchkey unseal with share on stdin.
 func unsealWith(t *testing.T, url, share string) (string, error) {
 	t.Helper()
-	old := stdin
-	stdin = strings.NewReader(share + "\n")
-	defer func() { stdin = old }()
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"unseal", "--api-url", url}, &out, io.Discard)
+	c := client.Commands{Stdin: strings.NewReader(share + "\n"), Stdout: &out, Stderr: io.Discard, ParseFlags: parseFlags}
+	err := c.Unseal(context.Background(), []string{"--api-url", url})
 	return out.String(), err
 }
 
@@ -107,9 +106,9 @@ func TestShamirSeal(t *testing.T) {
 	}
 	// The store-opening commands take shares (here on stdin) to open the deployment.
 	keys := func(in string) (string, error) {
-		old := stdin
-		stdin = strings.NewReader(in)
-		defer func() { stdin = old }()
+		old := shareInput
+		shareInput = strings.NewReader(in)
+		defer func() { shareInput = old }()
 		var out bytes.Buffer
 		err := run(ctx, []string{"keys", "--data-dir", dir, "--seal", "shamir"}, &out, io.Discard)
 		return out.String(), err

@@ -180,6 +180,7 @@ type Server struct {
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
 	chain        *chaindata.Deps
+	owned        []string // OwnedKinds
 	Log          *slog.Logger
 	// Messages is the outbox of the e-mails and SMS activities send.
 	Messages *messages.Outbox
@@ -456,49 +457,56 @@ func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
 	return stamp.WebAuthnPolicy{RPIDs: s.cfg.WebAuthnRPIDs, Origins: s.cfg.WebAuthnOrigins}
 }
 
+// registry wires every domain in one place: each package's Register gets its one Deps value,
+// built here, and returns the record kinds it keeps under an organization. Deleting a
+// sub-organization removes the union of those (OwnedKinds). A new domain is one more line.
 func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
 	wd := wallets.Deps{Custodian: s.Custodian}
-	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, MintSubOrgWallet: wd.MintSubOrgWallet, SubOrgWallet: wallets.SaveSubOrgWallet, OwnedKinds: ownedKinds(),
-		SignupToken: otp.CheckSignupToken})
-	wallets.Register(reg, wd)
-	users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact})
-	credentials.Register(reg, credentials.Deps{Env: env})
-	activities.Register(reg)
-	policies.Register(reg, policies.Deps{Env: env})
-	allowlists.Register(reg)
-	profiles.Register(reg)
-	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
-	mfa.Register(reg)
-	otp.Register(reg, otp.Deps{Env: env, Messages: s.Messages})
-	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks, func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) })
 	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
 	s.chain.Store, s.chain.Log = s.Store, s.Log
-	chaindata.Register(reg, s.chain)
-	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
-	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
-		id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
-		if err != nil {
-			return "", "", "", err
-		}
-		return id, accts[0].Address, accts[1].Address, nil
-	}})
+	// Arguments are evaluated in order: the operations register in this order.
+	owned := slices.Concat(
+		wallets.Register(reg, wd),
+		users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact}),
+		credentials.Register(reg, credentials.Deps{Env: env}),
+		activities.Register(reg, activities.Deps{}),
+		policies.Register(reg, policies.Deps{Env: env}),
+		allowlists.Register(reg, allowlists.Deps{}),
+		profiles.Register(reg, profiles.Deps{}),
+		secrets.Register(reg, secrets.Deps{Custodian: s.Custodian}),
+		mfa.Register(reg, mfa.Deps{}),
+		otp.Register(reg, otp.Deps{Env: env, Messages: s.Messages}),
+		webhooks.Register(reg, webhooks.Deps{AllowLoopback: s.cfg.Dev || s.cfg.LoopbackWebhooks,
+			Networks: func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) }}),
+		chaindata.Register(reg, s.chain),
+		oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider}),
+		tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
+			id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
+			if err != nil {
+				return "", "", "", err
+			}
+			return id, accts[0].Address, accts[1].Address, nil
+		}}),
+		// Kept under an organization by packages that register no operations: the engine's
+		// activities awaiting consensus, the auth proxy's configuration.
+		[]string{activity.PendingKind, authproxy.KindConfig},
+	)
+	// Organizations come last: deleting one removes what every other domain declared.
+	s.owned = append(organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard,
+		MintSubOrgWallet: wd.MintSubOrgWallet, SubOrgWallet: wallets.SaveSubOrgWallet, OwnedKinds: owned,
+		SignupToken: otp.CheckSignupToken}), owned...)
 	for path, why := range notSupported {
 		reg.NotSupported(path, why)
 	}
 	return reg
 }
 
-// ownedKinds are the record kinds, beyond the organization model's, that an organization owns
-// and that go when a sub-organization is deleted (its activities stay, as the audit trail).
-func ownedKinds() []string {
-	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
-	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
-	kinds = append(append(append(kinds, tvc.OwnedKinds...), oauth.OwnedKinds...), chaindata.OwnedKinds...)
-	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
-		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
-}
+// OwnedKinds are the record kinds an organization owns, as the registered packages declare
+// them, and that go when a sub-organization is deleted (its activities stay, as the audit
+// trail).
+func (s *Server) OwnedKinds() []string { return slices.Clone(s.owned) }
 
 // Close releases the store.
 func (s *Server) Close() error {

@@ -11,11 +11,17 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// Register adds the queries to reg.
-func Register(reg *activity.Registry) {
+// Deps are the dependencies of the operations (none yet: they take what they need from the
+// Exec).
+type Deps struct{}
+
+// Register adds the queries to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "get_activity", Execute: activity.Query(getActivity)})
 	reg.Query(activity.QueryOp{Path: "list_activities", Execute: activity.Query(listActivities)})
 	reg.Query(activity.QueryOp{Path: "list_app_proofs", Execute: activity.Query(listAppProofs)})
+	return nil
 }
 
 func listAppProofs(q *activity.Read, in *wire.GetAppProofsRequest) (any, error) {
