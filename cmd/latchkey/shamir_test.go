@@ -25,9 +25,9 @@ import (
 )
 
 // startSealed serves a --seal shamir deployment in process, as serve does; stop drains it.
-func startSealed(t *testing.T, dir string) (*server.Sealed, func()) {
+func startSealed(t *testing.T, dir string, databaseURL ...string) (*server.Sealed, func()) {
 	t.Helper()
-	z, err := server.OpenSealed(context.Background(), server.Config{DataDir: dir, MustExist: true, Exclusive: true, Seal: custody.SealShamir,
+	z, err := server.OpenSealed(context.Background(), server.Config{DataDir: dir, DatabaseURL: strings.Join(databaseURL, ""), MustExist: true, Exclusive: true, Seal: custody.SealShamir,
 		APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0", DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -74,12 +74,20 @@ func unsealWith(t *testing.T, url, share string) (string, error) {
 // user's stamped seal seals it again (503), and the same shares unseal it to sign with the same
 // wallet, also after a restart. Both events are audited.
 func TestShamirSeal(t *testing.T) {
-	dir := t.TempDir()
+	t.Run("sqlite", func(t *testing.T) { testShamirSeal(t, t.TempDir(), "") })
+	t.Run("postgres", func(t *testing.T) { testShamirSeal(t, t.TempDir(), freshPostgres(t)) })
+}
+
+func testShamirSeal(t *testing.T, dir, databaseURL string) {
+	storeArgs := []string{"--data-dir", dir}
+	if databaseURL != "" {
+		storeArgs = append(storeArgs, "--database-url", databaseURL)
+	}
 	ctx := context.Background()
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
 	var out, errOut bytes.Buffer
-	if err := run(ctx, []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub, "--data-dir", dir,
-		"--seal", "shamir", "--key-shares", "3", "--key-threshold", "2"}, &out, &errOut); err != nil {
+	if err := run(ctx, append([]string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub,
+		"--seal", "shamir", "--key-shares", "3", "--key-threshold", "2"}, storeArgs...), &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -110,7 +118,7 @@ func TestShamirSeal(t *testing.T) {
 		shareInput = strings.NewReader(in)
 		defer func() { shareInput = old }()
 		var out bytes.Buffer
-		err := run(ctx, []string{"keys", "--data-dir", dir, "--seal", "shamir"}, &out, io.Discard)
+		err := run(ctx, append([]string{"keys", "--seal", "shamir"}, storeArgs...), &out, io.Discard)
 		return out.String(), err
 	}
 	if _, err := keys(shares[1] + "\n"); err == nil || !strings.Contains(err.Error(), "no share on stdin (1 of the 2 needed given)") {
@@ -123,7 +131,7 @@ func TestShamirSeal(t *testing.T) {
 		t.Fatalf("keys with two shares: %v %s", err, out)
 	}
 
-	z, stop := startSealed(t, dir)
+	z, stop := startSealed(t, dir, databaseURL)
 	a := &api{t: t, url: z.APIURL(), org: created["organizationId"], priv: priv}
 	sealedMsg := func(given int) string {
 		return `{"code":14,"message":"Latchkey is sealed: unseal it with latchkey unseal (2 of 3 shares given: ` + string(rune('0'+given)) + `)","details":[]}`
@@ -250,7 +258,7 @@ func TestShamirSeal(t *testing.T) {
 	stop()
 
 	// Restarted: sealed again; unsealed, the same wallet signs.
-	z, stop = startSealed(t, dir)
+	z, stop = startSealed(t, dir, databaseURL)
 	defer stop()
 	a.url = z.APIURL()
 	checkSealed(0)
