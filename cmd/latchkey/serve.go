@@ -384,16 +384,30 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var sf storeFlags
 	sf.register(fs)
 	var to server.RewrapTarget
+	var recipients listFlag
 	switch sub {
 	case "rotate", "status":
 	case "rewrap":
 		fs.StringVar(&to.Seal, "new-seal", "", "the seal of the new master key: file, or a wrapping seal configured by its own flags (default: the current seal)")
 		fs.StringVar(&to.MasterKeyFile, "new-master-key-file", "", "with a file seal: where the new master key is written (must not exist)")
+		fs.IntVar(&to.KeyShares, "new-key-shares", 0, "with --new-seal shamir: split the new master key into this many shares (2…255), printed once")
+		fs.IntVar(&to.KeyThreshold, "new-key-threshold", 0, "with --new-seal shamir: how many of the new shares unseal")
+		fs.Var(&recipients, "new-share-recipients", "with --new-seal shamir: age X25519 recipients (age1…), one per new share in order")
 	default:
 		return usageError{usage}
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if to.Seal == custody.SealShamir {
+		to.NewShares = printShares(stdout, stderr, nil)
+		if len(recipients) > 0 {
+			r, err := custody.ParseShareRecipients(recipients, to.KeyShares)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			to.NewShares = printShares(stdout, stderr, r)
+		}
 	}
 	s, err := sf.open(ctx, stderr)
 	if err != nil {

@@ -361,3 +361,86 @@ func TestShamirShareRecipients(t *testing.T) {
 		t.Fatalf("not unsealed: %+v", z.Status())
 	}
 }
+
+// sharesIn are the shares printed in out ("Unseal share i of N (any K unseal): …" lines).
+func sharesIn(out string) []string {
+	var shares []string
+	for _, l := range strings.Split(out, "\n") {
+		if _, share, ok := strings.Cut(l, " unseal): "); ok && strings.HasPrefix(l, "Unseal share ") {
+			shares = append(shares, share)
+		}
+	}
+	return shares
+}
+
+// keyring rewrap moves a file deployment to a shamir seal (new shares printed), re-splits a
+// shamir deployment (the old shares no longer unseal, the new ones do) and moves it back to a
+// file; the wallet made under the first key signs throughout.
+func TestShamirRewrap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mk := filepath.Join(t.TempDir(), "master.key")
+	custody.GenerateMasterKeyFile(mk)
+	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
+	var out bytes.Buffer
+	if err := run(ctx, []string{"init", "--org-name", "A", "--user-name", "u", "--api-public-key", pub, "--data-dir", dir, "--master-key-file", mk}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var created map[string]string
+	json.Unmarshal(out.Bytes(), &created)
+	a, stop := serveDir(t, dir, mk, created["organizationId"], priv)
+	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
+	stop()
+	signUnsealed := func(shares ...string) {
+		t.Helper()
+		z, stop := startSealed(t, dir)
+		defer stop()
+		for _, s := range shares {
+			if _, err := unsealWith(t, z.APIURL(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.url = z.APIURL()
+		a.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	}
+	rewrap := func(in string, args ...string) []string {
+		t.Helper()
+		old := shareInput
+		shareInput = strings.NewReader(in)
+		defer func() { shareInput = old }()
+		var out bytes.Buffer
+		if err := run(ctx, append([]string{"keyring", "rewrap", "--data-dir", dir}, args...), &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		return sharesIn(out.String())
+	}
+	if err := run(ctx, []string{"keyring", "rewrap", "--data-dir", dir, "--master-key-file", mk, "--new-seal", "shamir"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "needs --new-key-shares N and --new-key-threshold K") {
+		t.Fatalf("rewrap to shamir without a split: %v", err)
+	}
+	first := rewrap("", "--master-key-file", mk, "--new-seal", "shamir", "--new-key-shares", "3", "--new-key-threshold", "2")
+	if len(first) != 3 {
+		t.Fatalf("shares after rewrap: %v", first)
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "split into 3 shares") {
+		t.Fatalf("the old master key file after rewrap: %v", err)
+	}
+	signUnsealed(first[0], first[2])
+
+	second := rewrap(first[1]+"\n"+first[2]+"\n", "--seal", "shamir", "--new-seal", "shamir", "--new-key-shares", "2", "--new-key-threshold", "2")
+	z, stopZ := startSealed(t, dir)
+	if _, err := unsealWith(t, z.APIURL(), first[0]); err == nil || !strings.Contains(err.Error(), "another split") {
+		t.Fatalf("an old share after re-splitting: %v", err)
+	}
+	stopZ()
+	signUnsealed(second...)
+
+	mk2 := filepath.Join(t.TempDir(), "new.key")
+	rewrap(second[0]+"\n"+second[1]+"\n", "--seal", "shamir", "--new-seal", "file", "--new-master-key-file", mk2)
+	if err := run(ctx, []string{"keys", "--data-dir", dir, "--master-key-file", mk2}, io.Discard, io.Discard); err != nil {
+		t.Fatalf("the file deployment after rewrap from shamir: %v", err)
+	}
+}

@@ -638,3 +638,36 @@ func OpenWithShares(ctx context.Context, cfg Config, share func(SealStatus) ([]b
 		}
 	}
 }
+
+// shamirRewrap is a new master key split into shares for latchkey keyring rewrap --new-seal
+// shamir, with its seal record.
+type shamirRewrap struct {
+	*custody.SealRecord
+	m *custody.MasterKey
+}
+
+// splitForRewrap makes a new master key, splits it as to asks and hands the shares to
+// to.NewShares (before the keyring is rewrapped: if that fails, the old key and shares stay).
+func splitForRewrap(to RewrapTarget) (*shamirRewrap, error) {
+	if to.MasterKeyFile != "" {
+		return nil, errors.New("--new-master-key-file is for a file seal; --new-seal shamir splits the new master key into shares")
+	}
+	if to.NewShares == nil || to.KeyShares == 0 || to.KeyThreshold == 0 {
+		return nil, errors.New("--new-seal shamir needs --new-key-shares N and --new-key-threshold K: the new master key is split into N shares, any K of which unseal")
+	}
+	m, err := custody.NewMasterKey()
+	if err != nil {
+		return nil, err
+	}
+	seal, shares, err := custody.SplitMasterKey(m, to.KeyShares, to.KeyThreshold)
+	if err != nil {
+		m.Wipe()
+		return nil, err
+	}
+	defer shares.Wipe()
+	if err := to.NewShares(shares); err != nil {
+		m.Wipe()
+		return nil, err
+	}
+	return &shamirRewrap{SealRecord: &custody.SealRecord{Type: custody.SealShamir, Shamir: seal, Created: time.Now().UTC()}, m: m}, nil
+}
