@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/api"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/custody"
@@ -316,7 +317,12 @@ func (z *Sealed) sealedError() *apierr.Error {
 // sealedAnswer: health says sealed (liveness says the process runs), the dashboard shows its
 // sealed page, everything else is the sealed 503.
 func (z *Sealed) sealedAnswer(w http.ResponseWriter, r *http.Request, name string) {
+	if name == "api" {
+		api.SetCORS(w.Header())
+	}
 	switch {
+	case name == "api" && r.Method == http.MethodOptions:
+		w.WriteHeader(http.StatusNoContent)
 	case name == "api" && r.URL.Path == "/livez":
 		writeSealJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case name == "api" && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz"):

@@ -70,6 +70,12 @@ func TestUnsealRateLimitAndReset(t *testing.T) {
 	if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"key":"`+shares[0]+`"}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":1`) {
 		t.Fatalf("another address: %d %s", w.Code, w.Body)
 	}
+	if w := sealedCall(h, "POST", "/public/v1/query/whoami", "192.0.2.8:1000", `{}`); w.Code != http.StatusServiceUnavailable || w.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("a sealed answer to a browser: %d %v", w.Code, w.Header())
+	}
+	if w := sealedCall(h, "OPTIONS", "/public/v1/query/whoami", "192.0.2.8:1000", ``); w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Headers") == "" {
+		t.Fatalf("a sealed preflight: %d %v", w.Code, w.Header())
+	}
 	if w := sealedCall(h, "PUT", UnsealPath, "192.0.2.8:1000", `{"reset":true}`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"progress":0`) {
 		t.Fatalf("reset: %d %s", w.Code, w.Body)
 	}
