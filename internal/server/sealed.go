@@ -48,6 +48,8 @@ const (
 	// unsealFailures wrong shares from one client address in unsealWindow, and it waits.
 	unsealFailures = 5
 	unsealWindow   = 10 * time.Minute
+	// maxUnsealClients addresses with failures are kept before the expired ones are swept.
+	maxUnsealClients = 10000
 	// sealSkew is how far a seal request's timestampMs may be from now (a replayed request
 	// seals again only within it).
 	sealSkew = 5 * time.Minute
@@ -422,6 +424,14 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 		return z.Status(), nil
 	}
 	now := time.Now()
+	if len(z.failures) > maxUnsealClients {
+		// Many addresses failed once: forget those whose failures left the window.
+		for c, ts := range z.failures {
+			if now.Sub(ts[len(ts)-1]) >= unsealWindow {
+				delete(z.failures, c)
+			}
+		}
+	}
 	recent := z.failures[client][:0]
 	for _, t := range z.failures[client] {
 		if now.Sub(t) < unsealWindow {
