@@ -27,6 +27,7 @@ type storeFlags struct {
 	dev                                 bool
 	seal                                string
 	transit                             custody.Transit
+	awskms                              custody.AWSKMS
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -34,12 +35,15 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) or transit (wrapped by an OpenBao/Vault transit key; docs/operations.md)")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key) or awskms (wrapped by an AWS KMS key); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
 	fs.StringVar(&s.transit.Namespace, "transit-namespace", "", "--seal transit: the namespace (X-Vault-Namespace), if any")
 	fs.StringVar(&s.transit.Token, "transit-token", "", "--seal transit: the token, from LATCHKEY_TRANSIT_TOKEN or LATCHKEY_TRANSIT_TOKEN_FILE only (a secret is refused on the command line)")
+	fs.StringVar(&s.awskms.KeyID, "awskms-key-id", "", "--seal awskms: the symmetric AWS KMS key that wraps the master key (key id, key ARN, alias/NAME or alias ARN); credentials by the AWS SDK's default chain")
+	fs.StringVar(&s.awskms.Region, "awskms-region", "", "--seal awskms: the key's AWS region (empty: a key ARN's, else AWS_REGION or the profile's)")
+	fs.StringVar(&s.awskms.Endpoint, "awskms-endpoint", "", "--seal awskms: a KMS endpoint URL instead of the region's (a VPC endpoint; http only on loopback)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -54,7 +58,7 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
-		Seal: s.seal, Transit: s.transit}
+		Seal: s.seal, Transit: s.transit, AWSKMS: s.awskms}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -90,6 +90,7 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
+	AWSKMS  custody.AWSKMS // --seal awskms: an AWS KMS key wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -459,13 +460,15 @@ var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file or transit"
+const sealNames = "file, transit or awskms"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) {
 	switch cfg.Seal {
 	case custody.SealTransit:
 		return cfg.Transit, nil
+	case custody.SealAWSKMS:
+		return cfg.AWSKMS, nil
 	}
 	return nil, fmt.Errorf("--seal %q: use %s", cfg.Seal, sealNames)
 }
