@@ -28,6 +28,7 @@ type storeFlags struct {
 	seal                                string
 	transit                             custody.Transit
 	awskms                              custody.AWSKMS
+	gcpkms                              custody.GCPKMS
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -35,7 +36,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key) or awskms (wrapped by an AWS KMS key); docs/operations.md")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key), awskms or gcpkms (wrapped by an AWS or Cloud KMS key); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
@@ -44,6 +45,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.awskms.KeyID, "awskms-key-id", "", "--seal awskms: the symmetric AWS KMS key that wraps the master key (key id, key ARN, alias/NAME or alias ARN); credentials by the AWS SDK's default chain")
 	fs.StringVar(&s.awskms.Region, "awskms-region", "", "--seal awskms: the key's AWS region (empty: a key ARN's, else AWS_REGION or the profile's)")
 	fs.StringVar(&s.awskms.Endpoint, "awskms-endpoint", "", "--seal awskms: a KMS endpoint URL instead of the region's (a VPC endpoint; http only on loopback)")
+	fs.StringVar(&s.gcpkms.Key, "gcpkms-key", "", "--seal gcpkms: the Cloud KMS key that wraps the master key (projects/P/locations/L/keyRings/R/cryptoKeys/K); Application Default Credentials")
+	fs.StringVar(&s.gcpkms.Endpoint, "gcpkms-endpoint", "", "--seal gcpkms: a Cloud KMS endpoint URL instead of https://cloudkms.googleapis.com (http only on loopback)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -58,7 +61,7 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
-		Seal: s.seal, Transit: s.transit, AWSKMS: s.awskms}
+		Seal: s.seal, Transit: s.transit, AWSKMS: s.awskms, GCPKMS: s.gcpkms}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
