@@ -8,6 +8,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -507,5 +508,221 @@ func TestGCPKMSSeal(t *testing.T) {
 	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}, io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "has no gcpkms seal record") {
 		t.Fatalf("--seal gcpkms on a file deployment: %v", err)
+	}
+}
+
+// azureKVStub speaks Azure Key Vault's documented keys API as azkeys uses it: POST
+// /keys/{name}/{version}/wrapkey and /unwrapkey?api-version=2025-07-01 with {"alg":
+// "RSA-OAEP-256", "value": base64url} bodies and {"kid", "value"} answers, {"error": {code,
+// message}} failures, and the challenge-based authentication Key Vault clients go through: a
+// request without a token is answered 401 with a WWW-Authenticate challenge naming the tenant
+// and the resource (a parent domain of the vault's host, as vault.azure.net is of
+// NAME.vault.azure.net; for 127.0.0.1 that is 0.0.1), and the token must be the one the
+// managed identity endpoint issued. Each key's versions are RSA keys of the stub's own; after the
+// first wrap the wrapping key is rotated, so later starts must unwrap with the recorded version.
+// No Key Vault emulator is served by the module proxy, so these are the recorded exchanges.
+type azureKVStub struct {
+	mu      sync.Mutex
+	keys    map[string]map[string]*rsa.PrivateKey // name -> version -> key
+	current map[string]string
+	token   string
+	calls   map[string]int
+}
+
+func newAzureKVStub(t *testing.T, token string, names ...string) *azureKVStub {
+	st := &azureKVStub{keys: map[string]map[string]*rsa.PrivateKey{}, current: map[string]string{}, token: token, calls: map[string]int{}}
+	for _, n := range names {
+		st.keys[n] = map[string]*rsa.PrivateKey{}
+		st.rotate(t, n)
+	}
+	return st
+}
+
+func (st *azureKVStub) rotate(t *testing.T, name string) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, 16)
+	rand.Read(v)
+	version := fmt.Sprintf("%x", v)
+	st.keys[name][version], st.current[name] = k, version
+}
+
+func (st *azureKVStub) handler(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fail := func(code int, errCode, msg string) {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(code)
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errCode, "message": msg}})
+		}
+		if r.URL.Query().Get("api-version") != "2025-07-01" || r.Method != http.MethodPost {
+			fail(http.StatusBadRequest, "BadParameter", "unexpected api-version or method")
+			return
+		}
+		switch auth := r.Header.Get("Authorization"); {
+		case auth == "":
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization="https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000", resource="https://%s"`,
+				strings.TrimPrefix(r.Host, "127.")))
+			fail(http.StatusUnauthorized, "Unauthorized", "AKV10000: Request is missing a Bearer or PoP token.")
+			return
+		case auth != "Bearer "+st.token:
+			fail(http.StatusUnauthorized, "Unauthorized", "AKV10032: Invalid issuer.")
+			return
+		}
+		var parts []string
+		for _, p := range strings.Split(strings.TrimPrefix(r.URL.Path, "/keys/"), "/") {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) < 2 || r.Header.Get("Content-Type") != "application/json" {
+			fail(http.StatusBadRequest, "BadParameter", "unexpected path")
+			return
+		}
+		name, op, version := parts[0], parts[len(parts)-1], ""
+		if len(parts) == 3 {
+			version = parts[1]
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if version == "" {
+			version = st.current[name]
+		}
+		key, ok := st.keys[name][version]
+		if !ok {
+			fail(http.StatusNotFound, "KeyNotFound", fmt.Sprintf("A key with (name/id) %s/%s was not found in this key vault.", name, version))
+			return
+		}
+		var in struct{ Alg, Value string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Alg != "RSA-OAEP-256" {
+			fail(http.StatusBadRequest, "BadParameter", "The parameter alg is invalid.")
+			return
+		}
+		value, err := base64.RawURLEncoding.DecodeString(in.Value)
+		if err != nil {
+			fail(http.StatusBadRequest, "BadParameter", "The parameter value is not base64url.")
+			return
+		}
+		st.calls[op]++
+		var out []byte
+		switch op {
+		case "wrapkey":
+			out, err = rsa.EncryptOAEP(sha256.New(), rand.Reader, &key.PublicKey, value, nil)
+		case "unwrapkey":
+			out, err = rsa.DecryptOAEP(sha256.New(), nil, key, value, nil)
+		default:
+			fail(http.StatusNotFound, "NotFound", "unsupported operation")
+			return
+		}
+		if err != nil {
+			fail(http.StatusBadRequest, "BadParameter", "The parameter is incorrect.")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		json.NewEncoder(w).Encode(map[string]any{"kid": "https://" + r.Host + "/keys/" + name + "/" + version, "value": base64.RawURLEncoding.EncodeToString(out)})
+		if op == "wrapkey" {
+			st.rotate(t, name)
+		}
+	}
+}
+
+// managedIdentityStub is an App Service managed identity endpoint (IDENTITY_ENDPOINT,
+// IDENTITY_HEADER, api-version 2019-08-01): it issues token for the header it was given.
+func managedIdentityStub(t *testing.T, header, token string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Header.Get("X-IDENTITY-HEADER") != header || q.Get("api-version") != "2019-08-01" || q.Get("resource") == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"statusCode": 401, "message": "Unauthorized request"})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": token, "expires_on": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
+			"resource": q.Get("resource"), "token_type": "Bearer"})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// --seal azurekv through azkeys and DefaultAzureCredential (managed identity) against recorded
+// exchanges. Key Vault clients send credentials over https only and trust the system's roots, so
+// the test runs itself again in a child process whose only root (SSL_CERT_FILE) is the stub's
+// certificate: no hook in Latchkey's code, and no request leaves loopback.
+func TestAzureKVSeal(t *testing.T) {
+	if vault := os.Getenv("LATCHKEY_TEST_AZUREKV_VAULT"); vault != "" {
+		azureKVChild(t, vault)
+		return
+	}
+	stub := newAzureKVStub(t, "kv.stub-token", "master", "other")
+	kv := httptest.NewTLSServer(stub.handler(t))
+	t.Cleanup(kv.Close)
+	mi := managedIdentityStub(t, "mi-header-secret", "kv.stub-token")
+	// A second vault (the same test certificate) that expects another identity's token.
+	refusing := httptest.NewTLSServer(newAzureKVStub(t, "kv.another-identity", "master").handler(t))
+	t.Cleanup(refusing.Close)
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: kv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestAzureKVSeal$", "-test.count=1", "-test.v")
+	for _, kv := range os.Environ() { // the machine's Azure identity, if any, is left out
+		if !strings.HasPrefix(kv, "AZURE_") && !strings.HasPrefix(kv, "IDENTITY_") && !strings.HasPrefix(kv, "MSI_") && !strings.HasPrefix(kv, "IMDS_") {
+			child.Env = append(child.Env, kv)
+		}
+	}
+	child.Env = append(child.Env, "LATCHKEY_TEST_AZUREKV_VAULT="+kv.URL, "LATCHKEY_TEST_AZUREKV_REFUSING="+refusing.URL, "SSL_CERT_FILE="+roots, "SSL_CERT_DIR="+t.TempDir(),
+		"AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential", "IDENTITY_ENDPOINT="+mi.URL+"/msi/token", "IDENTITY_HEADER=mi-header-secret")
+	out, err := child.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Key Vault test (child process): %v\n%s", err, out)
+	}
+	if testing.Verbose() {
+		t.Logf("the child process:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestAzureKVSeal")) {
+		t.Fatalf("the child process ran no test:\n%s", out)
+	}
+	stub.mu.Lock()
+	defer stub.mu.Unlock()
+	if stub.calls["wrapkey"] != 1 || stub.calls["unwrapkey"] < 4 {
+		t.Fatalf("Key Vault calls: %v", stub.calls)
+	}
+}
+
+// azureKVChild is TestAzureKVSeal's body, in the child process: init wraps a new master key
+// with the vault's key, every start unwraps it with the recorded version (the key was rotated
+// since), the deployment signs across restarts; another key, a refused identity, an unreachable
+// vault, plain http, no key and a file seal on an azurekv deployment are refused.
+func azureKVChild(t *testing.T, vault string) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	seal := []string{"--data-dir", dir, "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}
+	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealAzureKV, AzureKV: custody.AzureKV{Vault: vault, Key: "master"}})
+	rec := sealRecord(t, dir, seal)
+	if version, _, _ := strings.Cut(rec.Ciphertext, ":"); rec.Type != custody.SealAzureKV || rec.Key != "master" || rec.Addr != vault || len(version) != 32 {
+		t.Fatalf("seal record: %+v", rec)
+	}
+
+	mk := filepath.Join(t.TempDir(), "master.key")
+	custody.GenerateMasterKeyFile(mk)
+	with := func(flags ...string) []string {
+		return append([]string{"keys", "--data-dir", dir, "--seal", "azurekv"}, flags...)
+	}
+	expectRefusals(t, []refusal{
+		{"another key", nil, with("--azurekv-vault", vault, "--azurekv-key", "other"), "KeyNotFound"},
+		{"a vault that refuses the identity", nil, with("--azurekv-vault", os.Getenv("LATCHKEY_TEST_AZUREKV_REFUSING"), "--azurekv-key", "master"), "AKV10032: Invalid issuer"},
+		{"an unreachable vault", nil, with("--azurekv-vault", deadEndpoint(t, "https"), "--azurekv-key", "master"), "unsealing the master key through azurekv"},
+		{"plain http", nil, with("--azurekv-vault", "http://127.0.0.1:1", "--azurekv-key", "master"), "must be the vault's https URL"},
+		{"no key", nil, with("--azurekv-vault", vault), "--azurekv-key is required"},
+		{"a file seal on an azurekv deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, "held by a azurekv seal"},
+	}, "mi-header-secret", "kv.stub-token")
+
+	fileDir := t.TempDir()
+	if err := run(ctx, []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "has no azurekv seal record") {
+		t.Fatalf("--seal azurekv on a file deployment: %v", err)
 	}
 }

@@ -90,8 +90,9 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
-	AWSKMS  custody.AWSKMS // --seal awskms: an AWS KMS key wraps the master key
-	GCPKMS  custody.GCPKMS // --seal gcpkms: a Cloud KMS key wraps the master key
+	AWSKMS  custody.AWSKMS  // --seal awskms: an AWS KMS key wraps the master key
+	GCPKMS  custody.GCPKMS  // --seal gcpkms: a Cloud KMS key wraps the master key
+	AzureKV custody.AzureKV // --seal azurekv: an Azure Key Vault key wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -461,7 +462,7 @@ var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file, transit, awskms or gcpkms"
+const sealNames = "file, transit, awskms, gcpkms or azurekv"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) {
@@ -472,6 +473,8 @@ func (cfg Config) wrapper() (custody.Wrapper, error) {
 		return cfg.AWSKMS, nil
 	case custody.SealGCPKMS:
 		return cfg.GCPKMS, nil
+	case custody.SealAzureKV:
+		return cfg.AzureKV, nil
 	}
 	return nil, fmt.Errorf("--seal %q: use %s", cfg.Seal, sealNames)
 }
