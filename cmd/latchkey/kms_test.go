@@ -189,19 +189,11 @@ func TestAWSKMSSeal(t *testing.T) {
 		{"no region", nil, []string{"keys", "--data-dir", dir, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-endpoint", endpoint}, "no AWS region"},
 		{"plain http to a remote endpoint", nil, with("--awskms-key-id", "k", "--awskms-endpoint", "http://kms.example:4566"), "plain http only towards loopback"},
 		{"a file seal on an awskms deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, `held by a awskms seal (key "alias/latchkey"`},
+		{"--seal awskms on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}, "has no awskms seal record"},
 		{"both a file and awskms", nil, append(with("--awskms-key-id", "alias/latchkey", "--awskms-endpoint", endpoint), "--master-key-file", mk), "give no --master-key-file"},
 		{"transit's flags on an awskms deployment", map[string]string{"LATCHKEY_TRANSIT_TOKEN": "s.token"}, append([]string{"keys", "--seal", "transit", "--transit-addr", "http://127.0.0.1:1", "--transit-key", "k"}, "--data-dir", dir), "this deployment's seal is \"awskms\""},
 	}, "latchkey-test-secret-key")
 
-	// A deployment sealed by a file refuses --seal awskms.
-	fileDir := t.TempDir()
-	if err := run(ctx, []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}, io.Discard, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "has no awskms seal record") {
-		t.Fatalf("--seal awskms on a file deployment: %v", err)
-	}
 }
 
 // sealLifecycle runs a deployment through a wrapping seal: init with the seal's flags (no master
@@ -263,6 +255,16 @@ func deadEndpoint(t *testing.T, scheme string) string {
 	}
 	defer l.Close()
 	return scheme + "://" + l.Addr().String()
+}
+
+// fileDeployment makes a deployment whose master key is the file mk and returns its data
+// directory.
+func fileDeployment(t *testing.T, pub, mk string) string {
+	dir := t.TempDir()
+	if err := run(context.Background(), []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", dir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // A refusal is a command that must fail with an error containing want.
@@ -474,7 +476,6 @@ func TestGCPKMSSeal(t *testing.T) {
 	const other = "projects/p/locations/global/keyRings/latchkey/cryptoKeys/other"
 	stub, srv := newGCPKMSStub(t, key, other)
 	hermeticGCP(t, srv.URL+"/token")
-	ctx := context.Background()
 	dir := t.TempDir()
 	seal := []string{"--data-dir", dir, "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}
 	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealGCPKMS, GCPKMS: custody.GCPKMS{Key: key, Endpoint: srv.URL}})
@@ -499,16 +500,9 @@ func TestGCPKMSSeal(t *testing.T) {
 		{"an unreachable endpoint", nil, with("--gcpkms-key", key, "--gcpkms-endpoint", deadEndpoint(t, "http")), "unsealing the master key through gcpkms"},
 		{"plain http to a remote endpoint", nil, with("--gcpkms-key", key, "--gcpkms-endpoint", "http://kms.example"), "plain http only towards loopback"},
 		{"a file seal on a gcpkms deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, "held by a gcpkms seal"},
+		{"--seal gcpkms on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}, "has no gcpkms seal record"},
 	}, "PRIVATE KEY")
 
-	fileDir := t.TempDir()
-	if err := run(ctx, []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}, io.Discard, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "has no gcpkms seal record") {
-		t.Fatalf("--seal gcpkms on a file deployment: %v", err)
-	}
 }
 
 // azureKVStub speaks Azure Key Vault's documented keys API as azkeys uses it: POST
@@ -694,7 +688,6 @@ func TestAzureKVSeal(t *testing.T) {
 // since), the deployment signs across restarts; another key, a refused identity, an unreachable
 // vault, plain http, no key and a file seal on an azurekv deployment are refused.
 func azureKVChild(t *testing.T, vault string) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	seal := []string{"--data-dir", dir, "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}
 	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealAzureKV, AzureKV: custody.AzureKV{Vault: vault, Key: "master"}})
@@ -715,14 +708,7 @@ func azureKVChild(t *testing.T, vault string) {
 		{"plain http", nil, with("--azurekv-vault", "http://127.0.0.1:1", "--azurekv-key", "master"), "must be the vault's https URL"},
 		{"no key", nil, with("--azurekv-vault", vault), "--azurekv-key is required"},
 		{"a file seal on an azurekv deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, "held by a azurekv seal"},
+		{"--seal azurekv on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}, "has no azurekv seal record"},
 	}, "mi-header-secret", "kv.stub-token")
 
-	fileDir := t.TempDir()
-	if err := run(ctx, []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}, io.Discard, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "has no azurekv seal record") {
-		t.Fatalf("--seal azurekv on a file deployment: %v", err)
-	}
 }
