@@ -33,8 +33,11 @@ func (AWSKMS) Type() string { return SealAWSKMS }
 // Locate records the key as given and where it was reached (the endpoint, else the region).
 func (a AWSKMS) Locate(rec *SealRecord) {
 	rec.Key, rec.Addr = a.KeyID, a.region()
-	if a.Endpoint != "" {
+	switch {
+	case a.Endpoint != "":
 		rec.Addr = a.Endpoint
+	case rec.Addr == "":
+		rec.Addr = "the AWS SDK's default region"
 	}
 }
 
