@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -194,53 +193,45 @@ func TestAWSKMSSeal(t *testing.T) {
 		{"transit's flags on an awskms deployment", map[string]string{"LATCHKEY_TRANSIT_TOKEN": "s.token"}, append([]string{"keys", "--seal", "transit", "--transit-addr", "http://127.0.0.1:1", "--transit-key", "k"}, "--data-dir", dir), "this deployment's seal is \"awskms\""},
 	}, "latchkey-test-secret-key")
 
+	// keyring rewrap moves a file deployment to awskms: afterwards KMS opens it, with the same
+	// server keys, and the old file no longer does.
+	moved := fileDeployment(t, pub, mk)
+	kmsFlags := []string{"--data-dir", moved, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}
+	var before, after, rewrapped bytes.Buffer
+	if err := run(ctx, []string{"keys", "--data-dir", moved, "--master-key-file", mk}, &before, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, append([]string{"keyring", "rewrap", "--master-key-file", mk, "--new-seal", "awskms"}, kmsFlags[:2]...), &rewrapped, io.Discard); err == nil {
+		t.Fatal("rewrap to awskms without its flags succeeded")
+	}
+	if err := run(ctx, append(append([]string{"keyring", "rewrap", "--master-key-file", mk, "--new-seal", "awskms"}, kmsFlags[:2]...), kmsFlags[4:]...), &rewrapped, io.Discard); err != nil ||
+		!strings.Contains(rewrapped.String(), `"seal":"awskms"`) {
+		t.Fatalf("rewrap to awskms: %v %s", err, rewrapped.String())
+	}
+	if err := run(ctx, append([]string{"keys"}, kmsFlags...), &after, io.Discard); err != nil || after.String() != before.String() {
+		t.Fatalf("keys through awskms after the rewrap: %v\n%s\n%s", err, after.String(), before.String())
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", moved, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "held by a awskms seal") {
+		t.Fatalf("the old file after the rewrap: %v", err)
+	}
+
 }
 
 // sealLifecycle runs a deployment through a wrapping seal: init with the seal's flags (no master
-// key file anywhere), server keys read back, the server opened by cfg (a server.Config naming the
-// seal) to create a wallet, restarted to sign with it, and the server keys unchanged. It returns
-// the operator's API public key.
+// key file anywhere), the server keys read back, the server opened by cfg (a server.Config naming
+// the seal) to create a wallet and restarted to sign with it, and the server keys unchanged. It
+// returns the operator's API public key.
 func sealLifecycle(t *testing.T, dir string, seal []string, cfg server.Config) string {
 	t.Helper()
 	ctx := context.Background()
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
-	var out bytes.Buffer
-	if err := run(ctx, append([]string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var created map[string]string
-	_ = json.Unmarshal(out.Bytes(), &created)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.Contains(e.Name(), "master") {
-			t.Fatalf("a master key file in the data directory: %s", e.Name())
-		}
-	}
+	created := initSealed(t, append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), dir)
 	var keys1, keys2 bytes.Buffer
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	cfg.DataDir, cfg.MustExist, cfg.Log = dir, true, slog.New(slog.DiscardHandler)
-	open := func() (*api, func()) {
-		s, err := server.Open(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := httptest.NewServer(s.API.Handler())
-		return &api{t: t, url: h.URL, org: created["organizationId"], priv: priv}, func() { h.Close(); s.Close() }
-	}
-	a, stop := open()
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
-	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
-	stop()
-	b, stop2 := open()
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	stop2()
-	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
-		t.Fatalf("signature: %v", sig)
-	}
+	cfg.DataDir = dir
+	signsAcrossRestart(t, cfg, created["organizationId"], priv)
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil || keys1.String() != keys2.String() {
 		t.Fatalf("server keys after restarts: %v\n%s\n%s", err, keys1.String(), keys2.String())
 	}
