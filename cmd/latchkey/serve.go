@@ -28,6 +28,9 @@ type storeFlags struct {
 	seal                                string
 	transit                             custody.Transit
 	pkcs11                              custody.PKCS11
+	awskms                              custody.AWSKMS
+	gcpkms                              custody.GCPKMS
+	azurekv                             custody.AzureKV
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -35,7 +38,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key), pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build) or shamir (split into shares held by people: serve starts sealed); docs/operations.md")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key), pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build), awskms, gcpkms or azurekv (wrapped by an AWS KMS, Cloud KMS or Azure Key Vault key), or shamir (split into shares held by people: serve starts sealed); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
@@ -47,6 +50,14 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.pkcs11.KeyLabel, "pkcs11-key-label", "", "--seal pkcs11: the label of the AES key on the token that wraps the master key")
 	fs.BoolVar(&s.pkcs11.CreateKey, "pkcs11-create-key", false, "--seal pkcs11, latchkey init: generate the AES key on the token (sensitive, not extractable) if it does not exist")
 	fs.StringVar(&s.pkcs11.PIN, "pkcs11-pin", "", "--seal pkcs11: the token's user PIN, from LATCHKEY_PKCS11_PIN or LATCHKEY_PKCS11_PIN_FILE only (a secret is refused on the command line)")
+	fs.StringVar(&s.awskms.KeyID, "awskms-key-id", "", "--seal awskms: the symmetric AWS KMS key that wraps the master key (key id, key ARN, alias/NAME or alias ARN); credentials by the AWS SDK's default chain")
+	fs.StringVar(&s.awskms.Region, "awskms-region", "", "--seal awskms: the key's AWS region (empty: a key ARN's, else AWS_REGION or the profile's)")
+	fs.StringVar(&s.awskms.Endpoint, "awskms-endpoint", "", "--seal awskms: a KMS endpoint URL instead of the region's (a VPC endpoint; http only on loopback)")
+	fs.StringVar(&s.gcpkms.Key, "gcpkms-key", "", "--seal gcpkms: the Cloud KMS key that wraps the master key (projects/P/locations/L/keyRings/R/cryptoKeys/K); Application Default Credentials")
+	fs.StringVar(&s.gcpkms.Endpoint, "gcpkms-endpoint", "", "--seal gcpkms: a Cloud KMS endpoint URL instead of https://cloudkms.googleapis.com (http only on loopback)")
+	fs.StringVar(&s.azurekv.Vault, "azurekv-vault", "", "--seal azurekv: the Key Vault's URL (https://NAME.vault.azure.net); DefaultAzureCredential")
+	fs.StringVar(&s.azurekv.Key, "azurekv-key", "", "--seal azurekv: the name of the vault's RSA key that wraps the master key (RSA-OAEP-256)")
+	fs.StringVar(&s.azurekv.Version, "azurekv-key-version", "", "--seal azurekv: the key version that wraps at init (empty: the current one; recorded either way)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -64,7 +75,7 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
-		Seal: s.seal, Transit: s.transit, PKCS11: s.pkcs11}
+		Seal: s.seal, Transit: s.transit, PKCS11: s.pkcs11, AWSKMS: s.awskms, GCPKMS: s.gcpkms, AzureKV: s.azurekv}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -91,7 +91,10 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
-	PKCS11  custody.PKCS11 // --seal pkcs11: an AES key on a PKCS#11 token wraps the master key
+	PKCS11  custody.PKCS11  // --seal pkcs11: an AES key on a PKCS#11 token wraps the master key
+	AWSKMS  custody.AWSKMS  // --seal awskms: an AWS KMS key wraps the master key
+	GCPKMS  custody.GCPKMS  // --seal gcpkms: a Cloud KMS key wraps the master key
+	AzureKV custody.AzureKV // --seal azurekv: an Azure Key Vault key wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -536,7 +539,7 @@ func (cfg Config) checkNoFileKey() error {
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file, transit, pkcs11 or shamir"
+const sealNames = "file, transit, pkcs11, awskms, gcpkms, azurekv or shamir"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
@@ -548,6 +551,12 @@ func (cfg Config) wrapperFor(seal string) (custody.Wrapper, error) {
 		return cfg.Transit, nil
 	case custody.SealPKCS11:
 		return cfg.PKCS11, nil
+	case custody.SealAWSKMS:
+		return cfg.AWSKMS, nil
+	case custody.SealGCPKMS:
+		return cfg.GCPKMS, nil
+	case custody.SealAzureKV:
+		return cfg.AzureKV, nil
 	}
 	return nil, fmt.Errorf("--seal %q: use %s", seal, sealNames)
 }
