@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/custody/hd"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/stamp"
+)
+
+// TestCoreDumpHoldsNoKeyMaterial dumps a real production `latchkey serve` with gcore after it has
+// created wallets and a private key, signed with each, exported a wallet and a key (HPKE to a
+// client key) and imported a wallet, and searches the dump for every secret it handled: the
+// master key (raw and as the hex of its file), each mnemonic (its text, and the text XOR the HMAC
+// pads, which is what an HMAC keyed by it keeps), each BIP-39 seed, each BIP-32/SLIP-10 master
+// private key and each account or standalone private key.
+//
+// The server is the production one (no --dev; a master key file), so it made itself non-dumpable
+// (PR_SET_DUMPABLE 0). That stops the kernel's core dumps and any ptrace by a user without
+// CAP_SYS_PTRACE; the test runs gcore as root, which keeps that capability, so the dump below is
+// of the hardened process itself: what an attacker with root (or the machine's memory) would get.
+func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("gcore and the memory protections are Linux only")
+	}
+	gcore, err := exec.LookPath("gcore")
+	if err != nil {
+		t.Skip("gcore (gdb) is not installed: the core dump test needs it")
+	}
+	if testing.Short() {
+		t.Skip("-short: the core dump test starts a server and dumps it")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("gcore can dump the hardened (non-dumpable) server as root only")
+	}
+
+	// A production deployment: init with a master key file and the root user's API key.
+	dir := t.TempDir()
+	mk := filepath.Join(t.TempDir(), "master.key")
+	if _, err := custody.GenerateMasterKeyFile(mk); err != nil {
+		t.Fatal(err)
+	}
+	mkFile, err := os.ReadFile(mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masterHex := strings.TrimSpace(string(mkFile))
+	master, _ := hex.DecodeString(masterHex)
+	apiPriv, apiPub, _ := stamp.GenerateKey(stamp.CurveP256)
+	var initOut bytes.Buffer
+	if err := run(context.Background(), []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", apiPub,
+		"--data-dir", dir, "--master-key-file", mk}, &initOut, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var created server.Created
+	if err := json.Unmarshal(initOut.Bytes(), &created); err != nil {
+		t.Fatalf("init printed %q: %v", initOut.String(), err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := child(t, "serve", "--data-dir", dir, "--master-key-file", mk, "--api-addr", addr, "--proxy-addr", "", "--dashboard-addr", "")
+	var logs syncBuffer
+	srv.Stderr = &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	waitFor(t, func() bool { return strings.Contains(logs.String(), "latchkey api listening") }, "serve to listen:\n"+logs.String())
+	if strings.Contains(logs.String(), "not fully protected") || strings.Contains(logs.String(), "non-dumpable") {
+		t.Fatalf("serve could not protect its memory:\n%s", logs.String())
+	}
+
+	c := &dumpClient{t: t, url: "http://" + addr, org: created.OrganizationID}
+	if c.stamper, err = stamp.NewP256Stamper(apiPriv); err != nil {
+		t.Fatal(err)
+	}
+	var keys server.PublicKeys
+	c.get("/.well-known/latchkey.json", &keys)
+
+	accounts := []map[string]string{
+		{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
+		{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"},
+	}
+	type wallet struct {
+		id        string
+		addresses []string
+		mnemonic  string
+	}
+	var wallets []*wallet
+	for i, words := range []int{12, 24} {
+		var r struct {
+			Activity struct {
+				Result struct {
+					CreateWalletResult struct {
+						WalletID  string   `json:"walletId"`
+						Addresses []string `json:"addresses"`
+					} `json:"createWalletResult"`
+				} `json:"result"`
+			} `json:"activity"`
+		}
+		c.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w" + strconv.Itoa(i), "accounts": accounts, "mnemonicLength": words}, &r)
+		wallets = append(wallets, &wallet{id: r.Activity.Result.CreateWalletResult.WalletID, addresses: r.Activity.Result.CreateWalletResult.Addresses})
+	}
+	// An imported wallet: the mnemonic is made here, encrypted to the server's import target.
+	imported, err := hd.NewMnemonic(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	{
+		var ib struct {
+			Activity struct {
+				Result struct {
+					InitImportWalletResult struct {
+						ImportBundle string `json:"importBundle"`
+					} `json:"initImportWalletResult"`
+				} `json:"result"`
+			} `json:"activity"`
+		}
+		c.submit("init_import_wallet", "ACTIVITY_TYPE_INIT_IMPORT_WALLET", map[string]any{"userId": created.UserID}, &ib)
+		enc, err := custody.SealToImportBundle(ib.Activity.Result.InitImportWalletResult.ImportBundle, []byte(imported), created.OrganizationID, created.UserID, keys.SignerPublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Activity struct {
+				Result struct {
+					ImportWalletResult struct {
+						WalletID  string   `json:"walletId"`
+						Addresses []string `json:"addresses"`
+					} `json:"importWalletResult"`
+				} `json:"result"`
+			} `json:"activity"`
+		}
+		c.submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": accounts}, &r)
+		wallets = append(wallets, &wallet{id: r.Activity.Result.ImportWalletResult.WalletID, addresses: r.Activity.Result.ImportWalletResult.Addresses, mnemonic: imported})
+	}
+	// A standalone private key.
+	var pk struct {
+		Activity struct {
+			Result struct {
+				CreatePrivateKeysResultV2 struct {
+					PrivateKeys []struct {
+						PrivateKeyID string `json:"privateKeyId"`
+					} `json:"privateKeys"`
+				} `json:"createPrivateKeysResultV2"`
+			} `json:"result"`
+		} `json:"activity"`
+	}
+	c.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}}}, &pk)
+	keyID := pk.Activity.Result.CreatePrivateKeysResultV2.PrivateKeys[0].PrivateKeyID
+
+	// Sign with every account and the key.
+	digest := sha256.Sum256([]byte("a transaction"))
+	for _, w := range wallets {
+		if len(w.addresses) != 2 {
+			t.Fatalf("wallet %s has addresses %v", w.id, w.addresses)
+		}
+		c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": w.addresses[0],
+			"payload": hex.EncodeToString(digest[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
+		c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": w.addresses[1],
+			"payload": hex.EncodeToString([]byte("a solana message")), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NOT_APPLICABLE"}, nil)
+	}
+	c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": keyID,
+		"payload": hex.EncodeToString(digest[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
+
+	// Exports to a client key: the first wallet and the key before the dump, the other wallet
+	// after it (only to learn its mnemonic).
+	recvPriv, recvPub, _ := stamp.GenerateKey(stamp.CurveP256)
+	exportWallet := func(w *wallet) {
+		var r struct {
+			Activity struct {
+				Result struct {
+					ExportWalletResult struct {
+						ExportBundle string `json:"exportBundle"`
+					} `json:"exportWalletResult"`
+				} `json:"result"`
+			} `json:"activity"`
+		}
+		c.submit("export_wallet", "ACTIVITY_TYPE_EXPORT_WALLET", map[string]any{"walletId": w.id, "targetPublicKey": recvPub}, &r)
+		m, err := custody.OpenExportBundle(r.Activity.Result.ExportWalletResult.ExportBundle, recvPriv, created.OrganizationID, keys.SignerPublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.mnemonic = string(m)
+	}
+	exportWallet(wallets[0])
+	var ek struct {
+		Activity struct {
+			Result struct {
+				ExportPrivateKeyResult struct {
+					ExportBundle string `json:"exportBundle"`
+				} `json:"exportPrivateKeyResult"`
+			} `json:"result"`
+		} `json:"activity"`
+	}
+	c.submit("export_private_key", "ACTIVITY_TYPE_EXPORT_PRIVATE_KEY", map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub}, &ek)
+	standalone, err := custody.OpenExportBundle(ek.Activity.Result.ExportPrivateKeyResult.ExportBundle, recvPriv, created.OrganizationID, keys.SignerPublicKey)
+	if err != nil || len(standalone) != 32 {
+		t.Fatalf("export_private_key: %d bytes, %v", len(standalone), err)
+	}
+
+	core := dumpCore(t, gcore, srv.Process.Pid)
+	defer os.Remove(core)
+	exportWallet(wallets[1])
+
+	// What must not be in the dump.
+	type secret struct {
+		what  string
+		bytes []byte
+	}
+	secrets := []secret{{"the master key", master}, {"the master key's hex (the file's text)", []byte(masterHex)},
+		{"the standalone private key", standalone}}
+	for i, w := range wallets {
+		name := fmt.Sprintf("wallet %d (%d words", i, len(strings.Fields(w.mnemonic)))
+		if w.mnemonic == imported {
+			name += ", imported"
+		}
+		name += ")"
+		secrets = append(secrets, secret{name + ": the mnemonic", []byte(w.mnemonic)})
+		for _, pad := range []byte{0x36, 0x5c} {
+			if len(w.mnemonic) <= sha512.BlockSize {
+				x := []byte(w.mnemonic)
+				for j := range x {
+					x[j] ^= pad
+				}
+				secrets = append(secrets, secret{fmt.Sprintf("%s: the mnemonic XOR 0x%x (an HMAC-SHA512 keyed by it)", name, pad), x})
+			}
+		}
+		seed, err := hd.MnemonicToSeed(w.mnemonic, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, secret{name + ": the BIP-39 seed", seed})
+		for _, m := range []struct{ what, key string }{{"BIP-32 secp256k1", "Bitcoin seed"}, {"SLIP-10 Ed25519", "ed25519 seed"}} {
+			mac := hmac.New(sha512.New, []byte(m.key))
+			mac.Write(seed)
+			secrets = append(secrets, secret{name + ": the " + m.what + " master private key", mac.Sum(nil)[:32]})
+		}
+		for j, a := range accounts {
+			k, err := hd.DeriveKeyFromPath(hd.Curve(a["curve"]), seed, a["path"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets = append(secrets, secret{fmt.Sprintf("%s: account %d's private key", name, j), k.PrivateKey()})
+		}
+	}
+	needles := make([][]byte, len(secrets))
+	for i, s := range secrets {
+		needles[i] = s.bytes
+	}
+	counts, size := countInFile(t, core, needles)
+	found := 0
+	for i, s := range secrets {
+		if counts[i] > 0 {
+			found++
+			t.Errorf("the core dump holds %s %d times", s.what, counts[i])
+		} else {
+			t.Logf("not in the core dump: %s", s.what)
+		}
+	}
+	t.Logf("searched a %d MB core dump for %d secrets: %d found", size>>20, len(secrets), found)
+}
+
+// dumpCore runs gcore on pid and returns the dump's path.
+func dumpCore(t *testing.T, gcore string, pid int) string {
+	t.Helper()
+	prefix := filepath.Join(t.TempDir(), "core")
+	out, err := exec.Command(gcore, "-o", prefix, strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcore: %v\n%s", err, out)
+	}
+	path := prefix + "." + strconv.Itoa(pid)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("gcore wrote no dump: %v\n%s", err, out)
+	}
+	return path
+}
+
+// countInFile counts each needle's occurrences in a file too large to read at once, in chunks
+// that overlap by the longest needle.
+func countInFile(t *testing.T, path string, needles [][]byte) (counts []int, size int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	longest := 0
+	for _, n := range needles {
+		longest = max(longest, len(n))
+	}
+	counts = make([]int, len(needles))
+	buf := make([]byte, 64<<20)
+	kept := 0 // bytes carried over from the previous chunk (shorter than any match start)
+	for {
+		n, err := io.ReadFull(f, buf[kept:])
+		size += int64(n)
+		end := kept + n
+		for i, needle := range needles {
+			counts[i] += bytes.Count(buf[:end], needle)
+		}
+		if err != nil {
+			break
+		}
+		// Keep the last longest-1 bytes, where a match straddling the boundary starts; matches
+		// wholly inside them were counted already and will be again, so take them off now.
+		kept = min(longest-1, end)
+		copy(buf, buf[end-kept:end])
+		for i, needle := range needles {
+			counts[i] -= bytes.Count(buf[:kept], needle)
+		}
+	}
+	return counts, size
+}
+
+// dumpClient sends stamped requests to the server under test.
+type dumpClient struct {
+	t       *testing.T
+	url     string
+	org     string
+	stamper stamp.Stamper
+}
+
+func (c *dumpClient) get(path string, out any) {
+	c.t.Helper()
+	resp, err := http.Get(c.url + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		c.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// submit posts an activity and decodes the completed result into out (when not nil).
+func (c *dumpClient) submit(op, typ string, params, out any) {
+	c.t.Helper()
+	p, _ := json.Marshal(params)
+	body := []byte(fmt.Sprintf(`{"type":%q,"organizationId":%q,"timestampMs":"%d","parameters":%s}`, typ, c.org, time.Now().UnixMilli(), p))
+	name, value, err := c.stamper.Stamp(body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, c.url+"/public/v1/submit/"+op, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(name, value)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var st struct {
+		Activity struct {
+			Status string `json:"status"`
+		} `json:"activity"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &st) != nil || st.Activity.Status != "ACTIVITY_STATUS_COMPLETED" {
+		c.t.Fatalf("%s: HTTP %d %s", op, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
