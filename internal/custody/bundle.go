@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/custody/hd"
 )
@@ -68,12 +67,12 @@ func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, t
 	defer wipe(m)
 	out := m
 	if language != "" && language != string(hd.LanguageEnglish) {
-		converted, err := hd.ConvertMnemonic(string(m), hd.Language(language))
+		converted, err := hd.ConvertMnemonicBytes(m, hd.Language(language))
 		if err != nil {
 			return "", err
 		}
-		out = []byte(converted)
-		defer wipe(out)
+		defer wipe(converted)
+		out = converted
 	}
 	return c.exportBundle(out, targetPublicKey, orgID)
 }
@@ -145,11 +144,12 @@ func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, 
 		return nil, err
 	}
 	defer wipe(plain)
-	m := strings.Join(strings.Fields(string(plain)), " ")
-	if err := hd.ValidateMnemonic(m); err != nil {
+	m, err := hd.CanonicalMnemonic(plain)
+	if err != nil {
 		return nil, err
 	}
-	return c.kr.Seal([]byte(m), wallet)
+	defer wipe(m)
+	return c.kr.Seal(m, wallet)
 }
 
 // ImportPrivateKey opens an imported private key (raw bytes) on curve and returns it sealed.

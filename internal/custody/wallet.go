@@ -31,11 +31,12 @@ func (c *Custodian) NewMnemonic(words int, b Binding) ([]byte, error) {
 	default:
 		return nil, ErrInvalidMnemonicLength
 	}
-	m, err := hd.NewMnemonic(words)
+	m, err := hd.NewMnemonicBytes(hd.LanguageEnglish, words)
 	if err != nil {
 		return nil, err
 	}
-	return c.kr.Seal([]byte(m), b)
+	defer wipe(m)
+	return c.kr.Seal(m, b)
 }
 
 // AccountSpec is one account to derive from a wallet.
@@ -54,14 +55,15 @@ type DerivedAccount struct {
 
 // DeriveAccounts opens a wallet's mnemonic once, derives every account and seals each account's
 // key for its binding, so that signing later opens one small sealed key instead of re-running
-// PBKDF2 and the path derivation.
+// PBKDF2 and the path derivation. The mnemonic, the seed and every node on the way are wiped
+// before it returns: no request keeps a seed.
 func (c *Custodian) DeriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) ([]DerivedAccount, error) {
 	m, err := c.kr.Open(sealedMnemonic, wallet)
 	if err != nil {
 		return nil, err
 	}
 	defer wipe(m)
-	seed, err := hd.MnemonicToSeed(string(m), "")
+	seed, err := hd.MnemonicBytesToSeed(m, nil)
 	if err != nil {
 		return nil, err
 	}
