@@ -14,7 +14,6 @@ import (
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
 // ErrWrongCurve is returned when a signing primitive does not match the key's curve.
@@ -43,13 +42,7 @@ func (k *Key) SignECDSA(digest []byte) (ECDSASignature, error) {
 	}
 	switch k.curve {
 	case CurveSecp256k1:
-		priv := secp256k1.PrivKeyFromBytes(k.secret[:])
-		defer priv.Zero()
-		compact := secpecdsa.SignCompact(priv, digest, true)
-		sig.V = compact[0] - 27 - 4
-		copy(sig.R[:], compact[1:33])
-		copy(sig.S[:], compact[33:65])
-		return sig, nil
+		return k.signSecp256k1(digest), nil
 	case CurveP256:
 		return k.signP256(digest)
 	}
@@ -58,10 +51,13 @@ func (k *Key) SignECDSA(digest []byte) (ECDSASignature, error) {
 
 func (k *Key) signP256(digest []byte) (ECDSASignature, error) {
 	var sig ECDSASignature
+	// crypto/ecdsa copies the scalar into values of its own that cannot be wiped (and so does
+	// crypto/ecdh in NewKey); D, at least, is cleared.
 	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), k.secret[:])
 	if err != nil {
 		return sig, err
 	}
+	defer wipeInt(priv.D)
 	der, err := priv.Sign(nil, digest, crypto.SHA256) // nil random: RFC 6979
 	if err != nil {
 		return sig, err
@@ -84,6 +80,75 @@ func (k *Key) signP256(digest []byte) (ECDSASignature, error) {
 		sig.V = 1
 	}
 	return sig, nil
+}
+
+// signSecp256k1 is ECDSA over secp256k1 with an RFC 6979 nonce and low S, the signature and
+// recovery code the dcrd library's SignCompact gives, computed here so that no copy of the key
+// is left behind: SignCompact derives the nonce from a heap buffer holding the private key
+// (and its HMAC state), which it never clears. Every scalar here is on the stack and zeroed.
+func (k *Key) signSecp256k1(digest []byte) ECDSASignature {
+	var d, e, nonce, r, s, kinv secp256k1.ModNScalar
+	defer d.Zero()
+	defer nonce.Zero()
+	defer kinv.Zero()
+	d.SetBytes(&k.secret)
+	e.SetByteSlice(digest)
+	for iteration := uint32(0); ; iteration++ {
+		rfc6979Nonce(&nonce, &k.secret, digest, iteration)
+		var R secp256k1.JacobianPoint
+		secp256k1.ScalarBaseMultNonConst(&nonce, &R)
+		R.ToAffine()
+		var rx [32]byte
+		R.X.PutBytes(&rx)
+		overflow := r.SetBytes(&rx)
+		if r.IsZero() {
+			continue
+		}
+		code := byte(overflow<<1) | byte(R.Y.IsOddBit())
+		kinv.InverseValNonConst(&nonce)
+		s.Mul2(&d, &r).Add(&e).Mul(&kinv)
+		if s.IsZero() {
+			continue
+		}
+		if s.IsOverHalfOrder() {
+			s.Negate()
+			code ^= 1
+		}
+		var sig ECDSASignature
+		r.PutBytes(&sig.R)
+		s.PutBytes(&sig.S)
+		sig.V = code
+		return sig
+	}
+}
+
+// rfc6979Nonce sets nonce to the RFC 6979 HMAC-SHA256 nonce for key and digest (the digest
+// taken as is, as the dcrd library does), skipping the first iteration valid candidates; the
+// HMAC key and chain values are on the stack and cleared.
+func rfc6979Nonce(nonce *secp256k1.ModNScalar, key *[32]byte, digest []byte, iteration uint32) {
+	var v, kk [32]byte
+	defer clear(v[:])
+	defer clear(kk[:])
+	for i := range v {
+		v[i] = 1
+	}
+	hmacSHA256(&kk, kk[:], v[:], []byte{0}, key[:], digest)
+	hmacSHA256(&v, kk[:], v[:])
+	hmacSHA256(&kk, kk[:], v[:], []byte{1}, key[:], digest)
+	hmacSHA256(&v, kk[:], v[:])
+	var generated uint32
+	for {
+		hmacSHA256(&v, kk[:], v[:])
+		overflow := nonce.SetBytes(&v)
+		if overflow == 0 && !nonce.IsZero() {
+			generated++
+			if generated > iteration {
+				return
+			}
+		}
+		hmacSHA256(&kk, kk[:], v[:], []byte{0})
+		hmacSHA256(&v, kk[:], v[:])
+	}
 }
 
 // recoverP256 returns Q = r⁻¹(sR − eG) for the R with x = r and y parity v, or nil.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
@@ -56,6 +57,27 @@ func TestSignECDSASecp256k1(t *testing.T) {
 		pub, _, err := secpecdsa.RecoverCompact(compact, d[:])
 		if err != nil || !bytes.Equal(pub.SerializeCompressed(), key.PublicKey()) {
 			t.Fatalf("recovery with v=%d failed: %v", sig.V, err)
+		}
+	}
+}
+
+// SignECDSA computes secp256k1 signatures itself (to leave no copy of the key behind); they must
+// be the dcrd library's SignCompact signatures, byte for byte.
+func TestSignECDSASecp256k1MatchesDcrd(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		seed := sha256.Sum256([]byte{byte(i), byte(i >> 8), 'k'})
+		d := sha256.Sum256([]byte{byte(i), 'd'})
+		key, err := NewKey(CurveSecp256k1, seed[:])
+		if err != nil {
+			continue // not in [1, n-1]: astronomically rare
+		}
+		sig, err := key.SignECDSA(d[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := secpecdsa.SignCompact(secp256k1.PrivKeyFromBytes(seed[:]), d[:], true)
+		if got := append([]byte{27 + 4 + sig.V}, append(sig.R[:], sig.S[:]...)...); !bytes.Equal(got, want) {
+			t.Fatalf("key %x digest %x: got %x, dcrd signs %x", seed, d, got, want)
 		}
 	}
 }
