@@ -3,6 +3,7 @@ module github.com/latchkey/latchkey
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/btcsuite/btcd v0.24.2
 	github.com/btcsuite/btcd/btcec/v2 v2.5.0
 	github.com/btcsuite/btcd/btcutil v1.2.0

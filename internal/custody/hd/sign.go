@@ -3,15 +3,16 @@ package hd
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/asn1"
 	"errors"
 	"fmt"
 	"math/big"
 
+	"filippo.io/edwards25519"
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
@@ -180,7 +181,68 @@ func (k *Key) SignEd25519(message []byte) ([]byte, error) {
 	if k.curve != CurveEd25519 {
 		return nil, fmt.Errorf("%w: Ed25519 needs an Ed25519 key, key is %s", ErrWrongCurve, k.curve)
 	}
-	return ed25519.Sign(k.edPriv, message), nil
+	return ed25519Sign(&k.secret, k.pub, message), nil
+}
+
+// Ed25519 (RFC 8032 §5.1) is computed here over filippo.io/edwards25519 rather than by
+// crypto/ed25519, whose private key values (seed, scalar, nonce prefix) are heap copies made on
+// every call and never cleared. Here the expanded key lives on the stack and is zeroed; the
+// signatures are crypto/ed25519's, byte for byte (tests check).
+
+// ed25519Expand sets s to the clamped secret scalar and prefix to the nonce prefix of seed.
+func ed25519Expand(seed *[32]byte, s *edwards25519.Scalar, prefix *[32]byte) {
+	h := sha512.Sum512(seed[:])
+	defer clear(h[:])
+	if _, err := s.SetBytesWithClamping(h[:32]); err != nil {
+		panic("hd: clamping an Ed25519 scalar: " + err.Error())
+	}
+	copy(prefix[:], h[32:])
+}
+
+func wipeScalar(s *edwards25519.Scalar) { s.Set(edwards25519.NewScalar()) }
+
+// ed25519PublicKey returns the public key of an Ed25519 seed.
+func ed25519PublicKey(seed *[32]byte) []byte {
+	var s edwards25519.Scalar
+	var prefix [32]byte
+	defer wipeScalar(&s)
+	defer clear(prefix[:])
+	ed25519Expand(seed, &s, &prefix)
+	return new(edwards25519.Point).ScalarBaseMult(&s).Bytes()
+}
+
+// ed25519Sign returns R ‖ S for message under seed, whose public key is pub.
+func ed25519Sign(seed *[32]byte, pub, message []byte) []byte {
+	var s, r, c edwards25519.Scalar
+	var prefix [32]byte
+	var digest [64]byte
+	defer wipeScalar(&s)
+	defer wipeScalar(&r)
+	defer clear(prefix[:])
+	defer clear(digest[:])
+	ed25519Expand(seed, &s, &prefix)
+	h := sha512.New()
+	defer scrub(h)
+	// r = SHA-512(prefix ‖ M) mod L; R = rB.
+	h.Write(prefix[:])
+	h.Write(message)
+	h.Sum(digest[:0])
+	if _, err := r.SetUniformBytes(digest[:]); err != nil {
+		panic("hd: reducing an Ed25519 nonce: " + err.Error())
+	}
+	sig := make([]byte, 64)
+	copy(sig, new(edwards25519.Point).ScalarBaseMult(&r).Bytes())
+	// S = (SHA-512(R ‖ A ‖ M) mod L)·s + r.
+	scrub(h)
+	h.Write(sig[:32])
+	h.Write(pub)
+	h.Write(message)
+	h.Sum(digest[:0])
+	if _, err := c.SetUniformBytes(digest[:]); err != nil {
+		panic("hd: reducing an Ed25519 challenge: " + err.Error())
+	}
+	copy(sig[32:], new(edwards25519.Scalar).MultiplyAdd(&c, &s, &r).Bytes())
+	return sig
 }
 
 // SignSchnorr makes a BIP-340 Schnorr signature (64 bytes) over a 32-byte digest with a

@@ -147,6 +147,27 @@ func TestSignEd25519(t *testing.T) {
 	}
 }
 
+// Ed25519 is computed here (to leave no copy of the key behind); keys and signatures must be
+// crypto/ed25519's, byte for byte, for messages shorter and longer than a SHA-512 block.
+func TestSignEd25519MatchesStdlib(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		seed := sha256.Sum256([]byte{byte(i), 'e'})
+		msg := bytes.Repeat([]byte{byte(i)}, i*3)
+		k, err := NewKey(CurveEd25519, seed[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ed25519.NewKeyFromSeed(seed[:])
+		if !bytes.Equal(k.PublicKey(), want[32:]) {
+			t.Fatalf("seed %x: public key %x, crypto/ed25519 has %x", seed, k.PublicKey(), want[32:])
+		}
+		sig, err := k.SignEd25519(msg)
+		if err != nil || !bytes.Equal(sig, ed25519.Sign(want, msg)) {
+			t.Fatalf("seed %x, %d-byte message: %x, %v", seed, len(msg), sig, err)
+		}
+	}
+}
+
 func TestBIP340Vectors(t *testing.T) {
 	f, err := os.Open("testdata/bip340-test-vectors.csv")
 	if err != nil {
