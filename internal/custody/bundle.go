@@ -59,7 +59,12 @@ func (c *Custodian) exportBundle(plaintext []byte, targetPublicKey, orgID string
 // ExportMnemonic encrypts a wallet's mnemonic (in language, a MNEMONIC_LANGUAGE_* value; ""
 // keeps English) to targetPublicKey as an export bundle that @turnkey/crypto's
 // decryptExportBundle opens given this server's signer key.
-func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (string, error) {
+func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (bundle string, err error) {
+	inSecret(func() { bundle, err = c.exportMnemonic(sealedMnemonic, b, language, targetPublicKey, orgID) })
+	return bundle, err
+}
+
+func (c *Custodian) exportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (string, error) {
 	m, err := c.kr.Open(sealedMnemonic, b)
 	if err != nil {
 		return "", err
@@ -78,7 +83,12 @@ func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, t
 }
 
 // ExportKey encrypts a sealed private key's raw bytes (32) to targetPublicKey as an export bundle.
-func (c *Custodian) ExportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (string, error) {
+func (c *Custodian) ExportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (bundle string, err error) {
+	inSecret(func() { bundle, err = c.exportKey(sealedKey, b, targetPublicKey, orgID) })
+	return bundle, err
+}
+
+func (c *Custodian) exportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (string, error) {
 	raw, err := c.kr.Open(sealedKey, b)
 	if err != nil {
 		return "", err
@@ -138,7 +148,12 @@ func (c *Custodian) openImport(encryptedBundle string, sealedTarget []byte, tb B
 }
 
 // ImportMnemonic opens an imported mnemonic, checks it, and returns it sealed for the wallet.
-func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) ([]byte, error) {
+func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) (sealed []byte, err error) {
+	inSecret(func() { sealed, err = c.importMnemonic(encryptedBundle, sealedTarget, tb, wallet) })
+	return sealed, err
+}
+
+func (c *Custodian) importMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) ([]byte, error) {
 	plain, err := c.openImport(encryptedBundle, sealedTarget, tb)
 	if err != nil {
 		return nil, err
@@ -153,7 +168,12 @@ func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, 
 }
 
 // ImportPrivateKey opens an imported private key (raw bytes) on curve and returns it sealed.
-func (c *Custodian) ImportPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (DerivedAccount, error) {
+func (c *Custodian) ImportPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (d DerivedAccount, err error) {
+	inSecret(func() { d, err = c.importPrivateKey(encryptedBundle, sealedTarget, tb, key, curve) })
+	return d, err
+}
+
+func (c *Custodian) importPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (DerivedAccount, error) {
 	plain, err := c.openImport(encryptedBundle, sealedTarget, tb)
 	if err != nil {
 		return DerivedAccount{}, err
