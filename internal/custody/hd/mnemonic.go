@@ -257,19 +257,19 @@ func ParseMnemonicBytes(mnemonic []byte) (entropy []byte, lang Language, err err
 // nfkd is the NFKD form of a secret: b is the input itself when it was already normalised (all
 // ASCII, say), else a copy that wipe clears.
 type nfkd struct {
-	b    []byte
-	copy bool
+	b     []byte
+	owned bool
 }
 
 func normalized(s []byte) nfkd {
 	if norm.NFKD.IsNormal(s) {
 		return nfkd{b: s}
 	}
-	return nfkd{b: norm.NFKD.Bytes(s), copy: true}
+	return nfkd{b: norm.NFKD.Bytes(s), owned: true}
 }
 
 func (n nfkd) wipe() {
-	if n.copy {
+	if n.owned {
 		wipeBytes(n.b)
 	}
 }

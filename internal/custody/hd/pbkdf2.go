@@ -15,46 +15,32 @@ import (
 // allocation. Here the pads and saved states live in buffers wiped before returning, and the
 // hashes' own buffers are overwritten.
 
-// hmacSHA512 sets out to HMAC-SHA512(key, data[0] ‖ data[1] ‖ …). It is for keys and data that
-// are secrets (a seed, a parent key): the blocks it hashes are built on the stack and cleared.
+// hmacSHA512 sets out to HMAC-SHA512(key, data[0] ‖ data[1] ‖ …) for at most a block of data
+// (seeds and derivation inputs are at most 64 bytes). The key pads and the blocks it hashes are
+// built on the stack and cleared.
 func hmacSHA512(out *[64]byte, key []byte, data ...[]byte) {
-	var pad [sha512.BlockSize]byte
-	defer clear(pad[:])
-	if len(key) > len(pad) {
-		sum := sha512.Sum512(key)
-		copy(pad[:], sum[:])
-		clear(sum[:])
-	} else {
-		copy(pad[:], key)
-	}
-	// The inner message is ipad ‖ data: at most a block and 64 bytes of data here (seeds and
-	// derivation inputs), hashed from one stack buffer.
-	n := 0
-	for _, d := range data {
-		n += len(d)
-	}
 	var buf [2 * sha512.BlockSize]byte
 	defer clear(buf[:])
-	for i := range pad {
-		buf[i] = pad[i] ^ 0x36
-	}
-	if n > sha512.BlockSize {
-		h := sha512.New()
-		h.Write(buf[:sha512.BlockSize])
-		for _, d := range data {
-			h.Write(d)
-		}
-		h.Sum(out[:0])
-		scrub(h)
+	if len(key) > sha512.BlockSize {
+		sum := sha512.Sum512(key)
+		copy(buf[:], sum[:])
+		clear(sum[:])
 	} else {
-		at := sha512.BlockSize
-		for _, d := range data {
-			at += copy(buf[at:], d)
-		}
-		*out = sha512.Sum512(buf[:at])
+		copy(buf[:], key)
 	}
-	for i := range pad {
-		buf[i] = pad[i] ^ 0x5c
+	for i := range sha512.BlockSize {
+		buf[i] ^= 0x36
+	}
+	at := sha512.BlockSize
+	for _, d := range data {
+		if at+len(d) > len(buf) {
+			panic("hd: hmacSHA512 takes at most a block of data")
+		}
+		at += copy(buf[at:], d)
+	}
+	*out = sha512.Sum512(buf[:at])
+	for i := range sha512.BlockSize {
+		buf[i] ^= 0x36 ^ 0x5c
 	}
 	copy(buf[sha512.BlockSize:], out[:])
 	*out = sha512.Sum512(buf[:sha512.BlockSize+64])
