@@ -16,62 +16,53 @@ import (
 // hashes' own buffers are overwritten.
 
 // hmacSHA512 sets out to HMAC-SHA512(key, data[0] ‖ data[1] ‖ …) for at most a block of data
-// (seeds and derivation inputs are at most 64 bytes). The key pads and the blocks it hashes are
-// built on the stack and cleared.
+// (seeds and derivation inputs are at most 64 bytes).
 func hmacSHA512(out *[64]byte, key []byte, data ...[]byte) {
 	var buf [2 * sha512.BlockSize]byte
-	defer clear(buf[:])
-	if len(key) > sha512.BlockSize {
-		sum := sha512.Sum512(key)
-		copy(buf[:], sum[:])
+	hmacOneShot(out[:], buf[:], sha512.BlockSize, func(dst, msg []byte) {
+		sum := sha512.Sum512(msg)
+		copy(dst, sum[:])
 		clear(sum[:])
-	} else {
-		copy(buf[:], key)
-	}
-	for i := range sha512.BlockSize {
-		buf[i] ^= 0x36
-	}
-	at := sha512.BlockSize
-	for _, d := range data {
-		if at+len(d) > len(buf) {
-			panic("hd: hmacSHA512 takes at most a block of data")
-		}
-		at += copy(buf[at:], d)
-	}
-	*out = sha512.Sum512(buf[:at])
-	for i := range sha512.BlockSize {
-		buf[i] ^= 0x36 ^ 0x5c
-	}
-	copy(buf[sha512.BlockSize:], out[:])
-	*out = sha512.Sum512(buf[:sha512.BlockSize+64])
+	}, key, data...)
 }
 
-// hmacSHA256 sets out to HMAC-SHA256(key, data[0] ‖ data[1] ‖ …) for a key of at most a block
-// and at most 128 bytes of data (RFC 6979's inputs), hashed from stack buffers it clears.
+// hmacSHA256 sets out to HMAC-SHA256(key, data[0] ‖ data[1] ‖ …) for at most 128 bytes of data
+// (RFC 6979's inputs).
 func hmacSHA256(out *[32]byte, key []byte, data ...[]byte) {
 	var buf [sha256.BlockSize + 128]byte
-	defer clear(buf[:])
-	if len(key) > sha256.BlockSize {
-		panic("hd: hmacSHA256 takes a key of at most a block")
+	hmacOneShot(out[:], buf[:], sha256.BlockSize, func(dst, msg []byte) {
+		sum := sha256.Sum256(msg)
+		copy(dst, sum[:])
+		clear(sum[:])
+	}, key, data...)
+}
+
+// hmacOneShot computes an HMAC with sum, a one-shot hash of block size bs, into out: the key
+// pads and the data are laid out in buf (zero, at least a block and the output long), which it
+// clears, and each pass is hashed from it in one call.
+func hmacOneShot(out, buf []byte, bs int, sum func(dst, msg []byte), key []byte, data ...[]byte) {
+	defer clear(buf)
+	if len(key) > bs {
+		sum(buf[:len(out)], key)
+	} else {
+		copy(buf, key)
 	}
-	copy(buf[:], key)
-	for i := range sha256.BlockSize {
+	for i := range bs {
 		buf[i] ^= 0x36
 	}
-	at := sha256.BlockSize
+	at := bs
 	for _, d := range data {
 		if at+len(d) > len(buf) {
-			panic("hd: hmacSHA256 takes at most 128 bytes of data")
+			panic("hd: too much data for a one-shot HMAC")
 		}
 		at += copy(buf[at:], d)
 	}
-	inner := sha256.Sum256(buf[:at])
-	defer clear(inner[:])
-	for i := range sha256.BlockSize {
+	sum(out, buf[:at])
+	for i := range bs {
 		buf[i] ^= 0x36 ^ 0x5c
 	}
-	copy(buf[sha256.BlockSize:], inner[:])
-	*out = sha256.Sum256(buf[:sha256.BlockSize+32])
+	copy(buf[bs:], out)
+	sum(out, buf[:bs+len(out)])
 }
 
 // pbkdf2SHA512 fills out (at most 64 bytes: one block, as BIP-39 needs) with
