@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,10 +35,11 @@ import (
 // pads, which is what an HMAC keyed by it keeps), each BIP-39 seed, each BIP-32/SLIP-10 master
 // private key and each account or standalone private key.
 //
-// The server is the production one (no --dev; a master key file), so it made itself non-dumpable
-// (PR_SET_DUMPABLE 0). That stops the kernel's core dumps and any ptrace by a user without
-// CAP_SYS_PTRACE; the test runs gcore as root, which keeps that capability, so the dump below is
-// of the hardened process itself: what an attacker with root (or the machine's memory) would get.
+// The server is the production one (no --dev; a master key file), run as an unprivileged user,
+// so it made itself non-dumpable (PR_SET_DUMPABLE 0). The test first checks what that buys:
+// gcore run as the server's own user is refused, though it dumps another process of that user.
+// Root keeps CAP_SYS_PTRACE, so gcore as root still dumps the hardened server: that dump, what an
+// attacker with root (or the machine's memory) would get, is the one searched.
 func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("gcore and the memory protections are Linux only")
@@ -56,9 +58,20 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 		t.Skip("gcore can dump the hardened (non-dumpable) server as root only")
 	}
 
-	// A production deployment: init with a master key file and the root user's API key.
-	dir := t.TempDir()
-	mk := filepath.Join(t.TempDir(), "master.key")
+	// A production deployment: init with a master key file and the root user's API key. The
+	// server runs as an unprivileged user (nobody), as it would in production, from a copy of
+	// this binary in a directory that user owns.
+	base := t.TempDir()
+	for _, d := range []string{base, filepath.Dir(base)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(base, "latchkey")
+	if self, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(bin, self, 0o755) != nil {
+		t.Fatalf("copying the test binary: %v", err)
+	}
+	dir, mk := filepath.Join(base, "data"), filepath.Join(base, "master.key")
 	if _, err := custody.GenerateMasterKeyFile(mk); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +91,15 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	if err := json.Unmarshal(initOut.Bytes(), &created); err != nil {
 		t.Fatalf("init printed %q: %v", initOut.String(), err)
 	}
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+	if err := filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(nobody.Uid), int(nobody.Gid))
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,7 +107,9 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv := child(t, "serve", "--data-dir", dir, "--master-key-file", mk, "--api-addr", addr, "--proxy-addr", "", "--dashboard-addr", "")
+	srv := exec.Command(bin, "serve", "--data-dir", dir, "--master-key-file", mk, "--api-addr", addr, "--proxy-addr", "", "--dashboard-addr", "")
+	srv.Env = append(os.Environ(), "LATCHKEY_TEST_AS_MAIN=1")
+	srv.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
 	var logs syncBuffer
 	srv.Stderr = &logs
 	if err := srv.Start(); err != nil {
@@ -95,6 +119,24 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	waitFor(t, func() bool { return strings.Contains(logs.String(), "latchkey api listening") }, "serve to listen:\n"+logs.String())
 	if strings.Contains(logs.String(), "not fully protected") || strings.Contains(logs.String(), "non-dumpable") {
 		t.Fatalf("serve could not protect its memory:\n%s", logs.String())
+	}
+
+	// The hardened server cannot be dumped by its own user, while a process of that user that
+	// did not harden itself can (the control: the refusal is PR_SET_DUMPABLE's, not gdb's).
+	control := exec.Command("sleep", "60")
+	control.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	if err := control.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = control.Process.Kill(); _ = control.Wait() }()
+	if core, err := dumpCore(gcore, filepath.Join(base, "control"), control.Process.Pid, nobody); err != nil {
+		t.Fatalf("gcore as nobody could not dump a dumpable process of nobody's: %v", err)
+	} else {
+		_ = os.Remove(core)
+	}
+	if core, err := dumpCore(gcore, filepath.Join(base, "refused"), srv.Process.Pid, nobody); err == nil {
+		_ = os.Remove(core)
+		t.Fatal("gcore as the server's own user dumped the hardened server")
 	}
 
 	c := &dumpClient{t: t, url: "http://" + addr, org: created.OrganizationID}
@@ -227,7 +269,11 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 		t.Fatalf("export_private_key: %d bytes, %v", len(standalone), err)
 	}
 
-	core := dumpCore(t, gcore, srv.Process.Pid)
+	// Root can (CAP_SYS_PTRACE): the dump searched below.
+	core, err := dumpCore(gcore, filepath.Join(t.TempDir(), "core"), srv.Process.Pid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer os.Remove(core)
 	exportWallet(wallets[1])
 
@@ -334,19 +380,22 @@ func aes256RoundKey2(key []byte) []byte {
 	return w
 }
 
-// dumpCore runs gcore on pid and returns the dump's path.
-func dumpCore(t *testing.T, gcore string, pid int) string {
-	t.Helper()
-	prefix := filepath.Join(t.TempDir(), "core")
-	out, err := exec.Command(gcore, "-o", prefix, strconv.Itoa(pid)).CombinedOutput()
+// dumpCore runs gcore on pid (as cred's user, or as this process's when nil) and returns the
+// dump's path.
+func dumpCore(gcore, prefix string, pid int, cred *syscall.Credential) (string, error) {
+	cmd := exec.Command(gcore, "-o", prefix, strconv.Itoa(pid))
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("gcore: %v\n%s", err, out)
+		return "", fmt.Errorf("gcore: %v\n%s", err, out)
 	}
 	path := prefix + "." + strconv.Itoa(pid)
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("gcore wrote no dump: %v\n%s", err, out)
+		return "", fmt.Errorf("gcore wrote no dump: %v\n%s", err, out)
 	}
-	return path
+	return path, nil
 }
 
 // countInFile counts each needle's occurrences in a file too large to read at once, in chunks
