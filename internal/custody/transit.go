@@ -99,6 +99,24 @@ func SaveSealRecord(ctx context.Context, st store.Store, s *SealRecord) error {
 	})
 }
 
+// PutSealRecord records s as the deployment's seal record inside tx, replacing any (a rewrap).
+func PutSealRecord(ctx context.Context, tx store.Tx, s *SealRecord) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Put(ctx, store.Record{Kind: sealKind, ID: sealID, Data: data, CreatedAt: s.Created, UpdatedAt: s.Created})
+}
+
+// DeleteSealRecord removes the deployment's seal record inside tx (a rewrap to a master key
+// file); a deployment without one is left as it is.
+func DeleteSealRecord(ctx context.Context, tx store.Tx) error {
+	if err := tx.Delete(ctx, sealKind, sealID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // NewMasterKey makes a random master key in memory (the transit seal wraps it; it is never
 // written anywhere in the clear).
 func NewMasterKey() (*MasterKey, error) {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -465,7 +466,7 @@ func TestWellKnownKeys(t *testing.T) {
 			t.Fatalf("public key %q is not lowercase uncompressed hex", k)
 		}
 	}
-	if pk != h.s.PublicKeys() {
+	if !reflect.DeepEqual(pk, h.s.PublicKeys()) {
 		t.Fatal("well-known keys differ from the server's")
 	}
 }
