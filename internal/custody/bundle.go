@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/custody/hd"
 )
@@ -60,7 +59,12 @@ func (c *Custodian) exportBundle(plaintext []byte, targetPublicKey, orgID string
 // ExportMnemonic encrypts a wallet's mnemonic (in language, a MNEMONIC_LANGUAGE_* value; ""
 // keeps English) to targetPublicKey as an export bundle that @turnkey/crypto's
 // decryptExportBundle opens given this server's signer key.
-func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (string, error) {
+func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (bundle string, err error) {
+	inSecret(func() { bundle, err = c.exportMnemonic(sealedMnemonic, b, language, targetPublicKey, orgID) })
+	return bundle, err
+}
+
+func (c *Custodian) exportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (string, error) {
 	m, err := c.kr.Open(sealedMnemonic, b)
 	if err != nil {
 		return "", err
@@ -68,18 +72,23 @@ func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, t
 	defer wipe(m)
 	out := m
 	if language != "" && language != string(hd.LanguageEnglish) {
-		converted, err := hd.ConvertMnemonic(string(m), hd.Language(language))
+		converted, err := hd.ConvertMnemonicBytes(m, hd.Language(language))
 		if err != nil {
 			return "", err
 		}
-		out = []byte(converted)
-		defer wipe(out)
+		defer wipe(converted)
+		out = converted
 	}
 	return c.exportBundle(out, targetPublicKey, orgID)
 }
 
 // ExportKey encrypts a sealed private key's raw bytes (32) to targetPublicKey as an export bundle.
-func (c *Custodian) ExportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (string, error) {
+func (c *Custodian) ExportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (bundle string, err error) {
+	inSecret(func() { bundle, err = c.exportKey(sealedKey, b, targetPublicKey, orgID) })
+	return bundle, err
+}
+
+func (c *Custodian) exportKey(sealedKey []byte, b Binding, targetPublicKey, orgID string) (string, error) {
 	raw, err := c.kr.Open(sealedKey, b)
 	if err != nil {
 		return "", err
@@ -139,21 +148,32 @@ func (c *Custodian) openImport(encryptedBundle string, sealedTarget []byte, tb B
 }
 
 // ImportMnemonic opens an imported mnemonic, checks it, and returns it sealed for the wallet.
-func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) ([]byte, error) {
+func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) (sealed []byte, err error) {
+	inSecret(func() { sealed, err = c.importMnemonic(encryptedBundle, sealedTarget, tb, wallet) })
+	return sealed, err
+}
+
+func (c *Custodian) importMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) ([]byte, error) {
 	plain, err := c.openImport(encryptedBundle, sealedTarget, tb)
 	if err != nil {
 		return nil, err
 	}
 	defer wipe(plain)
-	m := strings.Join(strings.Fields(string(plain)), " ")
-	if err := hd.ValidateMnemonic(m); err != nil {
+	m, err := hd.CanonicalMnemonic(plain)
+	if err != nil {
 		return nil, err
 	}
-	return c.kr.Seal([]byte(m), wallet)
+	defer wipe(m)
+	return c.kr.Seal(m, wallet)
 }
 
 // ImportPrivateKey opens an imported private key (raw bytes) on curve and returns it sealed.
-func (c *Custodian) ImportPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (DerivedAccount, error) {
+func (c *Custodian) ImportPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (d DerivedAccount, err error) {
+	inSecret(func() { d, err = c.importPrivateKey(encryptedBundle, sealedTarget, tb, key, curve) })
+	return d, err
+}
+
+func (c *Custodian) importPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (DerivedAccount, error) {
 	plain, err := c.openImport(encryptedBundle, sealedTarget, tb)
 	if err != nil {
 		return DerivedAccount{}, err

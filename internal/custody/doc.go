@@ -15,5 +15,8 @@
 //   - key derivation and signing (subpackage hd).
 //
 // It signs, derives and encrypts to a target; it never hands a private key to its caller, never
-// logs, and never puts secret bytes into an error.
+// logs, and never puts secret bytes into an error. Decrypted secrets are byte slices zeroed before
+// the call that opened them returns, never strings; built with GOEXPERIMENT=runtimesecret, those
+// calls run under runtime/secret as well (runtimesecret.go). docs/operations.md ("Key material in
+// memory") says what this guarantees and what Go cannot.
 package custody

@@ -32,7 +32,12 @@ func (c *Custodian) NewSecretTarget(orgID, userID string, bind func(targetPublic
 // ImportSecret opens a secret encrypted to a secret target (a ClientSendMsg: the JSON
 // {encappedPublic, ciphertext}) and returns it sealed for secret. Any bytes up to
 // MaxSecretBytes are a secret.
-func (c *Custodian) ImportSecret(encryptedPayload string, sealedTarget []byte, tb, secret Binding) ([]byte, error) {
+func (c *Custodian) ImportSecret(encryptedPayload string, sealedTarget []byte, tb, secret Binding) (sealed []byte, err error) {
+	inSecret(func() { sealed, err = c.importSecret(encryptedPayload, sealedTarget, tb, secret) })
+	return sealed, err
+}
+
+func (c *Custodian) importSecret(encryptedPayload string, sealedTarget []byte, tb, secret Binding) ([]byte, error) {
 	plain, err := c.openImport(encryptedPayload, sealedTarget, tb)
 	if err != nil {
 		return nil, err

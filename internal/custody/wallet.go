@@ -25,17 +25,23 @@ func (c *Custodian) Keys() *ServerKeys { return c.keys }
 var ErrInvalidMnemonicLength = errors.New("mnemonicLength must be 12, 15, 18, 21 or 24")
 
 // NewMnemonic creates a wallet's mnemonic and returns it sealed for b.
-func (c *Custodian) NewMnemonic(words int, b Binding) ([]byte, error) {
+func (c *Custodian) NewMnemonic(words int, b Binding) (sealed []byte, err error) {
+	inSecret(func() { sealed, err = c.newMnemonic(words, b) })
+	return sealed, err
+}
+
+func (c *Custodian) newMnemonic(words int, b Binding) ([]byte, error) {
 	switch words {
 	case 12, 15, 18, 21, 24:
 	default:
 		return nil, ErrInvalidMnemonicLength
 	}
-	m, err := hd.NewMnemonic(words)
+	m, err := hd.NewMnemonicBytes(hd.LanguageEnglish, words)
 	if err != nil {
 		return nil, err
 	}
-	return c.kr.Seal([]byte(m), b)
+	defer wipe(m)
+	return c.kr.Seal(m, b)
 }
 
 // AccountSpec is one account to derive from a wallet.
@@ -54,14 +60,20 @@ type DerivedAccount struct {
 
 // DeriveAccounts opens a wallet's mnemonic once, derives every account and seals each account's
 // key for its binding, so that signing later opens one small sealed key instead of re-running
-// PBKDF2 and the path derivation.
-func (c *Custodian) DeriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) ([]DerivedAccount, error) {
+// PBKDF2 and the path derivation. The mnemonic, the seed and every node on the way are wiped
+// before it returns: no request keeps a seed.
+func (c *Custodian) DeriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) (out []DerivedAccount, err error) {
+	inSecret(func() { out, err = c.deriveAccounts(sealedMnemonic, wallet, specs) })
+	return out, err
+}
+
+func (c *Custodian) deriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) ([]DerivedAccount, error) {
 	m, err := c.kr.Open(sealedMnemonic, wallet)
 	if err != nil {
 		return nil, err
 	}
 	defer wipe(m)
-	seed, err := hd.MnemonicToSeed(string(m), "")
+	seed, err := hd.MnemonicBytesToSeed(m, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +95,12 @@ func (c *Custodian) DeriveAccounts(sealedMnemonic []byte, wallet Binding, specs 
 }
 
 // NewPrivateKey generates a standalone private key on curve, sealed for b.
-func (c *Custodian) NewPrivateKey(curve string, b Binding) (DerivedAccount, error) {
+func (c *Custodian) NewPrivateKey(curve string, b Binding) (d DerivedAccount, err error) {
+	inSecret(func() { d, err = c.newPrivateKey(curve, b) })
+	return d, err
+}
+
+func (c *Custodian) newPrivateKey(curve string, b Binding) (DerivedAccount, error) {
 	k, err := hd.GenerateKey(hd.Curve(curve))
 	if err != nil {
 		return DerivedAccount{}, err
@@ -128,7 +145,12 @@ func (s Signature) Bytes() []byte { return append(append([]byte{}, s.R[:]...), s
 
 // Sign opens a sealed key and signs msg (a digest for ECDSA and Schnorr, the message for
 // Ed25519).
-func (c *Custodian) Sign(sealedKey []byte, b Binding, curve string, kind SignKind, msg []byte) (Signature, error) {
+func (c *Custodian) Sign(sealedKey []byte, b Binding, curve string, kind SignKind, msg []byte) (sig Signature, err error) {
+	inSecret(func() { sig, err = c.sign(sealedKey, b, curve, kind, msg) })
+	return sig, err
+}
+
+func (c *Custodian) sign(sealedKey []byte, b Binding, curve string, kind SignKind, msg []byte) (Signature, error) {
 	k, err := c.openKey(sealedKey, b, curve)
 	if err != nil {
 		return Signature{}, err

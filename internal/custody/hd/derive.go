@@ -2,8 +2,6 @@ package hd
 
 import (
 	"crypto/ecdh"
-	"crypto/hmac"
-	"crypto/sha512"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,6 +47,7 @@ func validScalar(curve Curve, b *[32]byte) bool {
 		return ok
 	case CurveP256:
 		v := new(big.Int).SetBytes(b[:])
+		defer wipeInt(v)
 		return v.Sign() > 0 && v.Cmp(p256Order) < 0
 	}
 	return true
@@ -64,20 +63,18 @@ func masterNode(curve Curve, seed []byte) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := seed
+	var I [64]byte
+	defer clear(I[:])
+	hmacSHA512(&I, key, seed)
 	for {
-		mac := hmac.New(sha512.New, key)
-		mac.Write(data)
-		I := mac.Sum(nil)
 		n := &node{curve: curve}
 		copy(n.key[:], I[:32])
 		copy(n.chain[:], I[32:])
 		if curve == CurveEd25519 || validScalar(curve, &n.key) {
-			clear(I)
 			return n, nil
 		}
 		n.wipe()
-		data = I
+		hmacSHA512(&I, key, I[:])
 	}
 }
 
@@ -119,8 +116,10 @@ func addScalars(curve Curve, a, b *[32]byte) ([32]byte, bool) {
 	case CurveP256:
 		// math/big is not constant-time; P-256 derivation is rare (Turnkey's P-256 accounts
 		// are mostly API and TVC keys) and the scalar multiplications use crypto/ecdh.
-		x := new(big.Int).SetBytes(a[:])
-		x.Add(x, new(big.Int).SetBytes(b[:]))
+		x, y := new(big.Int).SetBytes(a[:]), new(big.Int).SetBytes(b[:])
+		defer wipeInt(x)
+		defer wipeInt(y)
+		x.Add(x, y)
 		x.Mod(x, p256Order)
 		x.FillBytes(out[:])
 		return out, x.Sign() != 0
@@ -133,29 +132,28 @@ func (n *node) child(i uint32) (*node, error) {
 	if n.curve == CurveEd25519 {
 		i |= HardenedOffset
 	}
-	var data []byte
+	// data is 0x00 ‖ k_par (hardened) or serP(point(k_par)) (normal), then ser32(i): 37 bytes
+	// on the stack, cleared on return.
+	var data [37]byte
+	defer clear(data[:])
 	if i >= HardenedOffset {
-		data = make([]byte, 0, 37)
-		data = append(data, 0)
-		data = append(data, n.key[:]...)
+		copy(data[1:33], n.key[:])
 	} else {
 		pub, err := n.compressedPublic()
 		if err != nil {
 			return nil, err
 		}
-		data = append(make([]byte, 0, 37), pub...)
+		copy(data[:33], pub)
 	}
-	data = binary.BigEndian.AppendUint32(data, i)
-	defer clear(data)
+	binary.BigEndian.PutUint32(data[33:], i)
+	var I [64]byte
+	defer clear(I[:])
+	hmacSHA512(&I, n.chain[:], data[:])
 	for {
-		mac := hmac.New(sha512.New, n.chain[:])
-		mac.Write(data)
-		I := mac.Sum(nil)
 		c := &node{curve: n.curve}
 		copy(c.chain[:], I[32:])
 		if n.curve == CurveEd25519 {
 			copy(c.key[:], I[:32])
-			clear(I)
 			return c, nil
 		}
 		var il [32]byte
@@ -164,19 +162,16 @@ func (n *node) child(i uint32) (*node, error) {
 		if validScalar(n.curve, &il) || isZero(&il) {
 			if k, ok := addScalars(n.curve, &il, &n.key); ok {
 				c.key = k
+				clear(k[:])
 				clear(il[:])
-				clear(I)
 				return c, nil
 			}
 		}
 		// SLIP-10 retry: I = HMAC(c_par, 0x01 || I_R || ser32(i)).
 		clear(il[:])
-		clear(data)
-		data = data[:0]
-		data = append(data, 1)
-		data = append(data, I[32:]...)
-		data = binary.BigEndian.AppendUint32(data, i)
-		clear(I)
+		data[0] = 1
+		copy(data[1:33], I[32:])
+		hmacSHA512(&I, n.chain[:], data[:])
 		c.wipe()
 	}
 }
@@ -226,4 +221,12 @@ func DeriveKeyFromPath(curve Curve, seed []byte, path string) (*Key, error) {
 		return nil, err
 	}
 	return DeriveKey(curve, seed, p)
+}
+
+// wipeInt zeroes the words of a big.Int holding a secret. math/big may have left copies in
+// buffers it reallocated (Add, Mod) that nothing can reach any more; those are not wiped.
+func wipeInt(x *big.Int) {
+	w := x.Bits()
+	clear(w[:cap(w)])
+	x.SetInt64(0)
 }

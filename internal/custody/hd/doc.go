@@ -25,6 +25,13 @@
 // Schnorr follows BIP-340 with fresh auxiliary randomness and verifies each signature before
 // returning it, as BIP-340's signing algorithm prescribes.
 //
+// Memory: every secret is a byte slice or array the caller (or this package) zeroes; the string
+// functions (NewMnemonic, MnemonicToSeed, …) are for tests and clients, custody uses the *Bytes
+// forms. Where a library keeps copies it never clears, the step is computed here and tested
+// against the library byte for byte: PBKDF2 and HMAC-SHA512 (pbkdf2.go), secp256k1 ECDSA with
+// its RFC 6979 nonce, and Ed25519 (over filippo.io/edwards25519). P-256 still goes through
+// crypto/ecdh and crypto/ecdsa, whose copies of the scalar cannot be cleared.
+//
 // Mnemonic → seed is PBKDF2-HMAC-SHA512 with 2048 rounds (about 1 ms); derivation from a seed is
 // some 0.1–0.3 ms. Signing takes a derived Key and never re-runs either.
 package hd

@@ -2,7 +2,6 @@ package hd
 
 import (
 	"crypto/ecdh"
-	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -33,9 +32,8 @@ var p256Order, _ = new(big.Int).SetString("ffffffff00000000ffffffffffffffffbce6f
 type Key struct {
 	curve  Curve
 	secret [32]byte
-	pub    []byte             // compressed SEC1 (secp256k1, P-256) or 32-byte Ed25519 key
-	pubUnc []byte             // uncompressed SEC1 (secp256k1, P-256) or 32-byte Ed25519 key
-	edPriv ed25519.PrivateKey // expanded Ed25519 key (seed‖public), kept to sign without re-deriving
+	pub    []byte // compressed SEC1 (secp256k1, P-256) or 32-byte Ed25519 key
+	pubUnc []byte // uncompressed SEC1 (secp256k1, P-256) or 32-byte Ed25519 key
 }
 
 // NewKey imports a raw private key: a 32-byte scalar for secp256k1 and P-256, or a 32-byte
@@ -107,8 +105,7 @@ func (k *Key) init() error {
 		k.pub = compressP256(unc)
 		return nil
 	case CurveEd25519:
-		k.edPriv = ed25519.NewKeyFromSeed(k.secret[:])
-		k.pub = append([]byte(nil), k.edPriv[32:]...)
+		k.pub = ed25519PublicKey(&k.secret)
 		k.pubUnc = k.pub
 		return nil
 	}
@@ -158,7 +155,5 @@ func (k *Key) Wipe() {
 		return
 	}
 	clear(k.secret[:])
-	clear(k.edPriv)
-	k.edPriv = nil
 	k.curve = ""
 }

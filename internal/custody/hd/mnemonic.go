@@ -1,10 +1,9 @@
 package hd
 
 import (
-	"crypto/pbkdf2"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/sha512"
 	"embed"
 	"errors"
 	"fmt"
@@ -119,36 +118,51 @@ func separator(lang Language) string {
 }
 
 // NewMnemonic returns a fresh English mnemonic of 12, 15, 18, 21 or 24 words from crypto/rand.
+// A Go string cannot be wiped: custody uses NewMnemonicBytes; this is for tests and clients.
 func NewMnemonic(words int) (string, error) {
-	return NewMnemonicIn(LanguageEnglish, words)
+	m, err := NewMnemonicBytes(LanguageEnglish, words)
+	defer wipeBytes(m)
+	return string(m), err
 }
 
-// NewMnemonicIn is NewMnemonic for any supported language.
-func NewMnemonicIn(lang Language, words int) (string, error) {
+// NewMnemonicBytes returns a fresh mnemonic in lang of 12, 15, 18, 21 or 24 words from
+// crypto/rand, in a byte slice the caller wipes when done. No other copy of the words or the
+// entropy is left behind.
+func NewMnemonicBytes(lang Language, words int) ([]byte, error) {
 	switch words {
 	case 12, 15, 18, 21, 24:
 	default:
-		return "", fmt.Errorf("hd: mnemonic length must be 12, 15, 18, 21 or 24 words, got %d", words)
+		return nil, fmt.Errorf("hd: mnemonic length must be 12, 15, 18, 21 or 24 words, got %d", words)
 	}
-	entropy := make([]byte, words*4/3)
-	if _, err := rand.Read(entropy); err != nil {
-		return "", err
+	var entropy [32]byte
+	defer clear(entropy[:])
+	if _, err := rand.Read(entropy[:words*4/3]); err != nil {
+		return nil, err
 	}
-	defer wipeBytes(entropy)
-	return EntropyToMnemonic(entropy, lang)
+	return EntropyToMnemonicBytes(entropy[:words*4/3], lang)
 }
 
 // EntropyToMnemonic encodes 16, 20, 24, 28 or 32 bytes of entropy as a mnemonic in lang.
 func EntropyToMnemonic(entropy []byte, lang Language) (string, error) {
+	m, err := EntropyToMnemonicBytes(entropy, lang)
+	defer wipeBytes(m)
+	return string(m), err
+}
+
+// EntropyToMnemonicBytes is EntropyToMnemonic into a byte slice the caller wipes. The words are
+// written straight into the result, which is sized up front so it never grows (a grown slice
+// would leave a copy behind).
+func EntropyToMnemonicBytes(entropy []byte, lang Language) ([]byte, error) {
 	n := len(entropy)
 	if n < 16 || n > 32 || n%4 != 0 {
-		return "", fmt.Errorf("hd: entropy must be 16, 20, 24, 28 or 32 bytes, got %d", n)
+		return nil, fmt.Errorf("hd: entropy must be 16, 20, 24, 28 or 32 bytes, got %d", n)
 	}
 	wl, err := getWordlist(lang)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	sum := sha256.Sum256(entropy)
+	defer clear(sum[:])
 	csBits := n * 8 / 32
 	words := (n*8 + csBits) / 11
 	// bit(i) reads the i-th bit of entropy || checksum.
@@ -159,22 +173,40 @@ func EntropyToMnemonic(entropy []byte, lang Language) (string, error) {
 		i -= n * 8
 		return int(sum[i/8]>>(7-uint(i%8))) & 1
 	}
-	out := make([]string, words)
+	sep := separator(lang)
+	var idx [24]int
+	defer clear(idx[:])
+	size := len(sep) * (words - 1)
 	for w := 0; w < words; w++ {
-		idx := 0
 		for b := 0; b < 11; b++ {
-			idx = idx<<1 | bit(w*11+b)
+			idx[w] = idx[w]<<1 | bit(w*11+b)
 		}
-		out[w] = wl.words[idx]
+		size += len(wl.words[idx[w]])
 	}
-	return strings.Join(out, separator(lang)), nil
+	out := make([]byte, 0, size)
+	for w := 0; w < words; w++ {
+		if w > 0 {
+			out = append(out, sep...)
+		}
+		out = append(out, wl.words[idx[w]]...)
+	}
+	return out, nil
 }
 
 // ParseMnemonic validates a mnemonic (word count, word list, checksum) and returns its entropy
 // and language. Words may be separated by any Unicode white space; input is NFKD-normalised
 // before lookup. Errors wrap ErrInvalidMnemonic and never contain the words themselves.
 func ParseMnemonic(mnemonic string) (entropy []byte, lang Language, err error) {
-	words := strings.Fields(norm.NFKD.String(mnemonic))
+	return ParseMnemonicBytes([]byte(mnemonic))
+}
+
+// ParseMnemonicBytes is ParseMnemonic over a byte slice; the caller wipes the entropy. It leaves
+// no copy of the words: a normalised copy (for words outside ASCII) and the word indexes are
+// wiped before it returns.
+func ParseMnemonicBytes(mnemonic []byte) (entropy []byte, lang Language, err error) {
+	nfkd := normalized(mnemonic)
+	defer nfkd.wipe()
+	words := bytes.Fields(nfkd.b)
 	switch len(words) {
 	case 12, 15, 18, 21, 24:
 	default:
@@ -186,12 +218,14 @@ func ParseMnemonic(mnemonic string) (entropy []byte, lang Language, err error) {
 	}
 	var checksumFailed bool
 	firstUnknown := -1
+	var idx [24]int
+	defer clear(idx[:])
+	indexes := idx[:len(words)]
 	for _, l := range Languages {
 		wl := all[l]
-		indexes := make([]int, len(words))
 		ok := true
 		for i, w := range words {
-			idx, found := wl.index[w]
+			n, found := wl.index[string(w)] // a map lookup by string(b) copies nothing
 			if !found {
 				if l == LanguageEnglish {
 					firstUnknown = i
@@ -199,7 +233,7 @@ func ParseMnemonic(mnemonic string) (entropy []byte, lang Language, err error) {
 				ok = false
 				break
 			}
-			indexes[i] = idx
+			indexes[i] = n
 		}
 		if !ok {
 			continue
@@ -220,12 +254,33 @@ func ParseMnemonic(mnemonic string) (entropy []byte, lang Language, err error) {
 	return nil, "", fmt.Errorf("%w: words are not all from one BIP-39 word list", ErrInvalidMnemonic)
 }
 
+// nfkd is the NFKD form of a secret: b is the input itself when it was already normalised (all
+// ASCII, say), else a copy that wipe clears.
+type nfkd struct {
+	b     []byte
+	owned bool
+}
+
+func normalized(s []byte) nfkd {
+	if norm.NFKD.IsNormal(s) {
+		return nfkd{b: s}
+	}
+	return nfkd{b: norm.NFKD.Bytes(s), owned: true}
+}
+
+func (n nfkd) wipe() {
+	if n.owned {
+		wipeBytes(n.b)
+	}
+}
+
 // decodeIndexes turns 11-bit word indexes into entropy and reports whether the checksum matches.
 func decodeIndexes(indexes []int) ([]byte, bool) {
 	totalBits := len(indexes) * 11
 	csBits := totalBits / 33
 	entBits := totalBits - csBits
-	buf := make([]byte, (totalBits+7)/8)
+	var buf [33]byte
+	defer clear(buf[:])
 	for w, idx := range indexes {
 		for b := 0; b < 11; b++ {
 			if idx>>(10-uint(b))&1 == 1 {
@@ -235,17 +290,22 @@ func decodeIndexes(indexes []int) ([]byte, bool) {
 		}
 	}
 	entropy := make([]byte, entBits/8)
-	copy(entropy, buf)
+	copy(entropy, buf[:])
 	sum := sha256.Sum256(entropy)
+	defer clear(sum[:])
 	want := sum[0] >> (8 - uint(csBits))
 	got := buf[entBits/8] >> (8 - uint(csBits))
-	wipeBytes(buf)
 	return entropy, want == got
 }
 
 // ValidateMnemonic reports whether mnemonic is a valid BIP-39 mnemonic in a supported language.
 func ValidateMnemonic(mnemonic string) error {
-	ent, _, err := ParseMnemonic(mnemonic)
+	return ValidateMnemonicBytes([]byte(mnemonic))
+}
+
+// ValidateMnemonicBytes is ValidateMnemonic over a byte slice, leaving no copy behind.
+func ValidateMnemonicBytes(mnemonic []byte) error {
+	ent, _, err := ParseMnemonicBytes(mnemonic)
 	wipeBytes(ent)
 	return err
 }
@@ -253,12 +313,46 @@ func ValidateMnemonic(mnemonic string) error {
 // ConvertMnemonic re-encodes a valid mnemonic's entropy in another language (for export). The
 // seed of the result differs from the original's: BIP-39 seeds depend on the words.
 func ConvertMnemonic(mnemonic string, to Language) (string, error) {
-	ent, _, err := ParseMnemonic(mnemonic)
+	m, err := ConvertMnemonicBytes([]byte(mnemonic), to)
+	defer wipeBytes(m)
+	return string(m), err
+}
+
+// ConvertMnemonicBytes is ConvertMnemonic over byte slices; the caller wipes the result.
+func ConvertMnemonicBytes(mnemonic []byte, to Language) ([]byte, error) {
+	ent, _, err := ParseMnemonicBytes(mnemonic)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer wipeBytes(ent)
-	return EntropyToMnemonic(ent, to)
+	return EntropyToMnemonicBytes(ent, to)
+}
+
+// CanonicalMnemonic validates a mnemonic and returns its words joined by single spaces (as
+// typed: not normalised), in a new slice the caller wipes.
+func CanonicalMnemonic(mnemonic []byte) ([]byte, error) {
+	if err := ValidateMnemonicBytes(mnemonic); err != nil {
+		return nil, err
+	}
+	return joinFields(mnemonic), nil
+}
+
+// joinFields returns the white-space separated fields of s joined by single spaces, in a slice
+// sized up front.
+func joinFields(s []byte) []byte {
+	fields := bytes.Fields(s)
+	size := len(fields) - 1
+	for _, f := range fields {
+		size += len(f)
+	}
+	out := make([]byte, 0, max(size, 0))
+	for i, f := range fields {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, f...)
+	}
+	return out
 }
 
 // MnemonicToSeed validates mnemonic and derives the 64-byte BIP-39 seed:
@@ -266,14 +360,28 @@ func ConvertMnemonic(mnemonic string, to Language) (string, error) {
 // The words are re-joined canonically, so runs of white space or a Japanese U+3000 separator
 // give the same seed as the canonical sentence (NFKD maps U+3000 to a space anyway).
 func MnemonicToSeed(mnemonic, passphrase string) ([]byte, error) {
-	if err := ValidateMnemonic(mnemonic); err != nil {
+	return MnemonicBytesToSeed([]byte(mnemonic), []byte(passphrase))
+}
+
+// MnemonicBytesToSeed is MnemonicToSeed over byte slices; the caller wipes the seed. PBKDF2 runs
+// on this package's HMAC-SHA512 (pbkdf2.go), whose key pads and hash states are wiped: the
+// standard library's keeps the password XOR its pads in memory it never clears.
+func MnemonicBytesToSeed(mnemonic, passphrase []byte) ([]byte, error) {
+	if err := ValidateMnemonicBytes(mnemonic); err != nil {
 		return nil, err
 	}
-	sentence := []byte(strings.Join(strings.Fields(norm.NFKD.String(mnemonic)), " "))
+	nm := normalized(mnemonic)
+	defer nm.wipe()
+	sentence := joinFields(nm.b)
 	defer wipeBytes(sentence)
-	salt := []byte("mnemonic" + norm.NFKD.String(passphrase))
+	np := normalized(passphrase)
+	defer np.wipe()
+	salt := make([]byte, 0, len("mnemonic")+len(np.b))
+	salt = append(append(salt, "mnemonic"...), np.b...)
 	defer wipeBytes(salt)
-	return pbkdf2.Key(sha512.New, string(sentence), salt, 2048, 64)
+	seed := make([]byte, 64)
+	pbkdf2SHA512(sentence, salt, 2048, seed)
+	return seed, nil
 }
 
 func wipeBytes(b []byte) {

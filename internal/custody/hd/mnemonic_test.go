@@ -199,3 +199,25 @@ func FuzzParseMnemonic(f *testing.F) {
 		}
 	})
 }
+
+// CanonicalMnemonic (import) joins the words of a valid mnemonic with single spaces and refuses
+// an invalid one; NewMnemonicBytes makes valid mnemonics of each length.
+func TestMnemonicBytes(t *testing.T) {
+	const m = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+	got, err := CanonicalMnemonic([]byte("  abandon abandon\tabandon abandon abandon abandon\nabandon abandon abandon abandon abandon   about "))
+	if err != nil || string(got) != m {
+		t.Fatalf("CanonicalMnemonic = %q, %v", got, err)
+	}
+	if _, err := CanonicalMnemonic([]byte(m[:len(m)-5] + "abandon")); !errors.Is(err, ErrInvalidMnemonic) {
+		t.Fatalf("a bad checksum: %v", err)
+	}
+	for _, words := range []int{12, 15, 18, 21, 24} {
+		b, err := NewMnemonicBytes(LanguageEnglish, words)
+		if err != nil || len(bytes.Fields(b)) != words || len(b) != cap(b) {
+			t.Fatalf("%d words: %q (cap %d), %v", words, b, cap(b), err)
+		}
+		if err := ValidateMnemonicBytes(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

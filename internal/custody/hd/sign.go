@@ -3,18 +3,18 @@ package hd
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/asn1"
 	"errors"
 	"fmt"
 	"math/big"
 
+	"filippo.io/edwards25519"
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
 // ErrWrongCurve is returned when a signing primitive does not match the key's curve.
@@ -43,13 +43,7 @@ func (k *Key) SignECDSA(digest []byte) (ECDSASignature, error) {
 	}
 	switch k.curve {
 	case CurveSecp256k1:
-		priv := secp256k1.PrivKeyFromBytes(k.secret[:])
-		defer priv.Zero()
-		compact := secpecdsa.SignCompact(priv, digest, true)
-		sig.V = compact[0] - 27 - 4
-		copy(sig.R[:], compact[1:33])
-		copy(sig.S[:], compact[33:65])
-		return sig, nil
+		return k.signSecp256k1(digest), nil
 	case CurveP256:
 		return k.signP256(digest)
 	}
@@ -58,10 +52,13 @@ func (k *Key) SignECDSA(digest []byte) (ECDSASignature, error) {
 
 func (k *Key) signP256(digest []byte) (ECDSASignature, error) {
 	var sig ECDSASignature
+	// crypto/ecdsa copies the scalar into values of its own that cannot be wiped (and so does
+	// crypto/ecdh in NewKey); D, at least, is cleared.
 	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), k.secret[:])
 	if err != nil {
 		return sig, err
 	}
+	defer wipeInt(priv.D)
 	der, err := priv.Sign(nil, digest, crypto.SHA256) // nil random: RFC 6979
 	if err != nil {
 		return sig, err
@@ -84,6 +81,75 @@ func (k *Key) signP256(digest []byte) (ECDSASignature, error) {
 		sig.V = 1
 	}
 	return sig, nil
+}
+
+// signSecp256k1 is ECDSA over secp256k1 with an RFC 6979 nonce and low S, the signature and
+// recovery code the dcrd library's SignCompact gives, computed here so that no copy of the key
+// is left behind: SignCompact derives the nonce from a heap buffer holding the private key
+// (and its HMAC state), which it never clears. Every scalar here is on the stack and zeroed.
+func (k *Key) signSecp256k1(digest []byte) ECDSASignature {
+	var d, e, nonce, r, s, kinv secp256k1.ModNScalar
+	defer d.Zero()
+	defer nonce.Zero()
+	defer kinv.Zero()
+	d.SetBytes(&k.secret)
+	e.SetByteSlice(digest)
+	for iteration := uint32(0); ; iteration++ {
+		rfc6979Nonce(&nonce, &k.secret, digest, iteration)
+		var R secp256k1.JacobianPoint
+		secp256k1.ScalarBaseMultNonConst(&nonce, &R)
+		R.ToAffine()
+		var rx [32]byte
+		R.X.PutBytes(&rx)
+		overflow := r.SetBytes(&rx)
+		if r.IsZero() {
+			continue
+		}
+		code := byte(overflow<<1) | byte(R.Y.IsOddBit())
+		kinv.InverseValNonConst(&nonce)
+		s.Mul2(&d, &r).Add(&e).Mul(&kinv)
+		if s.IsZero() {
+			continue
+		}
+		if s.IsOverHalfOrder() {
+			s.Negate()
+			code ^= 1
+		}
+		var sig ECDSASignature
+		r.PutBytes(&sig.R)
+		s.PutBytes(&sig.S)
+		sig.V = code
+		return sig
+	}
+}
+
+// rfc6979Nonce sets nonce to the RFC 6979 HMAC-SHA256 nonce for key and digest (the digest
+// taken as is, as the dcrd library does), skipping the first iteration valid candidates; the
+// HMAC key and chain values are on the stack and cleared.
+func rfc6979Nonce(nonce *secp256k1.ModNScalar, key *[32]byte, digest []byte, iteration uint32) {
+	var v, kk [32]byte
+	defer clear(v[:])
+	defer clear(kk[:])
+	for i := range v {
+		v[i] = 1
+	}
+	hmacSHA256(&kk, kk[:], v[:], []byte{0}, key[:], digest)
+	hmacSHA256(&v, kk[:], v[:])
+	hmacSHA256(&kk, kk[:], v[:], []byte{1}, key[:], digest)
+	hmacSHA256(&v, kk[:], v[:])
+	var generated uint32
+	for {
+		hmacSHA256(&v, kk[:], v[:])
+		overflow := nonce.SetBytes(&v)
+		if overflow == 0 && !nonce.IsZero() {
+			generated++
+			if generated > iteration {
+				return
+			}
+		}
+		hmacSHA256(&kk, kk[:], v[:], []byte{0})
+		hmacSHA256(&v, kk[:], v[:])
+	}
 }
 
 // recoverP256 returns Q = r⁻¹(sR − eG) for the R with x = r and y parity v, or nil.
@@ -115,7 +181,68 @@ func (k *Key) SignEd25519(message []byte) ([]byte, error) {
 	if k.curve != CurveEd25519 {
 		return nil, fmt.Errorf("%w: Ed25519 needs an Ed25519 key, key is %s", ErrWrongCurve, k.curve)
 	}
-	return ed25519.Sign(k.edPriv, message), nil
+	return ed25519Sign(&k.secret, k.pub, message), nil
+}
+
+// Ed25519 (RFC 8032 §5.1) is computed here over filippo.io/edwards25519 rather than by
+// crypto/ed25519, whose private key values (seed, scalar, nonce prefix) are heap copies made on
+// every call and never cleared. Here the expanded key lives on the stack and is zeroed; the
+// signatures are crypto/ed25519's, byte for byte (tests check).
+
+// ed25519Expand sets s to the clamped secret scalar and prefix to the nonce prefix of seed.
+func ed25519Expand(seed *[32]byte, s *edwards25519.Scalar, prefix *[32]byte) {
+	h := sha512.Sum512(seed[:])
+	defer clear(h[:])
+	if _, err := s.SetBytesWithClamping(h[:32]); err != nil {
+		panic("hd: clamping an Ed25519 scalar: " + err.Error())
+	}
+	copy(prefix[:], h[32:])
+}
+
+func wipeScalar(s *edwards25519.Scalar) { s.Set(edwards25519.NewScalar()) }
+
+// ed25519PublicKey returns the public key of an Ed25519 seed.
+func ed25519PublicKey(seed *[32]byte) []byte {
+	var s edwards25519.Scalar
+	var prefix [32]byte
+	defer wipeScalar(&s)
+	defer clear(prefix[:])
+	ed25519Expand(seed, &s, &prefix)
+	return new(edwards25519.Point).ScalarBaseMult(&s).Bytes()
+}
+
+// ed25519Sign returns R ‖ S for message under seed, whose public key is pub.
+func ed25519Sign(seed *[32]byte, pub, message []byte) []byte {
+	var s, r, c edwards25519.Scalar
+	var prefix [32]byte
+	var digest [64]byte
+	defer wipeScalar(&s)
+	defer wipeScalar(&r)
+	defer clear(prefix[:])
+	defer clear(digest[:])
+	ed25519Expand(seed, &s, &prefix)
+	h := sha512.New()
+	defer scrub(h)
+	// r = SHA-512(prefix ‖ M) mod L; R = rB.
+	h.Write(prefix[:])
+	h.Write(message)
+	h.Sum(digest[:0])
+	if _, err := r.SetUniformBytes(digest[:]); err != nil {
+		panic("hd: reducing an Ed25519 nonce: " + err.Error())
+	}
+	sig := make([]byte, 64)
+	copy(sig, new(edwards25519.Point).ScalarBaseMult(&r).Bytes())
+	// S = (SHA-512(R ‖ A ‖ M) mod L)·s + r.
+	scrub(h)
+	h.Write(sig[:32])
+	h.Write(pub)
+	h.Write(message)
+	h.Sum(digest[:0])
+	if _, err := c.SetUniformBytes(digest[:]); err != nil {
+		panic("hd: reducing an Ed25519 challenge: " + err.Error())
+	}
+	copy(sig[32:], new(edwards25519.Scalar).MultiplyAdd(&c, &s, &r).Bytes())
+	return sig
 }
 
 // SignSchnorr makes a BIP-340 Schnorr signature (64 bytes) over a 32-byte digest with a

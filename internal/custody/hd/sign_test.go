@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
@@ -56,6 +57,27 @@ func TestSignECDSASecp256k1(t *testing.T) {
 		pub, _, err := secpecdsa.RecoverCompact(compact, d[:])
 		if err != nil || !bytes.Equal(pub.SerializeCompressed(), key.PublicKey()) {
 			t.Fatalf("recovery with v=%d failed: %v", sig.V, err)
+		}
+	}
+}
+
+// SignECDSA computes secp256k1 signatures itself (to leave no copy of the key behind); they must
+// be the dcrd library's SignCompact signatures, byte for byte.
+func TestSignECDSASecp256k1MatchesDcrd(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		seed := sha256.Sum256([]byte{byte(i), byte(i >> 8), 'k'})
+		d := sha256.Sum256([]byte{byte(i), 'd'})
+		key, err := NewKey(CurveSecp256k1, seed[:])
+		if err != nil {
+			continue // not in [1, n-1]: astronomically rare
+		}
+		sig, err := key.SignECDSA(d[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := secpecdsa.SignCompact(secp256k1.PrivKeyFromBytes(seed[:]), d[:], true)
+		if got := append([]byte{27 + 4 + sig.V}, append(sig.R[:], sig.S[:]...)...); !bytes.Equal(got, want) {
+			t.Fatalf("key %x digest %x: got %x, dcrd signs %x", seed, d, got, want)
 		}
 	}
 }
@@ -121,6 +143,27 @@ func TestSignEd25519(t *testing.T) {
 		}
 		if !ed25519.Verify(k.PublicKey(), mustHex(t, v.msg), sig) {
 			t.Fatal("does not verify")
+		}
+	}
+}
+
+// Ed25519 is computed here (to leave no copy of the key behind); keys and signatures must be
+// crypto/ed25519's, byte for byte, for messages shorter and longer than a SHA-512 block.
+func TestSignEd25519MatchesStdlib(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		seed := sha256.Sum256([]byte{byte(i), 'e'})
+		msg := bytes.Repeat([]byte{byte(i)}, i*3)
+		k, err := NewKey(CurveEd25519, seed[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ed25519.NewKeyFromSeed(seed[:])
+		if !bytes.Equal(k.PublicKey(), want[32:]) {
+			t.Fatalf("seed %x: public key %x, crypto/ed25519 has %x", seed, k.PublicKey(), want[32:])
+		}
+		sig, err := k.SignEd25519(msg)
+		if err != nil || !bytes.Equal(sig, ed25519.Sign(want, msg)) {
+			t.Fatalf("seed %x, %d-byte message: %x, %v", seed, len(msg), sig, err)
 		}
 	}
 }
