@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"crypto/ecdsa"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/oidc"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // TestOAuthCredentialAndRotation: the older oauth activity answers a credential bundle whose key
@@ -22,8 +24,8 @@ import (
 // credential is read, updated (its secret re-sealed) and deleted, and neither secret is in the
 // database in the clear.
 func TestOAuthCredentialAndRotation(t *testing.T) {
-	var h *harness
-	clock := func() time.Time { return h.clock() }
+	var h *servertest.Harness
+	clock := func() time.Time { return h.Now() }
 	var cur atomic.Pointer[oidc.Issuer]
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
@@ -37,8 +39,8 @@ func TestOAuthCredentialAndRotation(t *testing.T) {
 	}
 	first := newIssuer()
 	cur.Store(first)
-	h = newHarnessWith(t, func(c *Config) { c.OIDCTrustedIssuers = []string{ts.URL} })
-	root, _ := h.rootOrg("Parent")
+	h = servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.OIDCTrustedIssuers = []string{ts.URL} }), servertest.SQLite())
+	root, _ := h.RootOrg("Parent")
 	mint := func(iss *oidc.Issuer, sub, nonce string) string {
 		tok, err := iss.Mint(oidc.MintClaims{Subject: sub, Audience: "web-app", Nonce: nonce})
 		if err != nil {
@@ -46,77 +48,77 @@ func TestOAuthCredentialAndRotation(t *testing.T) {
 		}
 		return tok
 	}
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "fay's", "rootQuorumThreshold": 1,
+	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "fay's", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "fay", "apiKeys": []any{}, "authenticators": []any{},
 			"oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint(first, "fay", "")}}}}})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	fayID := r.str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0")
-	parent := h.client(subID, root.priv)
+	servertest.MustOK(t, r)
+	subID := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	fayID := r.Str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0")
+	parent := h.Client(subID, root.Priv)
 
 	// oauth: the bundle is encrypted to targetPublicKey; its key is fay's, for expirationSeconds.
-	targetPriv, targetPub := h.newKey()
-	h.advance(time.Millisecond)
-	wantError(t, parent.submit("oauth", "ACTIVITY_TYPE_OAUTH", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(root.pub)), "targetPublicKey": targetPub}),
+	targetPriv, targetPub := h.NewKey()
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, parent.Submit("oauth", "ACTIVITY_TYPE_OAUTH", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(root.Pub)), "targetPublicKey": targetPub}),
 		http.StatusBadRequest, 3, "nonce")
-	h.advance(time.Millisecond)
-	r = parent.submit("oauth", "ACTIVITY_TYPE_OAUTH", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(targetPub)), "targetPublicKey": targetPub,
+	h.Advance(time.Millisecond)
+	r = parent.Submit("oauth", "ACTIVITY_TYPE_OAUTH", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(targetPub)), "targetPublicKey": targetPub,
 		"apiKeyName": "fay-oauth", "expirationSeconds": "60"})
-	mustOK(t, r)
-	if r.str("activity", "result", "oauthResult", "userId") != fayID || r.str("activity", "result", "oauthResult", "apiKeyId") == "" {
-		t.Fatalf("oauth: %s", r.raw)
+	servertest.MustOK(t, r)
+	if r.Str("activity", "result", "oauthResult", "userId") != fayID || r.Str("activity", "result", "oauthResult", "apiKeyId") == "" {
+		t.Fatalf("oauth: %s", r.Raw)
 	}
-	scalar, err := custody.DecryptCredentialBundle(r.str("activity", "result", "oauthResult", "credentialBundle"), targetPriv)
+	scalar, err := custody.DecryptCredentialBundle(r.Str("activity", "result", "oauthResult", "credentialBundle"), targetPriv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fay := h.client(subID, hex.EncodeToString(scalar))
-	if w := fay.query("whoami", nil); w.str("userId") != fayID {
-		t.Fatalf("the oauth credential's whoami: %s", w.raw)
+	fay := h.Client(subID, hex.EncodeToString(scalar))
+	if w := fay.Query("whoami", nil); w.Str("userId") != fayID {
+		t.Fatalf("the oauth credential's whoami: %s", w.Raw)
 	}
-	h.advance(61 * time.Second)
-	if w := fay.query("whoami", nil); w.status == http.StatusOK {
-		t.Fatalf("the oauth credential outlived expirationSeconds: %s", w.raw)
+	h.Advance(61 * time.Second)
+	if w := fay.Query("whoami", nil); w.Status == http.StatusOK {
+		t.Fatalf("the oauth credential outlived expirationSeconds: %s", w.Raw)
 	}
 
 	// The issuer rotates its key: the new kid is fetched (the cached JWKS lacks it).
 	cur.Store(newIssuer())
-	h.advance(2 * time.Minute)
-	_, pub := h.newKey()
-	h.advance(time.Millisecond)
-	mustOK(t, parent.submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": mint(cur.Load(), "fay", oidc.NonceFor(pub)), "publicKey": pub}))
+	h.Advance(2 * time.Minute)
+	_, pub := h.NewKey()
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, parent.Submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": mint(cur.Load(), "fay", oidc.NonceFor(pub)), "publicKey": pub}))
 	// A token from the retired key no longer verifies.
-	h.advance(time.Millisecond)
-	wantError(t, parent.submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(pub)), "publicKey": pub}),
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, parent.Submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": mint(first, "fay", oidc.NonceFor(pub)), "publicKey": pub}),
 		http.StatusBadRequest, 3, "")
 
 	// OAuth 2.0 credentials: get, update (new secret, sealed again), delete.
-	secretsKey := h.s.PublicKeys().ClientSecretsPublicKey
-	h.advance(time.Millisecond)
-	r = root.submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
+	secretsKey := h.Server.PublicKeys().ClientSecretsPublicKey
+	h.Advance(time.Millisecond)
+	r = root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
 		"clientId": "x-client", "encryptedClientSecret": encryptToServer(t, secretsKey, "first-secret-x")})
-	mustOK(t, r)
-	credID := r.str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
-	g := root.query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID})
-	mustOK(t, g)
-	if g.str("oauth2Credential", "clientId") != "x-client" || g.str("oauth2Credential", "provider") != "OAUTH2_PROVIDER_X" || strings.Contains(string(g.raw), "first-secret-x") {
-		t.Fatalf("get_oauth2_credential: %s", g.raw)
+	servertest.MustOK(t, r)
+	credID := r.Str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
+	g := root.Query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID})
+	servertest.MustOK(t, g)
+	if g.Str("oauth2Credential", "clientId") != "x-client" || g.Str("oauth2Credential", "provider") != "OAUTH2_PROVIDER_X" || strings.Contains(string(g.Raw), "first-secret-x") {
+		t.Fatalf("get_oauth2_credential: %s", g.Raw)
 	}
-	h.advance(time.Millisecond)
-	mustOK(t, root.submit("update_oauth2_credential", "ACTIVITY_TYPE_UPDATE_OAUTH2_CREDENTIAL", map[string]any{"oauth2CredentialId": credID,
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, root.Submit("update_oauth2_credential", "ACTIVITY_TYPE_UPDATE_OAUTH2_CREDENTIAL", map[string]any{"oauth2CredentialId": credID,
 		"provider": "OAUTH2_PROVIDER_X", "clientId": "x-client-2", "encryptedClientSecret": encryptToServer(t, secretsKey, "second-secret-x")}))
-	if g := root.query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID}); g.str("oauth2Credential", "clientId") != "x-client-2" {
-		t.Fatalf("after update: %s", g.raw)
+	if g := root.Query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID}); g.Str("oauth2Credential", "clientId") != "x-client-2" {
+		t.Fatalf("after update: %s", g.Raw)
 	}
-	h.advance(time.Millisecond)
-	mustOK(t, root.submit("delete_oauth2_credential", "ACTIVITY_TYPE_DELETE_OAUTH2_CREDENTIAL", map[string]any{"oauth2CredentialId": credID}))
-	if g := root.query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID}); g.status != http.StatusNotFound {
-		t.Fatalf("get after delete: %d %s", g.status, g.raw)
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, root.Submit("delete_oauth2_credential", "ACTIVITY_TYPE_DELETE_OAUTH2_CREDENTIAL", map[string]any{"oauth2CredentialId": credID}))
+	if g := root.Query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID}); g.Status != http.StatusNotFound {
+		t.Fatalf("get after delete: %d %s", g.Status, g.Raw)
 	}
-	if l := root.query("list_oauth2_credentials", nil); strings.Contains(string(l.raw), credID) {
-		t.Fatalf("list after delete: %s", l.raw)
+	if l := root.Query("list_oauth2_credentials", nil); strings.Contains(string(l.Raw), credID) {
+		t.Fatalf("list after delete: %s", l.Raw)
 	}
-	db := string(readAll(t, h.s.cfg.DataDir))
+	db := string(h.DatabaseBytes())
 	if strings.Contains(db, "first-secret-x") || strings.Contains(db, "second-secret-x") {
 		t.Fatal("a client secret is in the database in the clear")
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"crypto/aes"
@@ -21,6 +21,8 @@ import (
 
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/oidc"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/session"
 )
 
@@ -68,8 +70,8 @@ func testIssuer(t *testing.T, now func() time.Time) (*oidc.Issuer, *httptest.Ser
 // secret is sealed, and oauth2_authenticate exchanges a code at a local provider for Latchkey's
 // own id_token, which then signs up and logs in like any other.
 func TestOAuth(t *testing.T) {
-	var h *harness
-	clock := func() time.Time { return h.clock() }
+	var h *servertest.Harness
+	clock := func() time.Time { return h.Now() }
 	google, googleTS := testIssuer(t, clock)
 	untrusted, _ := testIssuer(t, clock)
 
@@ -93,11 +95,11 @@ func TestOAuth(t *testing.T) {
 	}))
 	t.Cleanup(provider.Close)
 
-	h = newHarnessWith(t, func(c *Config) {
+	h = servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.OIDCTrustedIssuers = []string{googleTS.URL}
-		c.OAuth2 = map[string]OAuth2Endpoints{"discord": {TokenURL: provider.URL + "/token", UserInfoURL: provider.URL + "/me"}}
-	})
-	root, _ := h.rootOrg("Parent")
+		c.OAuth2 = map[string]server.OAuth2Endpoints{"discord": {TokenURL: provider.URL + "/token", UserInfoURL: provider.URL + "/me"}}
+	}), servertest.SQLite())
+	root, _ := h.RootOrg("Parent")
 	mint := func(iss *oidc.Issuer, sub, aud, nonce string) string {
 		tok, err := iss.Mint(oidc.MintClaims{Subject: sub, Audience: aud, Nonce: nonce, Email: sub + "@example.com", EmailVerified: true})
 		if err != nil {
@@ -107,96 +109,96 @@ func TestOAuth(t *testing.T) {
 	}
 
 	// Sign-up links the identity of a verified token.
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "carol's", "rootQuorumThreshold": 1,
+	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "carol's", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "carol", "apiKeys": []any{}, "authenticators": []any{},
 			"oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint(google, "carol", "web-app", "")}}}}})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	carolID := r.str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0")
-	h.advance(time.Millisecond)
-	wantError(t, root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
+	servertest.MustOK(t, r)
+	subID := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	carolID := r.Str("activity", "result", "createSubOrganizationResultV8", "rootUserIds", "0")
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "x", "apiKeys": []any{}, "authenticators": []any{},
 			"oauthProviders": []any{map[string]any{"providerName": "Evil", "oidcToken": mint(untrusted, "x", "web-app", "")}}}}}),
 		http.StatusBadRequest, 3, "not trusted")
 
 	// The parent finds the sub-organization by token.
-	l := root.query("list_suborgs", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint(google, "carol", "web-app", "")})
-	mustOK(t, l)
-	if l.str("organizationIds", "0") != subID {
-		t.Fatalf("list_suborgs OIDC_TOKEN: %s", l.raw)
+	l := root.Query("list_suborgs", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint(google, "carol", "web-app", "")})
+	servertest.MustOK(t, l)
+	if l.Str("organizationIds", "0") != subID {
+		t.Fatalf("list_suborgs OIDC_TOKEN: %s", l.Raw)
 	}
 
 	// oauth_login: the token's nonce must be the session key's.
-	parent := h.client(subID, root.priv)
-	sessPriv, sessPub := h.newKey()
-	login := func(tok string) response {
-		h.advance(time.Millisecond)
-		return parent.submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": tok, "publicKey": sessPub, "invalidateExisting": true})
+	parent := h.Client(subID, root.Priv)
+	sessPriv, sessPub := h.NewKey()
+	login := func(tok string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return parent.Submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": tok, "publicKey": sessPub, "invalidateExisting": true})
 	}
 	r = login(mint(google, "carol", "web-app", oidc.NonceFor(sessPub)))
-	mustOK(t, r)
-	sc, err := session.Parse(r.str("activity", "result", "oauthLoginResult", "session"), h.s.Keys.Public(custody.Notarizer), h.clock())
+	servertest.MustOK(t, r)
+	sc, err := session.Parse(r.Str("activity", "result", "oauthLoginResult", "session"), h.Server.Keys.Public(custody.Notarizer), h.Now())
 	if err != nil || sc.OrganizationID != subID || sc.UserID != carolID {
 		t.Fatalf("session %+v, %v", sc, err)
 	}
-	if w := h.client(subID, sessPriv).query("whoami", nil); w.str("userId") != carolID {
-		t.Fatalf("whoami: %s", w.raw)
+	if w := h.Client(subID, sessPriv).Query("whoami", nil); w.Str("userId") != carolID {
+		t.Fatalf("whoami: %s", w.Raw)
 	}
-	wantError(t, login(mint(google, "carol", "web-app", oidc.NonceFor("02"+strings.Repeat("ab", 32)))), http.StatusBadRequest, 3, "nonce")
-	wantError(t, login(mint(google, "carol", "other-app", oidc.NonceFor(sessPub))), http.StatusNotFound, 5, "no user")
-	wantError(t, login(mint(untrusted, "carol", "web-app", oidc.NonceFor(sessPub))), http.StatusBadRequest, 3, "not trusted")
+	servertest.WantError(t, login(mint(google, "carol", "web-app", oidc.NonceFor("02"+strings.Repeat("ab", 32)))), http.StatusBadRequest, 3, "nonce")
+	servertest.WantError(t, login(mint(google, "carol", "other-app", oidc.NonceFor(sessPub))), http.StatusNotFound, 5, "no user")
+	servertest.WantError(t, login(mint(untrusted, "carol", "web-app", oidc.NonceFor(sessPub))), http.StatusBadRequest, 3, "not trusted")
 	old := mint(google, "carol", "web-app", oidc.NonceFor(sessPub))
-	h.advance(time.Hour)
-	wantError(t, login(old), http.StatusBadRequest, 3, "expired")
-	mustOK(t, login(mint(google, "carol", "web-app", oidc.NonceFor(sessPub)))) // a fresh session for what follows
+	h.Advance(time.Hour)
+	servertest.WantError(t, login(old), http.StatusBadRequest, 3, "expired")
+	servertest.MustOK(t, login(mint(google, "carol", "web-app", oidc.NonceFor(sessPub)))) // a fresh session for what follows
 
 	// Providers of a user.
-	carol := h.client(subID, sessPriv)
-	h.advance(time.Millisecond)
-	r = carol.submit("create_oauth_providers", "ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS", map[string]any{"userId": carolID,
+	carol := h.Client(subID, sessPriv)
+	h.Advance(time.Millisecond)
+	r = carol.Submit("create_oauth_providers", "ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS", map[string]any{"userId": carolID,
 		"oauthProviders": []any{map[string]any{"providerName": "Google 2", "oidcToken": mint(google, "carol-2", "web-app", "")}}})
-	mustOK(t, r)
-	pid := r.str("activity", "result", "createOauthProvidersResult", "providerIds", "0")
-	g := carol.query("get_oauth_providers", map[string]any{"userId": carolID})
-	if len(g.body["oauthProviders"].([]any)) != 2 || g.str("oauthProviders", "1", "subject") != "carol-2" || g.str("oauthProviders", "1", "issuer") != googleTS.URL {
-		t.Fatalf("get_oauth_providers: %s", g.raw)
+	servertest.MustOK(t, r)
+	pid := r.Str("activity", "result", "createOauthProvidersResult", "providerIds", "0")
+	g := carol.Query("get_oauth_providers", map[string]any{"userId": carolID})
+	if len(g.Body["oauthProviders"].([]any)) != 2 || g.Str("oauthProviders", "1", "subject") != "carol-2" || g.Str("oauthProviders", "1", "issuer") != googleTS.URL {
+		t.Fatalf("get_oauth_providers: %s", g.Raw)
 	}
-	h.advance(time.Millisecond)
-	mustOK(t, carol.submit("delete_oauth_providers", "ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS", map[string]any{"userId": carolID, "providerIds": []string{pid}}))
-	h.advance(time.Millisecond)
-	wantError(t, carol.submit("delete_oauth_providers", "ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS", map[string]any{"userId": carolID, "providerIds": []string{pid}}),
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, carol.Submit("delete_oauth_providers", "ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS", map[string]any{"userId": carolID, "providerIds": []string{pid}}))
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, carol.Submit("delete_oauth_providers", "ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS", map[string]any{"userId": carolID, "providerIds": []string{pid}}),
 		http.StatusNotFound, 5, "parameters.providerIds[0]")
 
 	// An OAuth 2.0 client for Discord, its secret sealed.
-	secretsKey := h.s.PublicKeys().ClientSecretsPublicKey
-	h.advance(time.Millisecond)
-	wantError(t, root.submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
-		"clientId": "discord-client", "encryptedClientSecret": encryptToServer(t, h.s.PublicKeys().OTPPublicKey, "s3cret-discord")}),
+	secretsKey := h.Server.PublicKeys().ClientSecretsPublicKey
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
+		"clientId": "discord-client", "encryptedClientSecret": encryptToServer(t, h.Server.PublicKeys().OTPPublicKey, "s3cret-discord")}),
 		http.StatusBadRequest, 3, "parameters.encryptedClientSecret")
-	h.advance(time.Millisecond)
-	r = root.submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
+	h.Advance(time.Millisecond)
+	r = root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
 		"clientId": "discord-client", "encryptedClientSecret": encryptToServer(t, secretsKey, "s3cret-discord")})
-	mustOK(t, r)
-	credID := r.str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
-	lc := root.query("list_oauth2_credentials", nil)
-	if lc.str("oauth2Credentials", "0", "oauth2CredentialId") != credID || lc.str("oauth2Credentials", "0", "clientId") != "discord-client" {
-		t.Fatalf("list_oauth2_credentials: %s", lc.raw)
+	servertest.MustOK(t, r)
+	credID := r.Str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
+	lc := root.Query("list_oauth2_credentials", nil)
+	if lc.Str("oauth2Credentials", "0", "oauth2CredentialId") != credID || lc.Str("oauth2Credentials", "0", "clientId") != "discord-client" {
+		t.Fatalf("list_oauth2_credentials: %s", lc.Raw)
 	}
 
 	// oauth2_authenticate: the code exchanged with PKCE; Latchkey's own token comes back.
-	_, nellyPub := h.newKey()
-	auth := func(code string) response {
-		h.advance(time.Millisecond)
-		return root.submit("oauth2_authenticate", "ACTIVITY_TYPE_OAUTH2_AUTHENTICATE", map[string]any{"oauth2CredentialId": credID, "authCode": code,
+	_, nellyPub := h.NewKey()
+	auth := func(code string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("oauth2_authenticate", "ACTIVITY_TYPE_OAUTH2_AUTHENTICATE", map[string]any{"oauth2CredentialId": credID, "authCode": code,
 			"redirectUri": "https://app.example/cb", "codeVerifier": "the-verifier", "nonce": oidc.NonceFor(nellyPub)})
 	}
-	wantError(t, auth("wrong-code"), http.StatusBadRequest, 3, "parameters.authCode")
+	servertest.WantError(t, auth("wrong-code"), http.StatusBadRequest, 3, "parameters.authCode")
 	r = auth("the-code")
-	mustOK(t, r)
-	if strings.Contains(string(r.raw), "the-verifier") || strings.Contains(string(r.raw), "the-code") {
-		t.Fatalf("the code or verifier is echoed: %s", r.raw)
+	servertest.MustOK(t, r)
+	if strings.Contains(string(r.Raw), "the-verifier") || strings.Contains(string(r.Raw), "the-code") {
+		t.Fatalf("the code or verifier is echoed: %s", r.Raw)
 	}
-	own := r.str("activity", "result", "oauth2AuthenticateResult", "oidcToken")
+	own := r.Str("activity", "result", "oauth2AuthenticateResult", "oidcToken")
 	var claims map[string]any
 	b, _ := base64.RawURLEncoding.DecodeString(strings.Split(own, ".")[1])
 	_ = json.Unmarshal(b, &claims)
@@ -204,20 +206,20 @@ func TestOAuth(t *testing.T) {
 		t.Fatalf("minted claims: %v", claims)
 	}
 	// Its issuer's documents are on the API; sign-up and login accept it.
-	if resp, err := http.Get(h.url + "/oidc/.well-known/jwks.json"); err != nil || resp.StatusCode != 200 {
+	if resp, err := http.Get(h.URL + "/oidc/.well-known/jwks.json"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("jwks: %v %v", resp, err)
 	}
-	h.advance(time.Millisecond)
-	r = root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "nelly's", "rootQuorumThreshold": 1,
+	h.Advance(time.Millisecond)
+	r = root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "nelly's", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "nelly", "apiKeys": []any{}, "authenticators": []any{},
 			"oauthProviders": []any{map[string]any{"providerName": "Discord", "oidcToken": own}}}}})
-	mustOK(t, r)
-	nellySub := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	h.advance(time.Millisecond)
-	mustOK(t, h.client(nellySub, root.priv).submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": own, "publicKey": nellyPub}))
+	servertest.MustOK(t, r)
+	nellySub := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, h.Client(nellySub, root.Priv).Submit("oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", map[string]any{"oidcToken": own, "publicKey": nellyPub}))
 
 	// The secret is nowhere in the clear.
-	if strings.Contains(string(readAll(t, h.s.cfg.DataDir)), "s3cret-discord") {
+	if strings.Contains(string(h.DatabaseBytes()), "s3cret-discord") {
 		t.Fatal("the client secret is in the database in the clear")
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/hex"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 const suite = "TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1"
@@ -28,18 +29,18 @@ func targetPublic(t *testing.T, msg string) string {
 }
 
 func TestSecretsImportExportList(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
-	signer := h.s.PublicKeys().SignerPublicKey
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	signer := h.Server.PublicKeys().SignerPublicKey
 	initTargets := func(n int) []string {
-		r := root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": n})
-		mustOK(t, r)
+		r := root.Submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": n})
+		servertest.MustOK(t, r)
 		var out []string
-		for _, m := range r.body["activity"].(map[string]any)["result"].(map[string]any)["initImportSecretsResult"].(map[string]any)["enclaveTargetMessages"].([]any) {
+		for _, m := range r.Body["activity"].(map[string]any)["result"].(map[string]any)["initImportSecretsResult"].(map[string]any)["enclaveTargetMessages"].([]any) {
 			out = append(out, m.(string))
 		}
 		if len(out) != n {
-			t.Fatalf("want %d targets: %s", n, r.raw)
+			t.Fatalf("want %d targets: %s", n, r.Raw)
 		}
 		return out
 	}
@@ -58,87 +59,87 @@ func TestSecretsImportExportList(t *testing.T) {
 	// A batch with one bad payload fails whole: nothing is stored, and its good target stays usable.
 	bad := seal(targets[2], "x")
 	bad["secretPayload"] = `{"encappedPublic":"04","ciphertext":"00"}`
-	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, bad}}), http.StatusBadRequest, 3, "parameters.secrets[1].secretPayload")
-	l := root.query("list_secrets", nil)
-	mustOK(t, l)
-	if n := len(l.body["secrets"].([]any)); n != 0 {
-		t.Fatalf("failed import left secrets: %s", l.raw)
+	servertest.WantError(t, root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, bad}}), http.StatusBadRequest, 3, "parameters.secrets[1].secretPayload")
+	l := root.Query("list_secrets", nil)
+	servertest.MustOK(t, l)
+	if n := len(l.Body["secrets"].([]any)); n != 0 {
+		t.Fatalf("failed import left secrets: %s", l.Raw)
 	}
 
-	r := root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, b}})
-	mustOK(t, r)
-	stripeID := r.str("activity", "result", "importSecretsResult", "secretIds", "0")
-	secondID := r.str("activity", "result", "importSecretsResult", "secretIds", "1")
+	r := root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{a, b}})
+	servertest.MustOK(t, r)
+	stripeID := r.Str("activity", "result", "importSecretsResult", "secretIds", "0")
+	secondID := r.Str("activity", "result", "importSecretsResult", "secretIds", "1")
 	// Each target takes one secret.
-	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(targets[0], "again")}}), http.StatusBadRequest, 3, "parameters.secrets[0].targetPublicKey")
+	servertest.WantError(t, root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(targets[0], "again")}}), http.StatusBadRequest, 3, "parameters.secrets[0].targetPublicKey")
 	// Names are unique within the organization.
 	dup := seal(targets[2], "other")
 	dup["name"] = "stripe"
-	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{dup}}), http.StatusConflict, 6, "stripe")
+	servertest.WantError(t, root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{dup}}), http.StatusConflict, 6, "stripe")
 
 	// Metadata only, paginated (one import shares one creation time, so the order within it is by id).
-	l = root.query("list_secrets", nil)
-	mustOK(t, l)
+	l = root.Query("list_secrets", nil)
+	servertest.MustOK(t, l)
 	first, second := "0", "1"
-	if l.str("secrets", "0", "secretId") != stripeID {
+	if l.Str("secrets", "0", "secretId") != stripeID {
 		first, second = "1", "0"
 	}
-	if l.str("secrets", first, "secretId") != stripeID || l.str("secrets", second, "secretId") != secondID || l.str("secrets", first, "name") != "stripe" ||
-		l.str("secrets", first, "staticProperties", "0", "value") != "prod" || l.str("secrets", first, "createdAtUnixMs") == "" {
-		t.Fatalf("list_secrets: %s", l.raw)
+	if l.Str("secrets", first, "secretId") != stripeID || l.Str("secrets", second, "secretId") != secondID || l.Str("secrets", first, "name") != "stripe" ||
+		l.Str("secrets", first, "staticProperties", "0", "value") != "prod" || l.Str("secrets", first, "createdAtUnixMs") == "" {
+		t.Fatalf("list_secrets: %s", l.Raw)
 	}
-	top, next := l.str("secrets", "0", "secretId"), l.str("secrets", "1", "secretId")
-	l = root.query("list_secrets", map[string]any{"paginationOptions": map[string]any{"limit": "1", "after": top}})
-	mustOK(t, l)
-	if n := len(l.body["secrets"].([]any)); n != 1 || l.str("secrets", "0", "secretId") != next {
-		t.Fatalf("list_secrets page 2: %s", l.raw)
+	top, next := l.Str("secrets", "0", "secretId"), l.Str("secrets", "1", "secretId")
+	l = root.Query("list_secrets", map[string]any{"paginationOptions": map[string]any{"limit": "1", "after": top}})
+	servertest.MustOK(t, l)
+	if n := len(l.Body["secrets"].([]any)); n != 1 || l.Str("secrets", "0", "secretId") != next {
+		t.Fatalf("list_secrets page 2: %s", l.Raw)
 	}
 	// A later import lists first.
-	h.advance(time.Second)
-	r = root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(initTargets(1)[0], "third")}})
-	mustOK(t, r)
-	l = root.query("list_secrets", nil)
-	if l.str("secrets", "0", "secretId") != r.str("activity", "result", "importSecretsResult", "secretIds", "0") {
-		t.Fatalf("newest not first: %s", l.raw)
+	h.Advance(time.Second)
+	r = root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{seal(initTargets(1)[0], "third")}})
+	servertest.MustOK(t, r)
+	l = root.Query("list_secrets", nil)
+	if l.Str("secrets", "0", "secretId") != r.Str("activity", "result", "importSecretsResult", "secretIds", "0") {
+		t.Fatalf("newest not first: %s", l.Raw)
 	}
 
 	// Export to a client key and open it as decryptExportBundle does.
-	recvPriv, recvPub := h.newKey()
-	e := root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+	recvPriv, recvPub := h.NewKey()
+	e := root.Submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
 		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite},
 		map[string]any{"secretId": secondID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
-	mustOK(t, e)
+	servertest.MustOK(t, e)
 	for i, want := range []string{"sk_live_abc", "second secret"} {
-		plain, err := custody.OpenExportBundle(e.str("activity", "result", "exportSecretsResult", "secretPayloads", string(rune('0'+i))), recvPriv, created.OrganizationID, signer)
+		plain, err := custody.OpenExportBundle(e.Str("activity", "result", "exportSecretsResult", "secretPayloads", string(rune('0'+i))), recvPriv, created.OrganizationID, signer)
 		if err != nil || string(plain) != want {
 			t.Fatalf("secret %d: %q, %v", i, plain, err)
 		}
 	}
 
 	// Bad input names its field.
-	wantError(t, root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": 0}), http.StatusBadRequest, 3, "parameters.numSecrets")
-	wantError(t, root.submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": "NOPE", "numSecrets": 1}), http.StatusBadRequest, 3, "parameters.encryptionSuite")
-	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+	servertest.WantError(t, root.Submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": suite, "numSecrets": 0}), http.StatusBadRequest, 3, "parameters.numSecrets")
+	servertest.WantError(t, root.Submit("init_import_secrets", "ACTIVITY_TYPE_INIT_IMPORT_SECRETS", map[string]any{"encryptionSuite": "NOPE", "numSecrets": 1}), http.StatusBadRequest, 3, "parameters.encryptionSuite")
+	servertest.WantError(t, root.Submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
 		map[string]any{"secretId": stripeID, "targetPublicKey": "zz", "encryptionSuite": suite}}}), http.StatusBadRequest, 3, "parameters.secrets[0].targetPublicKey")
-	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+	servertest.WantError(t, root.Submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
 		map[string]any{"secretId": "nope", "targetPublicKey": recvPub, "encryptionSuite": suite}}}), http.StatusNotFound, 5, "secret not found")
 	props := seal(targets[2], "p")
 	props["staticProperties"] = []any{map[string]any{"key": "a"}, map[string]any{"key": "a"}}
-	wantError(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{props}}), http.StatusBadRequest, 3, "parameters.secrets[0].staticProperties[1].key")
+	servertest.WantError(t, root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{props}}), http.StatusBadRequest, 3, "parameters.secrets[0].staticProperties[1].key")
 
 	// Deleting is all or nothing; a deleted secret's name is free again.
-	wantError(t, root.submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID, "nope"}}), http.StatusNotFound, 5, "parameters.secretIds[1]")
-	mustOK(t, root.submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID}}))
-	wantError(t, root.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+	servertest.WantError(t, root.Submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID, "nope"}}), http.StatusNotFound, 5, "parameters.secretIds[1]")
+	servertest.MustOK(t, root.Submit("delete_secrets", "ACTIVITY_TYPE_DELETE_SECRETS", map[string]any{"secretIds": []string{stripeID}}))
+	servertest.WantError(t, root.Submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
 		map[string]any{"secretId": stripeID, "targetPublicKey": recvPub, "encryptionSuite": suite}}}), http.StatusNotFound, 5, "secret not found")
-	h.advance(time.Second) // a byte-identical init would be the same activity, with the used target
+	h.Advance(time.Second) // a byte-identical init would be the same activity, with the used target
 	again := seal(initTargets(1)[0], "new value")
 	again["name"] = "stripe"
-	mustOK(t, root.submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{again}}))
+	servertest.MustOK(t, root.Submit("import_secrets", "ACTIVITY_TYPE_IMPORT_SECRETS", map[string]any{"secrets": []any{again}}))
 
 	// Another organization cannot see or export them.
-	other, _ := h.rootOrg("Other")
-	e = other.submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
+	other, _ := h.RootOrg("Other")
+	e = other.Submit("export_secrets", "ACTIVITY_TYPE_EXPORT_SECRETS", map[string]any{"secrets": []any{
 		map[string]any{"secretId": secondID, "targetPublicKey": recvPub, "encryptionSuite": suite}}})
-	wantError(t, e, http.StatusNotFound, 5, "secret not found")
+	servertest.WantError(t, e, http.StatusNotFound, 5, "secret not found")
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/records/recordstest"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -31,21 +32,21 @@ var notOwnedByAnOrganization = map[string]string{
 // Deleting a sub-organization removes every record it owns, of every kind any package declares,
 // and nothing of its parent's.
 func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
-	h := newHarness(t)
+	h := servertest.New(t)
 	ctx := context.Background()
-	root, created := h.rootOrg("Parent")
-	subPriv, subPub := h.newKey()
-	r := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+	root, created := h.RootOrg("Parent")
+	subPriv, subPub := h.NewKey()
+	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "child", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com",
 			"apiKeys":        []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}},
 			"authenticators": []any{}, "oauthProviders": []any{}}},
 		"wallet": map[string]any{"walletName": "w", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1",
 			"pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	sub := h.client(subID, subPriv)
-	mustOK(t, sub.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
+	servertest.MustOK(t, r)
+	subID := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	sub := h.Client(subID, subPriv)
+	servertest.MustOK(t, sub.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
 
 	kinds, err := recordstest.DeclaredKinds(filepath.Join(".."))
 	if err != nil {
@@ -53,7 +54,7 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}
 	// Beside the real records, one of every kind the sub-organization may own.
 	now := time.Now().UTC()
-	if err := h.s.Store.Update(ctx, func(tx store.Tx) error {
+	if err := h.Server.Store.Update(ctx, func(tx store.Tx) error {
 		for _, k := range kinds {
 			if _, ok := notOwnedByAnOrganization[k]; ok {
 				continue
@@ -68,7 +69,7 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}
 	countParent := func() map[string]int {
 		n := map[string]int{}
-		h.s.Store.View(ctx, func(rd store.Reader) error {
+		h.Server.Store.View(ctx, func(rd store.Reader) error {
 			for _, k := range kinds {
 				recs, err := rd.List(ctx, k, created.OrganizationID, store.ListOptions{})
 				if err != nil {
@@ -82,9 +83,9 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}
 	before := countParent()
 
-	mustOK(t, sub.submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
+	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
 
-	h.s.Store.View(ctx, func(rd store.Reader) error {
+	h.Server.Store.View(ctx, func(rd store.Reader) error {
 		for _, k := range kinds {
 			recs, err := rd.List(ctx, k, subID, store.ListOptions{})
 			if err != nil {

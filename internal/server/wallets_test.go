@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"crypto/ed25519"
@@ -15,6 +15,7 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/custody/hd"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 var testAccounts = []any{
@@ -30,23 +31,23 @@ func keccak(b []byte) []byte {
 }
 
 func TestWalletsSignExportImport(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
-	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts, "mnemonicLength": 24})
-	mustOK(t, r)
-	walletID := r.str("activity", "result", "createWalletResult", "walletId")
-	ethAddr := r.str("activity", "result", "createWalletResult", "addresses", "0")
-	solAddr := r.str("activity", "result", "createWalletResult", "addresses", "1")
-	if !strings.HasPrefix(ethAddr, "0x") || len(ethAddr) != 42 || !strings.HasPrefix(r.str("activity", "result", "createWalletResult", "addresses", "2"), "bc1p") {
-		t.Fatalf("addresses: %s", r.raw)
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts, "mnemonicLength": 24})
+	servertest.MustOK(t, r)
+	walletID := r.Str("activity", "result", "createWalletResult", "walletId")
+	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
+	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
+	if !strings.HasPrefix(ethAddr, "0x") || len(ethAddr) != 42 || !strings.HasPrefix(r.Str("activity", "result", "createWalletResult", "addresses", "2"), "bc1p") {
+		t.Fatalf("addresses: %s", r.Raw)
 	}
 
 	// Sign a digest with the Ethereum account: the signature recovers to its address.
 	digest := keccak([]byte("hello"))
-	s := root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": strings.ToLower(ethAddr),
+	s := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": strings.ToLower(ethAddr),
 		"payload": "0x" + hex.EncodeToString(digest), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	mustOK(t, s)
-	res := s.body["activity"].(map[string]any)["result"].(map[string]any)["signRawPayloadResult"].(map[string]any)
+	servertest.MustOK(t, s)
+	res := s.Body["activity"].(map[string]any)["result"].(map[string]any)["signRawPayloadResult"].(map[string]any)
 	rb, _ := hex.DecodeString(res["r"].(string))
 	sb, _ := hex.DecodeString(res["s"].(string))
 	vb, _ := hex.DecodeString(res["v"].(string))
@@ -58,34 +59,34 @@ func TestWalletsSignExportImport(t *testing.T) {
 		t.Fatalf("signature recovers to %s, want %s", got, ethAddr)
 	}
 	// Text with KECCAK256 hashes server-side.
-	mustOK(t, root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": ethAddr,
+	servertest.MustOK(t, root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": ethAddr,
 		"payload": "hello", "encoding": "PAYLOAD_ENCODING_TEXT_UTF8", "hashFunction": "HASH_FUNCTION_KECCAK256"}))
 	// Ed25519: NOT_APPLICABLE only, r‖s verifies under the Solana address.
 	msg := []byte("solana message bytes")
-	wantError(t, root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": solAddr,
+	servertest.WantError(t, root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": solAddr,
 		"payload": hex.EncodeToString(msg), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusBadRequest, 3, "HASH_FUNCTION_NOT_APPLICABLE")
-	ss := root.submit("sign_raw_payloads", "ACTIVITY_TYPE_SIGN_RAW_PAYLOADS", map[string]any{"signWith": solAddr,
+	ss := root.Submit("sign_raw_payloads", "ACTIVITY_TYPE_SIGN_RAW_PAYLOADS", map[string]any{"signWith": solAddr,
 		"payloads": []string{hex.EncodeToString(msg), hex.EncodeToString(msg)}, "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NOT_APPLICABLE"})
-	mustOK(t, ss)
+	servertest.MustOK(t, ss)
 	sol, _ := base58.Decode(solAddr)
-	sig, _ := hex.DecodeString(ss.str("activity", "result", "signRawPayloadsResult", "signatures", "1", "r") + ss.str("activity", "result", "signRawPayloadsResult", "signatures", "1", "s"))
+	sig, _ := hex.DecodeString(ss.Str("activity", "result", "signRawPayloadsResult", "signatures", "1", "r") + ss.Str("activity", "result", "signRawPayloadsResult", "signatures", "1", "s"))
 	if !ed25519.Verify(sol, msg, sig) {
 		t.Fatal("ed25519 signature does not verify under the Solana address")
 	}
 	// A NO_OP payload must be a digest; an unknown signWith is a 404.
-	wantError(t, root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": ethAddr,
+	servertest.WantError(t, root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": ethAddr,
 		"payload": "abcd", "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusBadRequest, 3, "32-byte digest")
-	wantError(t, root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": "0x0000000000000000000000000000000000000001",
+	servertest.WantError(t, root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": "0x0000000000000000000000000000000000000001",
 		"payload": hex.EncodeToString(digest), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusNotFound, 5, "parameters.signWith")
 
 	// Unexported wallets are not deleted by accident.
-	wantError(t, root.submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}}), http.StatusBadRequest, 9, "not been exported")
+	servertest.WantError(t, root.Submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}}), http.StatusBadRequest, 9, "not been exported")
 
 	// Export the mnemonic, re-derive locally: the same addresses.
-	recvPriv, recvPub := h.newKey()
-	e := root.submit("export_wallet", "ACTIVITY_TYPE_EXPORT_WALLET", map[string]any{"walletId": walletID, "targetPublicKey": recvPub})
-	mustOK(t, e)
-	mn, err := custody.OpenExportBundle(e.str("activity", "result", "exportWalletResult", "exportBundle"), recvPriv, created.OrganizationID, h.s.PublicKeys().SignerPublicKey)
+	recvPriv, recvPub := h.NewKey()
+	e := root.Submit("export_wallet", "ACTIVITY_TYPE_EXPORT_WALLET", map[string]any{"walletId": walletID, "targetPublicKey": recvPub})
+	servertest.MustOK(t, e)
+	mn, err := custody.OpenExportBundle(e.Str("activity", "result", "exportWalletResult", "exportBundle"), recvPriv, created.OrganizationID, h.Server.PublicKeys().SignerPublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,113 +98,113 @@ func TestWalletsSignExportImport(t *testing.T) {
 	if got, _ := address.Derive("ADDRESS_FORMAT_ETHEREUM", "CURVE_SECP256K1", k.PublicKey()); got != ethAddr {
 		t.Fatalf("exported mnemonic derives %s, want %s", got, ethAddr)
 	}
-	w := root.query("get_wallet", map[string]any{"walletId": walletID})
-	if w.str("wallet", "exported") != "true" {
-		t.Fatalf("wallet not marked exported: %s", w.raw)
+	w := root.Query("get_wallet", map[string]any{"walletId": walletID})
+	if w.Str("wallet", "exported") != "true" {
+		t.Fatalf("wallet not marked exported: %s", w.Raw)
 	}
 	// Import it under another name: same addresses, imported=true.
-	ib := root.submit("init_import_wallet", "ACTIVITY_TYPE_INIT_IMPORT_WALLET", map[string]any{"userId": created.UserID})
-	mustOK(t, ib)
-	enc, err := custody.SealToImportBundle(ib.str("activity", "result", "initImportWalletResult", "importBundle"), mn, created.OrganizationID, created.UserID, h.s.PublicKeys().SignerPublicKey)
+	ib := root.Submit("init_import_wallet", "ACTIVITY_TYPE_INIT_IMPORT_WALLET", map[string]any{"userId": created.UserID})
+	servertest.MustOK(t, ib)
+	enc, err := custody.SealToImportBundle(ib.Str("activity", "result", "initImportWalletResult", "importBundle"), mn, created.OrganizationID, created.UserID, h.Server.PublicKeys().SignerPublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := root.submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": testAccounts[:1]})
-	mustOK(t, im)
-	if im.str("activity", "result", "importWalletResult", "addresses", "0") != ethAddr {
-		t.Fatalf("import: %s", im.raw)
+	im := root.Submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": testAccounts[:1]})
+	servertest.MustOK(t, im)
+	if im.Str("activity", "result", "importWalletResult", "addresses", "0") != ethAddr {
+		t.Fatalf("import: %s", im.Raw)
 	}
 	// The account list and lookups.
-	la := root.query("list_wallet_accounts", map[string]any{"walletId": walletID, "includeWalletDetails": true})
-	mustOK(t, la)
-	if n := len(la.body["accounts"].([]any)); n != 3 || la.str("accounts", "0", "address") != ethAddr || la.str("accounts", "1", "walletDetails", "walletName") != "main" {
-		t.Fatalf("list_wallet_accounts: %s", la.raw)
+	la := root.Query("list_wallet_accounts", map[string]any{"walletId": walletID, "includeWalletDetails": true})
+	servertest.MustOK(t, la)
+	if n := len(la.Body["accounts"].([]any)); n != 3 || la.Str("accounts", "0", "address") != ethAddr || la.Str("accounts", "1", "walletDetails", "walletName") != "main" {
+		t.Fatalf("list_wallet_accounts: %s", la.Raw)
 	}
-	ga := root.query("get_wallet_account", map[string]any{"walletId": walletID, "address": solAddr})
-	if ga.str("account", "path") != "m/44'/501'/0'/0'" {
-		t.Fatalf("get_wallet_account: %s", ga.raw)
+	ga := root.Query("get_wallet_account", map[string]any{"walletId": walletID, "address": solAddr})
+	if ga.Str("account", "path") != "m/44'/501'/0'/0'" {
+		t.Fatalf("get_wallet_account: %s", ga.Raw)
 	}
 	// persist:false previews without saving.
-	p := root.submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "persist": false, "accounts": []any{
+	p := root.Submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "persist": false, "accounts": []any{
 		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/1", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
-	mustOK(t, p)
-	la = root.query("list_wallet_accounts", map[string]any{"walletId": walletID})
-	if n := len(la.body["accounts"].([]any)); n != 3 {
+	servertest.MustOK(t, p)
+	la = root.Query("list_wallet_accounts", map[string]any{"walletId": walletID})
+	if n := len(la.Body["accounts"].([]any)); n != 3 {
 		t.Fatalf("persist:false saved an account")
 	}
 	// Bad curve/format pairs and paths get the documented errors.
-	wantError(t, root.submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "accounts": []any{
+	servertest.WantError(t, root.Submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "accounts": []any{
 		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/1", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}), http.StatusBadRequest, 3, "parameters.accounts[0]")
-	wantError(t, root.submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "accounts": []any{
+	servertest.WantError(t, root.Submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", map[string]any{"walletId": walletID, "accounts": []any{
 		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/x", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}), http.StatusBadRequest, 3, "invalid path")
-	mustOK(t, root.submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}}))
+	servertest.MustOK(t, root.Submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}}))
 }
 
 func TestPrivateKeysAndSubOrgWallet(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Acme")
-	r := root.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	r := root.Submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
 		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM", "ADDRESS_FORMAT_TRON"}},
 	}})
-	mustOK(t, r)
-	keyID := r.str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "privateKeyId")
-	ethAddr := r.str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
-	g := root.query("get_private_key", map[string]any{"privateKeyId": keyID})
-	mustOK(t, g)
-	if g.str("privateKey", "addresses", "1", "format") != "ADDRESS_FORMAT_TRON" || !strings.HasPrefix(g.str("privateKey", "addresses", "1", "address"), "T") {
-		t.Fatalf("get_private_key: %s", g.raw)
+	servertest.MustOK(t, r)
+	keyID := r.Str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "privateKeyId")
+	ethAddr := r.Str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
+	g := root.Query("get_private_key", map[string]any{"privateKeyId": keyID})
+	servertest.MustOK(t, g)
+	if g.Str("privateKey", "addresses", "1", "format") != "ADDRESS_FORMAT_TRON" || !strings.HasPrefix(g.Str("privateKey", "addresses", "1", "address"), "T") {
+		t.Fatalf("get_private_key: %s", g.Raw)
 	}
 	d := sha256.Sum256([]byte("x"))
-	for _, signWith := range []string{keyID, ethAddr, g.str("privateKey", "publicKey")} {
-		mustOK(t, root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": signWith,
+	for _, signWith := range []string{keyID, ethAddr, g.Str("privateKey", "publicKey")} {
+		servertest.MustOK(t, root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": signWith,
 			"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}))
 	}
-	tag := root.submit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "hot", "privateKeyIds": []string{keyID}})
-	mustOK(t, tag)
-	g = root.query("get_private_key", map[string]any{"privateKeyId": keyID})
-	if g.str("privateKey", "privateKeyTags", "0") != tag.str("activity", "result", "createPrivateKeyTagResult", "privateKeyTagId") {
-		t.Fatalf("tag not on key: %s", g.raw)
+	tag := root.Submit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "hot", "privateKeyIds": []string{keyID}})
+	servertest.MustOK(t, tag)
+	g = root.Query("get_private_key", map[string]any{"privateKeyId": keyID})
+	if g.Str("privateKey", "privateKeyTags", "0") != tag.Str("activity", "result", "createPrivateKeyTagResult", "privateKeyTagId") {
+		t.Fatalf("tag not on key: %s", g.Raw)
 	}
-	recvPriv, recvPub := h.newKey()
-	e := root.submit("export_private_key", "ACTIVITY_TYPE_EXPORT_PRIVATE_KEY", map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub})
-	mustOK(t, e)
-	raw, err := custody.OpenExportBundle(e.str("activity", "result", "exportPrivateKeyResult", "exportBundle"), recvPriv, root.org, h.s.PublicKeys().SignerPublicKey)
+	recvPriv, recvPub := h.NewKey()
+	e := root.Submit("export_private_key", "ACTIVITY_TYPE_EXPORT_PRIVATE_KEY", map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub})
+	servertest.MustOK(t, e)
+	raw, err := custody.OpenExportBundle(e.Str("activity", "result", "exportPrivateKeyResult", "exportBundle"), recvPriv, root.Org, h.Server.PublicKeys().SignerPublicKey)
 	if err != nil || len(raw) != 32 {
 		t.Fatalf("export: %d bytes, %v", len(raw), err)
 	}
 	k, _ := hd.NewKey(hd.CurveSecp256k1, raw)
-	if hex.EncodeToString(k.PublicKey()) != g.str("privateKey", "publicKey") {
+	if hex.EncodeToString(k.PublicKey()) != g.Str("privateKey", "publicKey") {
 		t.Fatal("exported key does not match")
 	}
-	mustOK(t, root.submit("delete_private_keys", "ACTIVITY_TYPE_DELETE_PRIVATE_KEYS", map[string]any{"privateKeyIds": []string{keyID}}))
+	servertest.MustOK(t, root.Submit("delete_private_keys", "ACTIVITY_TYPE_DELETE_PRIVATE_KEYS", map[string]any{"privateKeyIds": []string{keyID}}))
 
 	// A sub-organization created with a wallet.
-	_, subPub := h.newKey()
-	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+	_, subPub := h.NewKey()
+	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "with wallet", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 		"wallet":    map[string]any{"walletName": "default", "accounts": testAccounts[:1]},
 	})
-	mustOK(t, s)
-	if !strings.HasPrefix(s.str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"), "0x") {
-		t.Fatalf("sub-org wallet: %s", s.raw)
+	servertest.MustOK(t, s)
+	if !strings.HasPrefix(s.Str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"), "0x") {
+		t.Fatalf("sub-org wallet: %s", s.Raw)
 	}
 	// The parent cannot sign with it.
-	subID := s.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	parentInSub := h.client(subID, root.priv)
-	wantError(t, parentInSub.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": s.str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"),
+	subID := s.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	parentInSub := h.Client(subID, root.Priv)
+	servertest.WantError(t, parentInSub.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": s.Str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"),
 		"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusForbidden, 7, "parent organization")
 }
 
 func TestAppProofs(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
 	// core leaves generateAppProofs inside parameters; the envelope member works too.
-	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "p", "accounts": testAccounts[:2], "generateAppProofs": true})
-	mustOK(t, r)
-	proofs := r.body["activity"].(map[string]any)["appProofs"].([]any)
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "p", "accounts": testAccounts[:2], "generateAppProofs": true})
+	servertest.MustOK(t, r)
+	proofs := r.Body["activity"].(map[string]any)["appProofs"].([]any)
 	if len(proofs) != 2 {
-		t.Fatalf("%d app proofs: %s", len(proofs), r.raw)
+		t.Fatalf("%d app proofs: %s", len(proofs), r.Raw)
 	}
 	for _, p := range proofs {
 		p := p.(map[string]any)
@@ -221,15 +222,15 @@ func TestAppProofs(t *testing.T) {
 			t.Fatal("app proof signature does not verify")
 		}
 	}
-	l := root.query("list_app_proofs", map[string]any{"activityId": r.str("activity", "id")})
-	mustOK(t, l)
-	if n := len(l.body["appProofs"].([]any)); n != 2 {
-		t.Fatalf("list_app_proofs: %s", l.raw)
+	l := root.Query("list_app_proofs", map[string]any{"activityId": r.Str("activity", "id")})
+	servertest.MustOK(t, l)
+	if n := len(l.Body["appProofs"].([]any)); n != 2 {
+		t.Fatalf("list_app_proofs: %s", l.Raw)
 	}
 	// Without the flag, none.
-	r = root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "q", "accounts": testAccounts[:1]})
-	mustOK(t, r)
-	if _, ok := r.body["activity"].(map[string]any)["appProofs"]; ok {
+	r = root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "q", "accounts": testAccounts[:1]})
+	servertest.MustOK(t, r)
+	if _, ok := r.Body["activity"].(map[string]any)["appProofs"]; ok {
 		t.Fatal("app proofs without the flag")
 	}
 }
