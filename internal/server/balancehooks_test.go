@@ -55,7 +55,7 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	}))
 	h.Server.Webhooks.Poll = 20 * time.Millisecond
 	root, created := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	addr := strings.ToLower(w.Str("activity", "result", "createWalletResult", "addresses", "0"))
 	watched.Store(addr)

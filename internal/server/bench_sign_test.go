@@ -16,7 +16,7 @@ func BenchmarkSignRawPayload(b *testing.B) { benchSignRawPayload(b) }
 func benchSignRawPayload(b *testing.B) {
 	h := servertest.New(b)
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
 	if w.Status != 200 {
 		b.Fatalf("create_wallet: %d %s", w.Status, w.Raw)
 	}

@@ -21,7 +21,7 @@ func TestDeniedActivitiesKeepTheirPolicyEvaluation(t *testing.T) {
 	servertest.MustOK(t, u)
 	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	bob := h.Client(created.OrganizationID, bobPriv)
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "bob signs", "effect": "EFFECT_ALLOW",
@@ -29,7 +29,7 @@ func TestDeniedActivitiesKeepTheirPolicyEvaluation(t *testing.T) {
 	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "no tags by bob", "effect": "EFFECT_DENY",
 		"condition": "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "notes": ""}))
 	// Implicit: nothing allows bob to create a wallet.
-	servertest.WantError(t, bob.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": testAccounts[:1]}),
+	servertest.WantError(t, bob.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]}),
 		http.StatusForbidden, 7, "denied request implicitly")
 	// Explicit: the DENY policy matches.
 	servertest.WantError(t, bob.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}),

@@ -39,7 +39,7 @@ func TestEthSendTransaction(t *testing.T) {
 	})
 	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} }))
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	from := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	to := "0x000000000000000000000000000000000000dEaD"

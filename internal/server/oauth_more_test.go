@@ -96,7 +96,7 @@ func TestOAuthCredentialAndRotation(t *testing.T) {
 	secretsKey := h.Server.PublicKeys().ClientSecretsPublicKey
 	h.Advance(time.Millisecond)
 	r = root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
-		"clientId": "x-client", "encryptedClientSecret": encryptToServer(t, secretsKey, "first-secret-x")})
+		"clientId": "x-client", "encryptedClientSecret": servertest.EncryptToServer(t, secretsKey, "first-secret-x")})
 	servertest.MustOK(t, r)
 	credID := r.Str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
 	g := root.Query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID})
@@ -106,7 +106,7 @@ func TestOAuthCredentialAndRotation(t *testing.T) {
 	}
 	h.Advance(time.Millisecond)
 	servertest.MustOK(t, root.Submit("update_oauth2_credential", "ACTIVITY_TYPE_UPDATE_OAUTH2_CREDENTIAL", map[string]any{"oauth2CredentialId": credID,
-		"provider": "OAUTH2_PROVIDER_X", "clientId": "x-client-2", "encryptedClientSecret": encryptToServer(t, secretsKey, "second-secret-x")}))
+		"provider": "OAUTH2_PROVIDER_X", "clientId": "x-client-2", "encryptedClientSecret": servertest.EncryptToServer(t, secretsKey, "second-secret-x")}))
 	if g := root.Query("get_oauth2_credential", map[string]any{"oauth2CredentialId": credID}); g.Str("oauth2Credential", "clientId") != "x-client-2" {
 		t.Fatalf("after update: %s", g.Raw)
 	}

@@ -22,7 +22,7 @@ import (
 func TestProxyOAuth(t *testing.T) {
 	var p *proxyHarness
 	clock := func() time.Time { return p.Now() }
-	iss, its := testIssuer(t, clock)
+	iss, its := servertest.OIDCIssuer(t, clock)
 	x := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/token":
@@ -96,7 +96,7 @@ func TestProxyOAuth(t *testing.T) {
 	// oauth2_authenticate: the proxy finds the organization's X credential by client id.
 	p.Advance(time.Millisecond)
 	servertest.MustOK(t, p.root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
-		"clientId": "x-client", "encryptedClientSecret": encryptToServer(t, p.Server.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
+		"clientId": "x-client", "encryptedClientSecret": servertest.EncryptToServer(t, p.Server.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
 	erinPriv, erinPub := p.NewKey()
 	authBody := map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
 		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "x-client"}

@@ -1,17 +1,7 @@
 package server_test
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/ecdh"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha512"
 	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -26,45 +16,6 @@ import (
 	"github.com/latchkey/latchkey/internal/session"
 )
 
-// encryptToServer is @turnkey/crypto's quorumKeyEncrypt (encryptOauth2ClientSecret), written
-// from its description, for tests.
-func encryptToServer(t *testing.T, receiverHex, msg string) string {
-	t.Helper()
-	rb, _ := hex.DecodeString(receiverHex)
-	recv, err := ecdh.P256().NewPublicKey(rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eph, _ := ecdh.P256().GenerateKey(rand.Reader)
-	shared, _ := eph.ECDH(recv)
-	sender := eph.PublicKey().Bytes()
-	mac := hmac.New(sha512.New, append(append(append([]byte{}, sender...), rb...), shared...))
-	mac.Write([]byte("qos_encryption_hmac_message"))
-	block, _ := aes.NewCipher(mac.Sum(nil)[:32])
-	gcm, _ := cipher.NewGCM(block)
-	nonce := make([]byte, 12)
-	_, _ = rand.Read(nonce)
-	aad := append(append(append(append([]byte{}, sender...), 65), rb...), 65)
-	ct := gcm.Seal(nil, nonce, []byte(msg), aad)
-	out := append(append([]byte{}, nonce...), sender...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(ct)))
-	return hex.EncodeToString(append(out, ct...))
-}
-
-// testIssuer is a local OIDC issuer (ES256, discovery and JWKS) on loopback whose clock is now.
-func testIssuer(t *testing.T, now func() time.Time) (*oidc.Issuer, *httptest.Server) {
-	t.Helper()
-	var iss *oidc.Issuer
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { iss.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	var err error
-	if iss, err = oidc.NewIssuer(oidc.IssuerConfig{URL: ts.URL, Signer: k, Now: now}); err != nil {
-		t.Fatal(err)
-	}
-	return iss, ts
-}
-
 // TestOAuth: id_tokens from a trusted local issuer link identities at sign-up, look up
 // sub-organizations and log users in (nonce = SHA-256 of the session key); an OAuth 2.0 client's
 // secret is sealed, and oauth2_authenticate exchanges a code at a local provider for Latchkey's
@@ -72,8 +23,8 @@ func testIssuer(t *testing.T, now func() time.Time) (*oidc.Issuer, *httptest.Ser
 func TestOAuth(t *testing.T) {
 	var h *servertest.Harness
 	clock := func() time.Time { return h.Now() }
-	google, googleTS := testIssuer(t, clock)
-	untrusted, _ := testIssuer(t, clock)
+	google, googleTS := servertest.OIDCIssuer(t, clock)
+	untrusted, _ := servertest.OIDCIssuer(t, clock)
 
 	// The OAuth 2.0 provider: checks the PKCE verifier and the client secret.
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,11 +124,11 @@ func TestOAuth(t *testing.T) {
 	secretsKey := h.Server.PublicKeys().ClientSecretsPublicKey
 	h.Advance(time.Millisecond)
 	servertest.WantError(t, root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
-		"clientId": "discord-client", "encryptedClientSecret": encryptToServer(t, h.Server.PublicKeys().OTPPublicKey, "s3cret-discord")}),
+		"clientId": "discord-client", "encryptedClientSecret": servertest.EncryptToServer(t, h.Server.PublicKeys().OTPPublicKey, "s3cret-discord")}),
 		http.StatusBadRequest, 3, "parameters.encryptedClientSecret")
 	h.Advance(time.Millisecond)
 	r = root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_DISCORD",
-		"clientId": "discord-client", "encryptedClientSecret": encryptToServer(t, secretsKey, "s3cret-discord")})
+		"clientId": "discord-client", "encryptedClientSecret": servertest.EncryptToServer(t, secretsKey, "s3cret-discord")})
 	servertest.MustOK(t, r)
 	credID := r.Str("activity", "result", "createOauth2CredentialResult", "oauth2CredentialId")
 	lc := root.Query("list_oauth2_credentials", nil)

@@ -12,14 +12,6 @@ import (
 	"github.com/latchkey/latchkey/internal/servertest"
 )
 
-// unsignedEthTx is an unsigned EIP-1559 transaction: 0x02 ‖ rlp([chainId, nonce, tip, feeCap, gas,
-// to, value, data, accessList]), as viem serializes it before signing.
-func unsignedEthTx(to string) string {
-	addr := common.HexToAddress(to)
-	b, _ := rlp.EncodeToBytes([]any{big.NewInt(11155111), uint64(1), big.NewInt(1), big.NewInt(2), uint64(21000), addr, big.NewInt(5), []byte{}, []any{}})
-	return "02" + hex.EncodeToString(b)
-}
-
 func TestPoliciesGateSigning(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
@@ -29,8 +21,8 @@ func TestPoliciesGateSigning(t *testing.T) {
 	servertest.MustOK(t, u)
 	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	bob := h.Client(created.OrganizationID, bobPriv)
-	w1 := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "allowed", "accounts": testAccounts[:1]})
-	w2 := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "other", "accounts": testAccounts[:1]})
+	w1 := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "allowed", "accounts": servertest.WalletAccounts[:1]})
+	w2 := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "other", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w1)
 	servertest.MustOK(t, w2)
 	wallet1 := w1.Str("activity", "result", "createWalletResult", "walletId")
@@ -60,12 +52,12 @@ func TestPoliciesGateSigning(t *testing.T) {
 	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "no blocked", "effect": "EFFECT_DENY",
 		"condition": "eth.tx.to == '" + blocked + "'", "notes": "deny list"}))
 	tx := func(to string) servertest.Response {
-		return bob.Submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr1, "unsignedTransaction": unsignedEthTx(to), "type": "TRANSACTION_TYPE_ETHEREUM"})
+		return bob.Submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr1, "unsignedTransaction": servertest.UnsignedEthTx(to), "type": "TRANSACTION_TYPE_ETHEREUM"})
 	}
 	servertest.WantError(t, tx(blocked), http.StatusForbidden, 7, "policy engine denied request explicitly")
 	servertest.MustOK(t, tx("0x1111111111111111111111111111111111111111"))
 	// Root is not restricted by policies (threshold 1).
-	servertest.MustOK(t, root.Submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr1, "unsignedTransaction": unsignedEthTx(blocked), "type": "TRANSACTION_TYPE_ETHEREUM"}))
+	servertest.MustOK(t, root.Submit("sign_transaction", "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", map[string]any{"signWith": addr1, "unsignedTransaction": servertest.UnsignedEthTx(blocked), "type": "TRANSACTION_TYPE_ETHEREUM"}))
 }
 
 func TestRootQuorumConsensus(t *testing.T) {
@@ -150,7 +142,7 @@ func TestPolicyOnDecodedContractCall(t *testing.T) {
 		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
 	servertest.MustOK(t, u)
 	bob := h.Client(created.OrganizationID, bobPriv)
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	const token = "0xc02aaa39b223fe8d0a0e5c4f27ead9083c756cc2"

@@ -16,11 +16,11 @@ import (
 func TestTkcliSignTransactionV1TypeWithV2Parameters(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	body := fmt.Sprintf(`{"organizationId":%q,"parameters":{"signWith":%q,"type":"TRANSACTION_TYPE_ETHEREUM","unsignedTransaction":%q},"timestampMs":"%d","type":"ACTIVITY_TYPE_SIGN_TRANSACTION"}`,
-		created.OrganizationID, addr, unsignedEthTx("0x1111111111111111111111111111111111111111"), h.Now().UnixMilli())
+		created.OrganizationID, addr, servertest.UnsignedEthTx("0x1111111111111111111111111111111111111111"), h.Now().UnixMilli())
 	r := root.Post("/public/v1/submit/sign_transaction", []byte(body))
 	servertest.MustOK(t, r)
 	if signed := r.Str("activity", "result", "signTransactionResult", "signedTransaction"); !strings.HasPrefix(signed, "02") && !strings.HasPrefix(signed, "0x02") {

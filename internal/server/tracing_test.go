@@ -150,7 +150,7 @@ func TestTracesOverOTLP(t *testing.T) {
 
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 
@@ -341,7 +341,7 @@ func TestTracedDenialAndVote(t *testing.T) {
 	aliceID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	alice := h.Client(created.OrganizationID, alicePriv)
 	// Alice is not a root user yet: nothing allows her to create a wallet.
-	servertest.WantError(t, alice.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": testAccounts[:1]}),
+	servertest.WantError(t, alice.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]}),
 		http.StatusForbidden, 7, "denied request implicitly")
 	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}}))
 	r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "needs two", "userIds": []string{}})

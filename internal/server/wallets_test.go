@@ -18,12 +18,6 @@ import (
 	"github.com/latchkey/latchkey/internal/servertest"
 )
 
-var testAccounts = []any{
-	map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
-	map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"},
-	map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/86'/0'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_BITCOIN_MAINNET_P2TR"},
-}
-
 func keccak(b []byte) []byte {
 	h := sha3.NewLegacyKeccak256()
 	h.Write(b)
@@ -33,7 +27,7 @@ func keccak(b []byte) []byte {
 func TestWalletsSignExportImport(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts, "mnemonicLength": 24})
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts, "mnemonicLength": 24})
 	servertest.MustOK(t, r)
 	walletID := r.Str("activity", "result", "createWalletResult", "walletId")
 	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
@@ -109,7 +103,7 @@ func TestWalletsSignExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := root.Submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": testAccounts[:1]})
+	im := root.Submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, im)
 	if im.Str("activity", "result", "importWalletResult", "addresses", "0") != ethAddr {
 		t.Fatalf("import: %s", im.Raw)
@@ -183,7 +177,7 @@ func TestPrivateKeysAndSubOrgWallet(t *testing.T) {
 	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "with wallet", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
-		"wallet":    map[string]any{"walletName": "default", "accounts": testAccounts[:1]},
+		"wallet":    map[string]any{"walletName": "default", "accounts": servertest.WalletAccounts[:1]},
 	})
 	servertest.MustOK(t, s)
 	if !strings.HasPrefix(s.Str("activity", "result", "createSubOrganizationResultV8", "wallet", "addresses", "0"), "0x") {
@@ -200,7 +194,7 @@ func TestAppProofs(t *testing.T) {
 	h := servertest.New(t)
 	root, _ := h.RootOrg("Acme")
 	// core leaves generateAppProofs inside parameters; the envelope member works too.
-	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "p", "accounts": testAccounts[:2], "generateAppProofs": true})
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "p", "accounts": servertest.WalletAccounts[:2], "generateAppProofs": true})
 	servertest.MustOK(t, r)
 	proofs := r.Body["activity"].(map[string]any)["appProofs"].([]any)
 	if len(proofs) != 2 {
@@ -228,7 +222,7 @@ func TestAppProofs(t *testing.T) {
 		t.Fatalf("list_app_proofs: %s", l.Raw)
 	}
 	// Without the flag, none.
-	r = root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "q", "accounts": testAccounts[:1]})
+	r = root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "q", "accounts": servertest.WalletAccounts[:1]})
 	servertest.MustOK(t, r)
 	if _, ok := r.Body["activity"].(map[string]any)["appProofs"]; ok {
 		t.Fatal("app proofs without the flag")
