@@ -1,12 +1,17 @@
-package server_test
+package wallets_test
 
 import (
+	stdecdsa "crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"math/big"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 	"github.com/mr-tron/base58"
@@ -227,4 +232,187 @@ func TestAppProofs(t *testing.T) {
 	if _, ok := r.Body["activity"].(map[string]any)["appProofs"]; ok {
 		t.Fatal("app proofs without the flag")
 	}
+}
+
+// tkcli's `turnkey ethereum tx` sends ACTIVITY_TYPE_SIGN_TRANSACTION (the V1 type) with V2
+// parameters (signWith, type, unsignedTransaction; its go-openapi models in that order), and
+// Turnkey signs it: the gateway reads parameters by the path's request message. Latchkey does the
+// same: parameters invalid for the named version but valid for the path's current one are taken
+// as that version. The V1 body (privateKeyId) still works as V1.
+func TestTkcliSignTransactionV1TypeWithV2Parameters(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	servertest.MustOK(t, w)
+	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
+	body := fmt.Sprintf(`{"organizationId":%q,"parameters":{"signWith":%q,"type":"TRANSACTION_TYPE_ETHEREUM","unsignedTransaction":%q},"timestampMs":"%d","type":"ACTIVITY_TYPE_SIGN_TRANSACTION"}`,
+		created.OrganizationID, addr, servertest.UnsignedEthTx("0x1111111111111111111111111111111111111111"), h.Now().UnixMilli())
+	r := root.Post("/public/v1/submit/sign_transaction", []byte(body))
+	servertest.MustOK(t, r)
+	if signed := r.Str("activity", "result", "signTransactionResult", "signedTransaction"); !strings.HasPrefix(signed, "02") && !strings.HasPrefix(signed, "0x02") {
+		t.Fatalf("signed transaction %q: %s", signed, r.Raw)
+	}
+	if r.Str("activity", "type") != "ACTIVITY_TYPE_SIGN_TRANSACTION_V2" || r.Str("activity", "intent", "signTransactionIntentV2", "signWith") != addr {
+		t.Fatalf("recorded as: %s", r.Raw)
+	}
+	// Parameters valid for neither version are refused naming the named version's field.
+	h.Advance(1)
+	bad := fmt.Sprintf(`{"organizationId":%q,"parameters":{"type":"TRANSACTION_TYPE_ETHEREUM"},"timestampMs":"%d","type":"ACTIVITY_TYPE_SIGN_TRANSACTION"}`,
+		created.OrganizationID, h.Now().UnixMilli())
+	servertest.WantError(t, root.Post("/public/v1/submit/sign_transaction", []byte(bad)), 400, 3, "parameters.privateKeyId is required")
+}
+
+// go-sdk's wallets example (examples/wallets/create_wallet_accounts) adds an Ethereum account at
+// m/44'/60'/0'/0/0; its README says Turnkey answers an error when the wallet already has an
+// account there, and to pick an unused path. Latchkey refuses the same way (409, naming the path
+// and format) and creates the account at a new path.
+func TestCreateWalletAccountsAtATakenPath(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	servertest.MustOK(t, w)
+	walletID := w.Str("activity", "result", "createWalletResult", "walletId")
+	account := func(path string) map[string]any {
+		return map[string]any{"walletId": walletID, "accounts": []any{map[string]any{"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+			"curve": "CURVE_SECP256K1", "path": path, "pathFormat": "PATH_FORMAT_BIP32"}}}
+	}
+	h.Advance(1)
+	r := root.Submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", account("m/44'/60'/0'/0/0"))
+	if r.Status != 409 || !strings.Contains(r.Str("message"), "m/44'/60'/0'/0/0") {
+		t.Fatalf("a second account at a taken path: %d %s", r.Status, r.Raw)
+	}
+	h.Advance(1)
+	servertest.MustOK(t, root.Submit("create_wallet_accounts", "ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS", account("m/44'/60'/0'/0/1")))
+}
+
+func ecdsaP256(uncompressed []byte) (*stdecdsa.PublicKey, error) {
+	return stdecdsa.ParseUncompressedPublicKey(elliptic.P256(), uncompressed)
+}
+
+func verifyRaw(k *stdecdsa.PublicKey, digest, sig []byte) bool {
+	return stdecdsa.Verify(k, digest, new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
+}
+
+// The wallet and private key operations the tests above do not reach: rename, list, per-account
+// export and deletion, private key import, and private key tags.
+func TestWalletAndKeyLifecycle(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	w := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:2]})
+	walletID := w.Result("createWalletResult", "walletId")
+	ethAddr := w.Result("createWalletResult", "addresses", "0")
+
+	root.MustSubmit("update_wallet", "ACTIVITY_TYPE_UPDATE_WALLET", map[string]any{"walletId": walletID, "walletName": "renamed"})
+	if l := root.MustQuery("list_wallets", nil); l.Len("wallets") != 1 || l.Str("wallets", "0", "walletName") != "renamed" {
+		t.Fatalf("list_wallets after update_wallet: %s", l.Raw)
+	}
+
+	// An account is exported alone: the bundle holds the account's private key, and the account
+	// (not the wallet) may then be deleted without deleteWithoutExport.
+	recvPriv, recvPub := h.NewKey()
+	e := root.MustSubmit("export_wallet_account", "ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT", map[string]any{"address": ethAddr, "targetPublicKey": recvPub})
+	raw, err := custody.OpenExportBundle(e.Result("exportWalletAccountResult", "exportBundle"), recvPriv, created.OrganizationID, h.Server.PublicKeys().SignerPublicKey)
+	if err != nil || len(raw) != 32 {
+		t.Fatalf("export_wallet_account: %d bytes, %v", len(raw), err)
+	}
+	accts := root.MustQuery("list_wallet_accounts", map[string]any{"walletId": walletID})
+	ethID, solID := accts.Str("accounts", "0", "walletAccountId"), accts.Str("accounts", "1", "walletAccountId")
+	servertest.WantError(t, root.Submit("delete_wallet_accounts", "ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS", map[string]any{"walletAccountIds": []string{solID}}),
+		http.StatusBadRequest, 9, "parameters.walletAccountIds[0]")
+	root.MustSubmit("delete_wallet_accounts", "ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS", map[string]any{"walletAccountIds": []string{ethID}})
+	if l := root.MustQuery("list_wallet_accounts", map[string]any{"walletId": walletID}); l.Len("accounts") != 1 {
+		t.Fatalf("list_wallet_accounts after delete_wallet_accounts: %s", l.Raw)
+	}
+
+	// The exported account key imported as a private key has the account's address.
+	ib := root.MustSubmit("init_import_private_key", "ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY", map[string]any{"userId": created.UserID})
+	enc, err := custody.SealToImportBundle(ib.Result("initImportPrivateKeyResult", "importBundle"), raw, created.OrganizationID, created.UserID, h.Server.PublicKeys().SignerPublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := root.MustSubmit("import_private_key", "ACTIVITY_TYPE_IMPORT_PRIVATE_KEY", map[string]any{"userId": created.UserID, "privateKeyName": "imported",
+		"encryptedBundle": enc, "curve": "CURVE_SECP256K1", "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}})
+	keyID := im.Result("importPrivateKeyResult", "privateKeyId")
+	if got := im.Result("importPrivateKeyResult", "addresses", "0", "address"); !strings.EqualFold(got, ethAddr) {
+		t.Fatalf("imported key's address %s, want %s", got, ethAddr)
+	}
+	// The import target is used up.
+	servertest.WantError(t, root.Submit("import_private_key", "ACTIVITY_TYPE_IMPORT_PRIVATE_KEY", map[string]any{"userId": created.UserID, "privateKeyName": "again",
+		"encryptedBundle": enc, "curve": "CURVE_SECP256K1", "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}), http.StatusBadRequest, 9, "call init_import_private_key first")
+
+	// Private key tags: create, rename and move members, list, delete.
+	tag := root.MustSubmit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "cold", "privateKeyIds": []string{}})
+	tagID := tag.Result("createPrivateKeyTagResult", "privateKeyTagId")
+	root.MustSubmit("update_private_key_tag", "ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagId": tagID, "newPrivateKeyTagName": "warm",
+		"addPrivateKeyIds": []string{keyID}, "removePrivateKeyIds": []string{}})
+	if l := root.MustQuery("list_private_key_tags", nil); l.Len("privateKeyTags") != 1 || l.Str("privateKeyTags", "0", "tagName") != "warm" {
+		t.Fatalf("list_private_key_tags: %s", l.Raw)
+	}
+	if l := root.MustQuery("list_private_keys", nil); l.Len("privateKeys") != 1 || l.Str("privateKeys", "0", "privateKeyTags", "0") != tagID {
+		t.Fatalf("list_private_keys: %s", l.Raw)
+	}
+	servertest.WantError(t, root.Submit("update_private_key_tag", "ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagId": tagID,
+		"addPrivateKeyIds": []string{"no-such-key"}, "removePrivateKeyIds": []string{}}), http.StatusBadRequest, 3, "parameters.addPrivateKeyIds")
+	root.MustSubmit("delete_private_key_tags", "ACTIVITY_TYPE_DELETE_PRIVATE_KEY_TAGS", map[string]any{"privateKeyTagIds": []string{tagID}})
+	if l := root.MustQuery("list_private_key_tags", nil); l.Len("privateKeyTags") != 0 {
+		t.Fatalf("tag not deleted: %s", l.Raw)
+	}
+}
+
+// Bad wallet parameters are refused with a 400 naming the field, and nothing is created.
+func TestWalletRefusals(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	eth := servertest.WalletAccounts[0]
+	for _, tc := range []struct {
+		name, op, typ string
+		params        map[string]any
+		field         string
+	}{
+		{"no wallet name", "create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "", "accounts": []any{eth}}, "parameters.walletName"},
+		{"bad mnemonic length", "create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{eth}, "mnemonicLength": 13}, "parameters.mnemonicLength"},
+		{"unknown curve", "create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+			"curve": "CURVE_P384", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}, "parameters.accounts[0].curve"},
+		{"no wallets to delete", "delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{}}, "parameters.walletIds"},
+		{"no accounts to delete", "delete_wallet_accounts", "ACTIVITY_TYPE_DELETE_WALLET_ACCOUNTS", map[string]any{"walletAccountIds": []string{}}, "parameters.walletAccountIds"},
+		{"private key without a name", "create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+			map[string]any{"privateKeyName": "", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{}}}}, "parameters.privateKeys[0].privateKeyName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit(tc.op, tc.typ, tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+	if l := root.MustQuery("list_wallets", nil); l.Len("wallets") != 0 {
+		t.Fatalf("a refused create_wallet left a wallet: %s", l.Raw)
+	}
+}
+
+// The same create_wallet bytes sent twice are one activity and one wallet; a wallet belongs to
+// its organization only: another organization's key cannot read it, nor name it from its own.
+func TestWalletIdempotencyAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	body := root.SubmitBody("ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "once", "accounts": servertest.WalletAccounts[:1]})
+	first := root.Post("/public/v1/submit/create_wallet", body)
+	servertest.MustOK(t, first)
+	again := root.Post("/public/v1/submit/create_wallet", body)
+	servertest.MustOK(t, again)
+	if first.Str("activity", "id") != again.Str("activity", "id") || first.Result("createWalletResult", "walletId") != again.Result("createWalletResult", "walletId") {
+		t.Fatalf("a resubmission made a new activity or wallet:\n%s\n%s", first.Raw, again.Raw)
+	}
+	if l := root.MustQuery("list_wallets", nil); l.Len("wallets") != 1 {
+		t.Fatalf("%d wallets after a resubmission: %s", l.Len("wallets"), l.Raw)
+	}
+	walletID := first.Result("createWalletResult", "walletId")
+	addr := first.Result("createWalletResult", "addresses", "0")
+
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, h.Client(root.Org, other.Priv).Query("get_wallet", map[string]any{"walletId": walletID}), http.StatusUnauthorized, 16, "could not find public key")
+	servertest.WantError(t, other.Query("get_wallet", map[string]any{"walletId": walletID}), http.StatusNotFound, 5, "wallet")
+	d := sha256.Sum256([]byte("x"))
+	servertest.WantError(t, other.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr,
+		"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusNotFound, 5, "parameters.signWith")
+	servertest.WantError(t, other.Submit("update_wallet", "ACTIVITY_TYPE_UPDATE_WALLET", map[string]any{"walletId": walletID, "walletName": "mine"}), http.StatusNotFound, 5, "wallet")
 }
