@@ -1,4 +1,4 @@
-package server_test
+package secrets_test
 
 import (
 	"encoding/hex"

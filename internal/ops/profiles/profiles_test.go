@@ -1,4 +1,4 @@
-package server_test
+package profiles_test
 
 import (
 	"net/http"

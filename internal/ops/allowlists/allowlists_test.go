@@ -1,10 +1,9 @@
-package server_test
+package allowlists_test
 
 import (
 	"net/http"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/latchkey/latchkey/internal/servertest"
 )
@@ -45,34 +44,4 @@ func TestIPAllowlists(t *testing.T) {
 	servertest.MustOK(t, root.Query("whoami", nil))
 	servertest.MustOK(t, root.Submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"publicKey": root.Pub, "rules": []any{map[string]any{"cidr": "10.0.0.0/8"}}}))
 	servertest.WantError(t, root.Query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
-}
-
-func TestReadOnlySession(t *testing.T) {
-	h := servertest.New(t)
-	root, created := h.RootOrg("Acme")
-	r := root.Submit("create_read_only_session", "ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION", map[string]any{})
-	servertest.MustOK(t, r)
-	tok := r.Str("activity", "result", "createReadOnlySessionResult", "session")
-	if tok == "" || r.Str("activity", "result", "createReadOnlySessionResult", "sessionExpiry") == "" {
-		t.Fatalf("no session: %s", r.Raw)
-	}
-	body := []byte(`{"organizationId":"` + created.OrganizationID + `"}`)
-	w := h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok})
-	servertest.MustOK(t, w)
-	if w.Str("userId") != created.UserID {
-		t.Fatalf("whoami by session: %s", w.Raw)
-	}
-	// Read-only: no submits.
-	sub := root.SubmitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
-	servertest.WantError(t, h.Post("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}), http.StatusForbidden, 7, "read-only session")
-	// Tampered and expired tokens are refused.
-	// (Change a character well inside the signature: the last one carries unused bits.)
-	i := len(tok) - 10
-	flipped := byte('A')
-	if tok[i] == 'A' {
-		flipped = 'B'
-	}
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}), http.StatusUnauthorized, 16, "invalid X-Session")
-	h.Advance(2 * time.Hour)
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
 }

@@ -1,4 +1,4 @@
-package server_test
+package mfa_test
 
 import (
 	"net/http"

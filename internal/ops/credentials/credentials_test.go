@@ -1,0 +1,90 @@
+package credentials_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/servertest"
+	"github.com/latchkey/latchkey/internal/stamp/stamptest"
+)
+
+func TestPasskeyRegistrationAndWebAuthnStamp(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	for _, format := range []string{"none", "packed"} {
+		a, err := stamptest.New("localhost", "http://localhost:3000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		challenge := []byte("registration-challenge-" + format)
+		reg, err := a.Attest(challenge, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := root.Submit("create_authenticators", "ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2", map[string]any{
+			"userId": created.UserID,
+			"authenticators": []any{map[string]any{"authenticatorName": "laptop " + format, "challenge": base64.RawURLEncoding.EncodeToString(challenge),
+				"attestation": reg}},
+		})
+		servertest.MustOK(t, r)
+		authID := r.Str("activity", "result", "createAuthenticatorsResult", "authenticatorIds", "0")
+		g := root.Query("get_authenticator", map[string]any{"authenticatorId": authID})
+		servertest.MustOK(t, g)
+		if g.Str("authenticator", "credentialId") != a.CredentialID() || g.Str("authenticator", "credential", "publicKey") != a.PublicKeyCompressed() ||
+			g.Str("authenticator", "attestationType") != format {
+			t.Fatalf("get_authenticator: %s", g.Raw)
+		}
+		// A request stamped by the passkey.
+		passkey := &servertest.Client{H: h, Org: created.OrganizationID, Stamper: a}
+		w := passkey.Query("whoami", nil)
+		servertest.MustOK(t, w)
+		if w.Str("userId") != created.UserID {
+			t.Fatalf("whoami by passkey: %s", w.Raw)
+		}
+		servertest.MustOK(t, passkey.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "by passkey " + format, "userIds": []string{}}))
+		// A stamp over other bytes does not verify.
+		name, value, _ := a.Stamp([]byte(`{"organizationId":"` + created.OrganizationID + `"}`))
+		bad := h.Post("/public/v1/query/whoami", []byte(`{"organizationId":"`+created.OrganizationID+`" }`), map[string]string{name: value})
+		servertest.WantError(t, bad, http.StatusUnauthorized, 16, "invalid stamp")
+		servertest.MustOK(t, root.Submit("delete_authenticators", "ACTIVITY_TYPE_DELETE_AUTHENTICATORS", map[string]any{"userId": created.UserID, "authenticatorIds": []string{authID}}))
+		servertest.WantError(t, passkey.Query("whoami", nil), http.StatusUnauthorized, 16, "credential ID could not be found")
+	}
+	// A registration whose challenge does not match is refused, naming the field.
+	a, _ := stamptest.New("localhost", "http://localhost:3000")
+	reg, _ := a.Attest([]byte("one"), "none")
+	r := root.Submit("create_authenticators", "ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2", map[string]any{
+		"userId": created.UserID, "authenticators": []any{map[string]any{"authenticatorName": "x", "challenge": base64.RawURLEncoding.EncodeToString([]byte("two")), "attestation": reg}}})
+	servertest.WantError(t, r, http.StatusBadRequest, 3, "parameters.authenticators[0].attestation")
+}
+
+func TestReadOnlySession(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	r := root.Submit("create_read_only_session", "ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION", map[string]any{})
+	servertest.MustOK(t, r)
+	tok := r.Str("activity", "result", "createReadOnlySessionResult", "session")
+	if tok == "" || r.Str("activity", "result", "createReadOnlySessionResult", "sessionExpiry") == "" {
+		t.Fatalf("no session: %s", r.Raw)
+	}
+	body := []byte(`{"organizationId":"` + created.OrganizationID + `"}`)
+	w := h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok})
+	servertest.MustOK(t, w)
+	if w.Str("userId") != created.UserID {
+		t.Fatalf("whoami by session: %s", w.Raw)
+	}
+	// Read-only: no submits.
+	sub := root.SubmitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
+	servertest.WantError(t, h.Post("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}), http.StatusForbidden, 7, "read-only session")
+	// Tampered and expired tokens are refused.
+	// (Change a character well inside the signature: the last one carries unused bits.)
+	i := len(tok) - 10
+	flipped := byte('A')
+	if tok[i] == 'A' {
+		flipped = 'B'
+	}
+	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}), http.StatusUnauthorized, 16, "invalid X-Session")
+	h.Advance(2 * time.Hour)
+	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
+}

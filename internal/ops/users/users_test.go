@@ -1,0 +1,133 @@
+package users_test
+
+import (
+	"encoding/hex"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/servertest"
+)
+
+func TestUsersKeysAndSessions(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	bobPriv, bobPub := h.NewKey()
+	r := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{
+		"userName": "bob", "userEmail": "bob@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "bob", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}},
+		"authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	servertest.MustOK(t, r)
+	bobID := r.Str("activity", "result", "createUsersResult", "userIds", "0")
+	bob := h.Client(created.OrganizationID, bobPriv)
+	// Bob is not root: no tags, but his own keys are his to manage.
+	servertest.WantError(t, bob.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
+	_, k2 := h.NewKey()
+	r = bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
+	servertest.MustOK(t, r)
+	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
+	servertest.WantError(t, bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
+	keys := root.Query("get_api_keys", map[string]any{"userId": bobID})
+	servertest.MustOK(t, keys)
+	if n := len(keys.Body["apiKeys"].([]any)); n != 2 {
+		t.Fatalf("bob has %d keys: %s", n, keys.Raw)
+	}
+	servertest.MustOK(t, bob.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": bobID, "apiKeyIds": []string{keyID}}))
+
+	// A read-write session: decrypt the bundle, call with the key inside.
+	recvPriv, recvPub := h.NewKey()
+	r = bob.Submit("create_read_write_session", "ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2", map[string]any{"targetPublicKey": recvPub, "expirationSeconds": "60"})
+	servertest.MustOK(t, r)
+	res := r.Body["activity"].(map[string]any)["result"].(map[string]any)["createReadWriteSessionResultV2"].(map[string]any)
+	scalar, err := custody.DecryptCredentialBundle(res["credentialBundle"].(string), recvPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := h.Client(created.OrganizationID, hex.EncodeToString(scalar))
+	w := sess.Query("whoami", nil)
+	servertest.MustOK(t, w)
+	if w.Str("userId") != bobID {
+		t.Fatalf("session whoami: %s", w.Raw)
+	}
+	// It expires.
+	h.Advance(61 * time.Second)
+	servertest.WantError(t, sess.Query("whoami", nil), http.StatusUnauthorized, 16, "Unauthenticated desc = expired api key publicKey")
+
+	// Older versions are accepted and answered in their own result member.
+	r = root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V2", map[string]any{"users": []any{map[string]any{"userName": "carol", "apiKeys": []any{}, "authenticators": []any{}, "userTags": []any{}}}})
+	servertest.MustOK(t, r)
+	carolID := r.Str("activity", "result", "createUsersResult", "userIds", "0")
+	servertest.MustOK(t, root.Submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{carolID}}))
+
+	// API-only users: the key works at once; a bad key is refused naming its field.
+	davePriv, davePub := h.NewKey()
+	r = root.Submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{map[string]any{
+		"userName": "dave", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "dave", "publicKey": davePub}}}}})
+	servertest.MustOK(t, r)
+	daveID := r.Str("activity", "result", "createApiOnlyUsersResult", "userIds", "0")
+	w = h.Client(created.OrganizationID, davePriv).Query("whoami", nil)
+	servertest.MustOK(t, w)
+	if w.Str("userId") != daveID {
+		t.Fatalf("api-only whoami: %s", w.Raw)
+	}
+	servertest.WantError(t, root.Submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{}}), http.StatusBadRequest, 3, "parameters.apiOnlyUsers")
+	servertest.WantError(t, root.Submit("create_api_only_users", "ACTIVITY_TYPE_CREATE_API_ONLY_USERS", map[string]any{"apiOnlyUsers": []any{map[string]any{
+		"userName": "erin", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "erin", "publicKey": "zz"}}}}}), http.StatusBadRequest, 3, "parameters.apiOnlyUsers[0].apiKeys[0]")
+	servertest.WantError(t, root.Submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{created.UserID}}), http.StatusBadRequest, 9, "root quorum")
+}
+
+func TestUserAndTagUpdates(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{created.UserID}})
+	servertest.MustOK(t, r)
+	tagA := r.Str("activity", "result", "createUserTagResult", "userTagId")
+	servertest.WantError(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{}}), http.StatusConflict, 6, "already exists")
+	r = root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "b", "userIds": []string{}})
+	servertest.MustOK(t, r)
+	tagB := r.Str("activity", "result", "createUserTagResult", "userTagId")
+	servertest.MustOK(t, root.Submit("update_user_tag", "ACTIVITY_TYPE_UPDATE_USER_TAG", map[string]any{"userTagId": tagA, "newUserTagName": "a2", "addUserIds": []string{}, "removeUserIds": []string{created.UserID}}))
+	servertest.MustOK(t, root.Submit("update_user_tag", "ACTIVITY_TYPE_UPDATE_USER_TAG", map[string]any{"userTagId": tagB, "addUserIds": []string{created.UserID}, "removeUserIds": []string{}}))
+	g := root.Query("get_user", map[string]any{"userId": created.UserID})
+	if g.Str("user", "userTags") != `["`+tagB+`"]` {
+		t.Fatalf("tags after update: %s", g.Raw)
+	}
+	servertest.MustOK(t, root.Submit("update_user", "ACTIVITY_TYPE_UPDATE_USER", map[string]any{"userId": created.UserID, "userName": "ada", "userEmail": "ada@example.com", "userTagIds": []string{tagA}, "userPhoneNumber": "+13214567890"}))
+	g = root.Query("get_user", map[string]any{"userId": created.UserID})
+	if g.Str("user", "userName") != "ada" || g.Str("user", "userEmail") != "ada@example.com" || g.Str("user", "userPhoneNumber") != "+13214567890" || g.Str("user", "userTags") != `["`+tagA+`"]` {
+		t.Fatalf("update_user: %s", g.Raw)
+	}
+	servertest.WantError(t, root.Submit("update_user_phone_number", "ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER", map[string]any{"userId": created.UserID, "userPhoneNumber": "555"}), http.StatusBadRequest, 3, "parameters.userPhoneNumber")
+	servertest.MustOK(t, root.Submit("update_user_name", "ACTIVITY_TYPE_UPDATE_USER_NAME", map[string]any{"userId": created.UserID, "userName": "root"}))
+	servertest.MustOK(t, root.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": created.UserID, "userEmail": "root@example.com"}))
+	l := root.Query("list_user_tags", nil)
+	if n := len(l.Body["userTags"].([]any)); n != 2 {
+		t.Fatalf("%d tags", n)
+	}
+	d := root.Submit("delete_user_tags", "ACTIVITY_TYPE_DELETE_USER_TAGS", map[string]any{"userTagIds": []string{tagA, tagB}})
+	servertest.MustOK(t, d)
+	if d.Str("activity", "result", "deleteUserTagsResult", "userIds") != `["`+created.UserID+`"]` {
+		t.Fatalf("delete_user_tags: %s", d.Raw)
+	}
+	// A failed activity is recorded as FAILED and the failure shown; nothing it wrote is kept.
+	f := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{
+		map[string]any{"userName": "ok", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}},
+		map[string]any{"userName": "bad", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "nothex", "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	servertest.WantError(t, f, http.StatusBadRequest, 3, "parameters.users[1].apiKeys[0].publicKey")
+	us := root.Query("list_users", nil)
+	if n := len(us.Body["users"].([]any)); n != 1 {
+		t.Fatalf("partial write: %d users", n)
+	}
+	fa := root.Query("list_activities", map[string]any{"filterByStatus": []string{"ACTIVITY_STATUS_FAILED"}})
+	servertest.MustOK(t, fa)
+	found := false
+	for _, a := range fa.Body["activities"].([]any) {
+		a := a.(map[string]any)
+		if a["type"] == "ACTIVITY_TYPE_CREATE_USERS_V4" && a["failure"].(map[string]any)["code"].(float64) == 3 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("failed activity not recorded: %s", fa.Raw)
+	}
+}
