@@ -1,0 +1,145 @@
+package login_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/ops/login"
+	"github.com/latchkey/latchkey/internal/servertest"
+	"github.com/latchkey/latchkey/internal/session"
+)
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"", 900, false},
+		{"1", 1, false},
+		{"3600", 3600, false},
+		{"86400", 86400, false},
+		{"0", 0, true},
+		{"-5", 0, true},
+		{"86401", 0, true},
+		{"1.5", 0, true},
+		{"ten", 0, true},
+	} {
+		got, err := login.Seconds("parameters.expirationSeconds", tc.in, 900, 86400)
+		if tc.wantErr {
+			if err == nil || apierr.From(err).Code != apierr.InvalidArgument {
+				t.Errorf("Seconds(%q) = %d, %v; want an invalid-argument error", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Seconds(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// stamp_login, the login any API key can make for its own user, ends in this package: the
+// session key becomes an API key that expires with the session, invalidateExisting removes the
+// user's earlier login keys (not its other keys), and the session JWT is the notarizer's.
+func TestLoginSessions(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	stampLogin := func(pub string, params map[string]any) servertest.Response {
+		t.Helper()
+		h.Advance(time.Millisecond)
+		p := map[string]any{"publicKey": pub}
+		for k, v := range params {
+			p[k] = v
+		}
+		return root.Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", p)
+	}
+	parse := func(r servertest.Response) *session.Claims {
+		t.Helper()
+		servertest.MustOK(t, r)
+		sc, err := session.Parse(r.Result("stampLoginResult", "session"), h.Server.Keys.Public(custody.Notarizer), h.Now())
+		if err != nil {
+			t.Fatalf("session: %v: %s", err, r.Raw)
+		}
+		return sc
+	}
+	loginKeys := func() int {
+		t.Helper()
+		n := 0
+		k := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID})
+		for i := 0; i < k.Len("apiKeys"); i++ {
+			if k.Str("apiKeys", strconv.Itoa(i), "credential", "type") == "CREDENTIAL_TYPE_LOGIN" {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The default lifetime, then one asked for; the key inside stamps as the user.
+	priv1, pub1 := h.NewKey()
+	sc := parse(stampLogin(pub1, nil))
+	if sc.UserID != created.UserID || sc.OrganizationID != created.OrganizationID || sc.Exp != h.Now().Add(login.DefaultSessionSeconds*time.Second).Unix() {
+		t.Fatalf("session claims %+v", sc)
+	}
+	priv2, pub2 := h.NewKey()
+	if sc := parse(stampLogin(pub2, map[string]any{"expirationSeconds": "60"})); sc.Exp != h.Now().Add(60*time.Second).Unix() {
+		t.Fatalf("a 60 s session expires at %d, now is %d", sc.Exp, h.Now().Unix())
+	}
+	if w := h.Client(created.OrganizationID, priv1).MustQuery("whoami", nil); w.Str("userId") != created.UserID {
+		t.Fatalf("whoami with the session key: %s", w.Raw)
+	}
+	if n := loginKeys(); n != 2 {
+		t.Fatalf("%d login keys, want 2", n)
+	}
+
+	// invalidateExisting: only the new login key is left, and the root's own key still works.
+	priv3, pub3 := h.NewKey()
+	parse(stampLogin(pub3, map[string]any{"invalidateExisting": true, "expirationSeconds": "60"}))
+	if n := loginKeys(); n != 1 {
+		t.Fatalf("%d login keys after invalidateExisting, want 1", n)
+	}
+	servertest.WantError(t, h.Client(created.OrganizationID, priv2).Query("whoami", nil), http.StatusUnauthorized, 16, "could not find public key")
+	root.MustQuery("whoami", nil)
+
+	// The session key expires with the session.
+	h.Advance(61 * time.Second)
+	servertest.WantError(t, h.Client(created.OrganizationID, priv3).Query("whoami", nil), http.StatusUnauthorized, 16, "expired api key")
+}
+
+// Bad lifetimes and keys are refused naming the field; resubmitting the same bytes is the same
+// login, not a second key.
+func TestLoginRefusalsAndResubmission(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	_, pub := h.NewKey()
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"zero lifetime", map[string]any{"publicKey": pub, "expirationSeconds": "0"}, "parameters.expirationSeconds"},
+		{"lifetime over a year", map[string]any{"publicKey": pub, "expirationSeconds": "31536001"}, "parameters.expirationSeconds"},
+		{"not a key", map[string]any{"publicKey": "zz"}, "parameters.publicKey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+
+	h.Advance(time.Millisecond)
+	body := root.SubmitBody("ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub})
+	first := root.Post("/public/v1/submit/stamp_login", body)
+	servertest.MustOK(t, first)
+	again := root.Post("/public/v1/submit/stamp_login", body)
+	servertest.MustOK(t, again)
+	if first.Str("activity", "id") != again.Str("activity", "id") || first.Result("stampLoginResult", "session") != again.Result("stampLoginResult", "session") {
+		t.Fatalf("a resubmitted login is a new one:\n%s\n%s", first.Raw, again.Raw)
+	}
+	if n := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID}).Len("apiKeys"); n != 2 {
+		t.Fatalf("%d API keys after one login resubmitted, want 2 (root's and the session's)", n)
+	}
+}
