@@ -1,8 +1,10 @@
 package activities_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/servertest"
 )
@@ -61,5 +63,55 @@ func TestWhoamiAndActivityShape(t *testing.T) {
 	servertest.MustOK(t, l)
 	if n := len(l.Body["activities"].([]any)); n != 1 {
 		t.Fatalf("list_activities: %d activities", n)
+	}
+}
+
+// list_activities pages newest first and filters by status; bad pagination is a 400 naming the
+// field; an organization never reads another's activities, nor their app proofs.
+func TestActivityListingAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	var ids []string
+	for _, name := range []string{"a", "b", "c"} {
+		h.Advance(time.Millisecond)
+		r := root.MustSubmit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": name, "userIds": []string{}})
+		ids = append(ids, r.Str("activity", "id"))
+	}
+	page := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"limit": "2"}})
+	if page.Len("activities") != 2 || page.Str("activities", "0", "id") != ids[2] || page.Str("activities", "1", "id") != ids[1] {
+		t.Fatalf("first page, newest first: %s", page.Raw)
+	}
+	// after and before are cursors in the listing's order (newest first).
+	if next := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"limit": "2", "after": ids[1]}}); next.Len("activities") != 1 || next.Str("activities", "0", "id") != ids[0] {
+		t.Fatalf("the page after %s: %s", ids[1], next.Raw)
+	}
+	if prev := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"before": ids[1]}}); prev.Len("activities") != 1 || prev.Str("activities", "0", "id") != ids[2] {
+		t.Fatalf("the page before %s: %s", ids[1], prev.Raw)
+	}
+	if l := root.MustQuery("list_activities", map[string]any{"filterByStatus": []string{"ACTIVITY_STATUS_FAILED"}}); l.Len("activities") != 0 {
+		t.Fatalf("no activity failed: %s", l.Raw)
+	}
+	for _, tc := range []struct {
+		name  string
+		p     map[string]any
+		field string
+	}{
+		{"limit 0", map[string]any{"limit": "0"}, "paginationOptions.limit"},
+		{"limit over 100", map[string]any{"limit": "101"}, "paginationOptions.limit"},
+		{"before and after", map[string]any{"before": ids[0], "after": ids[2]}, "paginationOptions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servertest.WantError(t, root.Query("list_activities", map[string]any{"paginationOptions": tc.p}), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_activity", map[string]any{"activityId": ids[0]}), http.StatusNotFound, 5, "activity not found")
+	servertest.WantError(t, other.Query("list_app_proofs", map[string]any{"activityId": ids[0]}), http.StatusNotFound, 5, "activity not found")
+	if l := other.MustQuery("list_activities", nil); l.Len("activities") != 0 {
+		t.Fatalf("another organization lists %d activities: %s", l.Len("activities"), l.Raw)
+	}
+	if p := root.MustQuery("list_app_proofs", map[string]any{"activityId": ids[0]}); p.Str("appProofs") != "[]" {
+		t.Fatalf("app proofs of an activity that made none: %s", p.Raw)
 	}
 }

@@ -2,10 +2,12 @@ package credentials_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/stamp/stamptest"
 )
@@ -87,4 +89,49 @@ func TestReadOnlySession(t *testing.T) {
 	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}), http.StatusUnauthorized, 16, "invalid X-Session")
 	h.Advance(2 * time.Hour)
 	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
+}
+
+// A user manages his own API keys, not another's; a read-write session's bundle decrypts to a
+// key that stamps as the user until it expires.
+func TestAPIKeysAndReadWriteSessions(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	bobPriv, bobPub := h.NewKey()
+	r := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{
+		"userName": "bob", "userEmail": "bob@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "bob", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}},
+		"authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	servertest.MustOK(t, r)
+	bobID := r.Str("activity", "result", "createUsersResult", "userIds", "0")
+	bob := h.Client(created.OrganizationID, bobPriv)
+	_, k2 := h.NewKey()
+	r = bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
+	servertest.MustOK(t, r)
+	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
+	servertest.WantError(t, bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
+	keys := root.Query("get_api_keys", map[string]any{"userId": bobID})
+	servertest.MustOK(t, keys)
+	if n := len(keys.Body["apiKeys"].([]any)); n != 2 {
+		t.Fatalf("bob has %d keys: %s", n, keys.Raw)
+	}
+	servertest.MustOK(t, bob.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": bobID, "apiKeyIds": []string{keyID}}))
+
+	// A read-write session: decrypt the bundle, call with the key inside.
+	recvPriv, recvPub := h.NewKey()
+	r = bob.Submit("create_read_write_session", "ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2", map[string]any{"targetPublicKey": recvPub, "expirationSeconds": "60"})
+	servertest.MustOK(t, r)
+	res := r.Body["activity"].(map[string]any)["result"].(map[string]any)["createReadWriteSessionResultV2"].(map[string]any)
+	scalar, err := custody.DecryptCredentialBundle(res["credentialBundle"].(string), recvPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := h.Client(created.OrganizationID, hex.EncodeToString(scalar))
+	w := sess.Query("whoami", nil)
+	servertest.MustOK(t, w)
+	if w.Str("userId") != bobID {
+		t.Fatalf("session whoami: %s", w.Raw)
+	}
+	// It expires.
+	h.Advance(61 * time.Second)
+	servertest.WantError(t, sess.Query("whoami", nil), http.StatusUnauthorized, 16, "Unauthenticated desc = expired api key publicKey")
+
 }

@@ -1,16 +1,15 @@
 package users_test
 
 import (
-	"encoding/hex"
 	"net/http"
 	"testing"
-	"time"
 
-	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/servertest"
 )
 
-func TestUsersKeysAndSessions(t *testing.T) {
+// Users in every create_users version and API-only users; a non-root user cannot manage tags,
+// and the last root user cannot be deleted.
+func TestUsersAndAPIOnlyUsers(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
 	bobPriv, bobPub := h.NewKey()
@@ -19,40 +18,12 @@ func TestUsersKeysAndSessions(t *testing.T) {
 		"authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
 	servertest.MustOK(t, r)
 	bobID := r.Str("activity", "result", "createUsersResult", "userIds", "0")
+	if u := root.MustQuery("get_user", map[string]any{"userId": bobID}); u.Str("user", "userEmail") != "bob@example.com" || u.Str("user", "apiKeys", "0", "credential", "publicKey") != bobPub {
+		t.Fatalf("get_user: %s", u.Raw)
+	}
 	bob := h.Client(created.OrganizationID, bobPriv)
-	// Bob is not root: no tags, but his own keys are his to manage.
+	// Bob is not root: no tags.
 	servertest.WantError(t, bob.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
-	_, k2 := h.NewKey()
-	r = bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
-	servertest.MustOK(t, r)
-	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
-	servertest.WantError(t, bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
-	keys := root.Query("get_api_keys", map[string]any{"userId": bobID})
-	servertest.MustOK(t, keys)
-	if n := len(keys.Body["apiKeys"].([]any)); n != 2 {
-		t.Fatalf("bob has %d keys: %s", n, keys.Raw)
-	}
-	servertest.MustOK(t, bob.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": bobID, "apiKeyIds": []string{keyID}}))
-
-	// A read-write session: decrypt the bundle, call with the key inside.
-	recvPriv, recvPub := h.NewKey()
-	r = bob.Submit("create_read_write_session", "ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2", map[string]any{"targetPublicKey": recvPub, "expirationSeconds": "60"})
-	servertest.MustOK(t, r)
-	res := r.Body["activity"].(map[string]any)["result"].(map[string]any)["createReadWriteSessionResultV2"].(map[string]any)
-	scalar, err := custody.DecryptCredentialBundle(res["credentialBundle"].(string), recvPriv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess := h.Client(created.OrganizationID, hex.EncodeToString(scalar))
-	w := sess.Query("whoami", nil)
-	servertest.MustOK(t, w)
-	if w.Str("userId") != bobID {
-		t.Fatalf("session whoami: %s", w.Raw)
-	}
-	// It expires.
-	h.Advance(61 * time.Second)
-	servertest.WantError(t, sess.Query("whoami", nil), http.StatusUnauthorized, 16, "Unauthenticated desc = expired api key publicKey")
-
 	// Older versions are accepted and answered in their own result member.
 	r = root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V2", map[string]any{"users": []any{map[string]any{"userName": "carol", "apiKeys": []any{}, "authenticators": []any{}, "userTags": []any{}}}})
 	servertest.MustOK(t, r)
@@ -65,7 +36,7 @@ func TestUsersKeysAndSessions(t *testing.T) {
 		"userName": "dave", "userTags": []any{}, "apiKeys": []any{map[string]any{"apiKeyName": "dave", "publicKey": davePub}}}}})
 	servertest.MustOK(t, r)
 	daveID := r.Str("activity", "result", "createApiOnlyUsersResult", "userIds", "0")
-	w = h.Client(created.OrganizationID, davePriv).Query("whoami", nil)
+	w := h.Client(created.OrganizationID, davePriv).Query("whoami", nil)
 	servertest.MustOK(t, w)
 	if w.Str("userId") != daveID {
 		t.Fatalf("api-only whoami: %s", w.Raw)
