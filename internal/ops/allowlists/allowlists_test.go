@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/latchkey/latchkey/internal/ops/allowlists"
 	"github.com/latchkey/latchkey/internal/servertest"
 )
 
@@ -44,4 +46,54 @@ func TestIPAllowlists(t *testing.T) {
 	servertest.MustOK(t, root.Query("whoami", nil))
 	servertest.MustOK(t, root.Submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"publicKey": root.Pub, "rules": []any{map[string]any{"cidr": "10.0.0.0/8"}}}))
 	servertest.WantError(t, root.Query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
+}
+
+// Bad allowlists are refused naming the field, before anything is stored; an allowlist is its
+// organization's alone: another organization's key is not one of its keys, and another
+// organization's requests are not filtered by it.
+func TestAllowlistRefusalsAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	other, _ := h.RootOrg("Other")
+	rules := func(cidrs ...string) []any {
+		out := []any{}
+		for _, c := range cidrs {
+			out = append(out, map[string]any{"cidr": c})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"enabled without rules", map[string]any{"enabled": true, "rules": rules()}, "parameters.rules"},
+		{"unknown evaluation-error policy", map[string]any{"rules": rules("10.0.0.0/8"), "onEvaluationError": "MAYBE"}, "parameters.onEvaluationError"},
+		{"second rule not a block", map[string]any{"rules": rules("10.0.0.0/8", "10.0.0.300")}, "parameters.rules[1].cidr"},
+		{"too many rules", map[string]any{"rules": rules(make([]string, allowlists.MaxRules+1)...)}, "parameters.rules"},
+		{"another organization's key", map[string]any{"publicKey": other.Pub, "rules": rules("10.0.0.0/8")}, "parameters.publicKey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+	if g := root.MustQuery("get_ip_allowlist", nil); g.Len("allowlist", "rules") != 0 || g.Str("allowlist", "enabled") != "" {
+		t.Fatalf("a refused allowlist was stored: %s", g.Raw)
+	}
+	servertest.WantError(t, root.Query("get_ip_allowlist", map[string]any{"publicKey": other.Pub}), http.StatusNotFound, 5, "no API key with public key")
+
+	// A bare address is its /32 (stored disabled first, to read it back); once enabled, Acme's
+	// allowlist refuses the loopback client and leaves Other's requests alone.
+	root.MustSubmit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"enabled": false, "rules": rules("10.1.2.3")})
+	if g := root.MustQuery("get_ip_allowlist", nil); g.Str("allowlist", "rules", "0", "cidr") != "10.1.2.3/32" || g.Str("allowlist", "enabled") != "false" {
+		t.Fatalf("a bare address: %s", g.Raw)
+	}
+	h.Advance(time.Millisecond)
+	root.MustSubmit("set_ip_allowlist", "ACTIVITY_TYPE_SET_IP_ALLOWLIST", map[string]any{"rules": rules("10.1.2.3")})
+	servertest.WantError(t, root.Query("whoami", nil), http.StatusForbidden, 7, "IP allowlist")
+	other.MustQuery("whoami", nil)
+	if g := other.MustQuery("get_ip_allowlist", nil); g.Len("allowlist", "rules") != 0 {
+		t.Fatalf("Other sees Acme's allowlist: %s", g.Raw)
+	}
 }

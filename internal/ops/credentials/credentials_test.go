@@ -135,3 +135,57 @@ func TestAPIKeysAndReadWriteSessions(t *testing.T) {
 	servertest.WantError(t, sess.Query("whoami", nil), http.StatusUnauthorized, 16, "Unauthenticated desc = expired api key publicKey")
 
 }
+
+// create_api_keys: a bad key or curve is a 400 naming it; the same bytes twice are one key; a key
+// reads back by id and with its user's keys; an organization cannot read another's key.
+func TestAPIKeyRefusalsResubmissionAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	_, pub := h.NewKey()
+	key := func(name, pub, curve string) map[string]any {
+		return map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": name, "publicKey": pub, "curveType": curve}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"not hex", key("k", "zz", "API_KEY_CURVE_P256"), "parameters.apiKeys[0]"},
+		{"unknown curve", key("k", pub, "API_KEY_CURVE_RSA"), "parameters.apiKeys[0]"},
+		{"no name", key("", pub, "API_KEY_CURVE_P256"), "parameters.apiKeys[0].apiKeyName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+
+	h.Advance(time.Millisecond)
+	body := root.SubmitBody("ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("second", pub, "API_KEY_CURVE_P256"))
+	first := root.Post("/public/v1/submit/create_api_keys", body)
+	servertest.MustOK(t, first)
+	again := root.Post("/public/v1/submit/create_api_keys", body)
+	servertest.MustOK(t, again)
+	keyID := first.Result("createApiKeysResult", "apiKeyIds", "0")
+	if again.Result("createApiKeysResult", "apiKeyIds", "0") != keyID {
+		t.Fatalf("a resubmission made another key:\n%s\n%s", first.Raw, again.Raw)
+	}
+	if n := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID}).Len("apiKeys"); n != 2 {
+		t.Fatalf("%d keys, want the root key and one more", n)
+	}
+	if g := root.MustQuery("get_api_key", map[string]any{"apiKeyId": keyID}); g.Str("apiKey", "apiKeyName") != "second" || g.Str("apiKey", "credential", "publicKey") != pub {
+		t.Fatalf("get_api_key: %s", g.Raw)
+	}
+	// The same public key again, under another request, is refused.
+	h.Advance(time.Millisecond)
+	if r := root.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("third", pub, "API_KEY_CURVE_P256")); r.Status == http.StatusOK {
+		t.Fatalf("a public key registered twice: %s", r.Raw)
+	}
+	if l := root.MustQuery("get_authenticators", map[string]any{"userId": created.UserID}); l.Len("authenticators") != 0 {
+		t.Fatalf("get_authenticators of a user without passkeys: %s", l.Raw)
+	}
+
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_api_key", map[string]any{"apiKeyId": keyID}), http.StatusNotFound, 5, "API key not found")
+	servertest.WantError(t, other.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}), http.StatusBadRequest, 3, "parameters.userId: no user")
+}
