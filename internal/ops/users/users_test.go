@@ -3,6 +3,7 @@ package users_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/servertest"
 )
@@ -100,5 +101,57 @@ func TestUserAndTagUpdates(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("failed activity not recorded: %s", fa.Raw)
+	}
+}
+
+// The same create_users bytes twice are one user; a user name or e-mail that is not one is a 400
+// naming the field; an organization cannot read or change another's users.
+func TestUserRefusalsResubmissionAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	user := func(name, email string) map[string]any {
+		return map[string]any{"users": []any{map[string]any{"userName": name, "userEmail": email, "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"no user name", user("", "a@example.com"), "parameters.users[0].userName"},
+		{"not an e-mail address", user("ann", "not-an-address"), "parameters.users[0].userEmail"},
+		{"no users", map[string]any{"users": []any{}}, "parameters.users"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+
+	h.Advance(time.Millisecond)
+	body := root.SubmitBody("ACTIVITY_TYPE_CREATE_USERS_V4", user("ann", "ann@example.com"))
+	first := root.Post("/public/v1/submit/create_users", body)
+	servertest.MustOK(t, first)
+	again := root.Post("/public/v1/submit/create_users", body)
+	servertest.MustOK(t, again)
+	annID := first.Result("createUsersResult", "userIds", "0")
+	if again.Result("createUsersResult", "userIds", "0") != annID {
+		t.Fatalf("a resubmission made another user:\n%s\n%s", first.Raw, again.Raw)
+	}
+	if n := root.MustQuery("list_users", nil).Len("users"); n != 2 {
+		t.Fatalf("%d users, want root and ann", n)
+	}
+
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_user", map[string]any{"userId": annID}), http.StatusNotFound, 5, "user not found")
+	h.Advance(time.Millisecond)
+	if r := other.Submit("update_user_name", "ACTIVITY_TYPE_UPDATE_USER_NAME", map[string]any{"userId": annID, "userName": "taken"}); r.Status == http.StatusOK {
+		t.Fatalf("another organization renamed ann: %s", r.Raw)
+	}
+	h.Advance(time.Millisecond)
+	if r := other.Submit("delete_users", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{annID}}); r.Status == http.StatusOK {
+		t.Fatalf("another organization deleted ann: %s", r.Raw)
+	}
+	if u := root.MustQuery("get_user", map[string]any{"userId": annID}); u.Str("user", "userName") != "ann" {
+		t.Fatalf("ann after another organization's attempts: %s", u.Raw)
 	}
 }
