@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,61 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 		if after[k] < n {
 			t.Errorf("the parent lost %q records: %d before, %d after", k, before[k], after[k])
 		}
+	}
+}
+
+// list_suborgs finds sub-organizations by name, user name, e-mail, API key and wallet address,
+// pages them, and refuses a filter without a value; older create_sub_organization versions
+// (root users with V1 API keys) still create one.
+func TestListSubOrganizations(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Parent")
+	_, pub := h.NewKey()
+	r := root.MustSubmit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+		"subOrganizationName": "Bob's", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": "bob", "userEmail": "bob@example.com", "apiKeys": []any{
+			map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+		"wallet": map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
+	})
+	bobOrg := r.Result("createSubOrganizationResultV8", "subOrganizationId")
+	addr := r.Result("createSubOrganizationResultV8", "wallet", "addresses", "0")
+	h.Advance(time.Millisecond)
+	_, oldPub := h.NewKey()
+	old := root.MustSubmit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V4", map[string]any{
+		"subOrganizationName": "Carol's", "rootQuorumThreshold": 1,
+		"rootUsers": []any{map[string]any{"userName": "carol", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": oldPub}}, "authenticators": []any{}}},
+	})
+	carolOrg := old.Result("createSubOrganizationResultV4", "subOrganizationId")
+	if carolOrg == "" {
+		t.Fatalf("create_sub_organization V4: %s", old.Raw)
+	}
+
+	for _, tc := range []struct{ filter, value, want string }{
+		{"NAME", "bob's", bobOrg},
+		{"USERNAME", "carol", carolOrg},
+		{"EMAIL", "BOB@example.com", bobOrg},
+		{"PUBLIC_KEY", oldPub, carolOrg},
+		{"WALLET_ACCOUNT_ADDRESS", strings.ToLower(addr), bobOrg},
+	} {
+		t.Run(tc.filter, func(t *testing.T) {
+			l := root.MustQuery("list_suborgs", map[string]any{"filterType": tc.filter, "filterValue": tc.value})
+			if l.Len("organizationIds") != 1 || l.Str("organizationIds", "0") != tc.want {
+				t.Fatalf("list_suborgs %s=%s: %s", tc.filter, tc.value, l.Raw)
+			}
+		})
+	}
+	if l := root.MustQuery("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "nobody@example.com"}); l.Len("organizationIds") != 0 {
+		t.Fatalf("list_suborgs for nobody: %s", l.Raw)
+	}
+	if l := root.MustQuery("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "1"}}); l.Len("organizationIds") != 1 || l.Str("organizationIds", "0") != bobOrg {
+		t.Fatalf("the first page of one, oldest first: %s", l.Raw)
+	}
+	servertest.WantError(t, root.Query("list_suborgs", map[string]any{"filterType": "EMAIL"}), http.StatusBadRequest, 3, "filterValue")
+	servertest.WantError(t, root.Query("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "500"}}), http.StatusBadRequest, 3, "paginationOptions.limit")
+
+	// Another top-level organization finds none of them.
+	other, _ := h.RootOrg("Other")
+	if l := other.MustQuery("list_suborgs", map[string]any{"filterType": "NAME", "filterValue": "bob's"}); l.Len("organizationIds") != 0 {
+		t.Fatalf("another organization lists Parent's sub-organization: %s", l.Raw)
 	}
 }
