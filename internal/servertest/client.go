@@ -76,6 +76,18 @@ func (h *Harness) EndUser(root *Client, name, email string) (subID, userID, priv
 	return r.Result("createSubOrganizationResultV8", "subOrganizationId"), r.Result("createSubOrganizationResultV8", "rootUserIds", "0"), priv
 }
 
+// NewUser creates a user of root's organization, not a root user, with the e-mail address and a
+// new API key; it returns the user and the key's client.
+func (h *Harness) NewUser(root *Client, name, email string) (userID string, c *Client) {
+	h.T.Helper()
+	priv, pub := h.NewKey()
+	h.Advance(time.Millisecond)
+	r := root.MustSubmit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{
+		"userName": name, "userEmail": email, "apiKeys": []any{map[string]any{"apiKeyName": name, "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}},
+		"authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	return r.Result("createUsersResult", "userIds", "0"), h.Client(root.Org, priv)
+}
+
 // Post sends body to the API's path with the given headers, unstamped unless they stamp it.
 func (h *Harness) Post(path string, body []byte, headers map[string]string) Response {
 	h.T.Helper()
@@ -132,6 +144,21 @@ func (c *Client) MustSubmit(op, typ string, params any) Response {
 	r := c.Submit(op, typ, params)
 	MustOK(c.H.T, r)
 	return r
+}
+
+// SubmitTwice posts the same activity bytes twice and fails the test unless both complete as
+// one activity with one result, as a retried request must; it returns the answer.
+func (c *Client) SubmitTwice(op, typ string, params any) Response {
+	c.H.T.Helper()
+	body := c.SubmitBody(typ, params)
+	first := c.Post("/public/v1/submit/"+op, body)
+	MustOK(c.H.T, first)
+	again := c.Post("/public/v1/submit/"+op, body)
+	MustOK(c.H.T, again)
+	if first.Str("activity", "id") != again.Str("activity", "id") || first.Str("activity", "result") != again.Str("activity", "result") {
+		c.H.T.Fatalf("the same bytes twice made two activities:\n%s\n%s", first.Raw, again.Raw)
+	}
+	return first
 }
 
 // Query posts params, with the client's organizationId added, to /public/v1/query/<op>.

@@ -96,15 +96,9 @@ func TestReadOnlySession(t *testing.T) {
 func TestAPIKeysAndReadWriteSessions(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	bobPriv, bobPub := h.NewKey()
-	r := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{
-		"userName": "bob", "userEmail": "bob@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "bob", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}},
-		"authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
-	servertest.MustOK(t, r)
-	bobID := r.Str("activity", "result", "createUsersResult", "userIds", "0")
-	bob := h.Client(created.OrganizationID, bobPriv)
+	bobID, bob := h.NewUser(root, "bob", "bob@example.com")
 	_, k2 := h.NewKey()
-	r = bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
+	r := bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
 	servertest.MustOK(t, r)
 	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
 	servertest.WantError(t, bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
@@ -161,15 +155,7 @@ func TestAPIKeyRefusalsResubmissionAndOwnership(t *testing.T) {
 	}
 
 	h.Advance(time.Millisecond)
-	body := root.SubmitBody("ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("second", pub, "API_KEY_CURVE_P256"))
-	first := root.Post("/public/v1/submit/create_api_keys", body)
-	servertest.MustOK(t, first)
-	again := root.Post("/public/v1/submit/create_api_keys", body)
-	servertest.MustOK(t, again)
-	keyID := first.Result("createApiKeysResult", "apiKeyIds", "0")
-	if again.Result("createApiKeysResult", "apiKeyIds", "0") != keyID {
-		t.Fatalf("a resubmission made another key:\n%s\n%s", first.Raw, again.Raw)
-	}
+	keyID := root.SubmitTwice("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("second", pub, "API_KEY_CURVE_P256")).Result("createApiKeysResult", "apiKeyIds", "0")
 	if n := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID}).Len("apiKeys"); n != 2 {
 		t.Fatalf("%d keys, want the root key and one more", n)
 	}
