@@ -409,3 +409,47 @@ func TestWalletIdempotencyAndOwnership(t *testing.T) {
 		"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}), http.StatusNotFound, 5, "parameters.signWith")
 	servertest.WantError(t, other.Submit("update_wallet", "ACTIVITY_TYPE_UPDATE_WALLET", map[string]any{"walletId": walletID, "walletName": "mine"}), http.StatusNotFound, 5, "wallet")
 }
+
+// What a policy sees of the key an activity uses: wallet.label and wallet.exported for a wallet
+// account, private_key.label and private_key.tags for a private key, for signing and for
+// exports alike.
+func TestPolicyEnvironmentOfKeys(t *testing.T) {
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	bobID, bob := h.NewUser(root, "bob", "bob@example.com")
+	main := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	side := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "side", "accounts": servertest.WalletAccounts[:1]})
+	keys := root.MustSubmit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{}},
+		map[string]any{"privateKeyName": "cold", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{}}}})
+	hot, cold := keys.Result("createPrivateKeysResultV2", "privateKeys", "0", "privateKeyId"), keys.Result("createPrivateKeysResultV2", "privateKeys", "1", "privateKeyId")
+	tagID := root.MustSubmit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "ops", "privateKeyIds": []string{cold}}).
+		Result("createPrivateKeyTagResult", "privateKeyTagId")
+	allow := func(name, condition string) {
+		h.Advance(time.Millisecond)
+		root.MustSubmit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": name, "effect": "EFFECT_ALLOW",
+			"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": condition, "notes": ""})
+	}
+	allow("sign with main", "activity.action == 'SIGN' && wallet.label == 'main' && wallet.exported == false")
+	allow("sign with tagged keys", "activity.action == 'SIGN' && private_key.tags.contains('"+tagID+"')")
+	allow("export hot", "activity.action == 'EXPORT' && private_key.label == 'hot'")
+
+	d := sha256.Sum256([]byte("policy"))
+	sign := func(signWith string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return bob.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": signWith,
+			"payload": hex.EncodeToString(d[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	}
+	servertest.MustOK(t, sign(main.Result("createWalletResult", "addresses", "0")))
+	servertest.WantError(t, sign(side.Result("createWalletResult", "addresses", "0")), http.StatusForbidden, 7, "denied")
+	servertest.MustOK(t, sign(cold))
+	servertest.WantError(t, sign(hot), http.StatusForbidden, 7, "denied")
+
+	_, recvPub := h.NewKey()
+	export := func(keyID string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return bob.Submit("export_private_key", "ACTIVITY_TYPE_EXPORT_PRIVATE_KEY", map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub})
+	}
+	servertest.MustOK(t, export(hot))
+	servertest.WantError(t, export(cold), http.StatusForbidden, 7, "denied")
+}
