@@ -2,13 +2,17 @@ package login_test
 
 import (
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/login"
+	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/session"
 )
@@ -134,5 +138,46 @@ func TestLoginRefusalsAndResubmission(t *testing.T) {
 	root.SubmitTwice("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub})
 	if n := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID}).Len("apiKeys"); n != 2 {
 		t.Fatalf("%d API keys after one login resubmitted, want 2 (root's and the session's)", n)
+	}
+}
+
+// The credential bundles of otp_auth, oauth and email_auth are made here too: email_auth's key
+// takes the name asked for (else "Email Auth - <time>") and the lifetime asked for (else 900 s),
+// and a bad lifetime or target key is a 400 naming the field.
+func TestCredentialBundleKeys(t *testing.T) {
+	out, err := notify.NewOutbox(filepath.Join(t.TempDir(), "outbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.Emailer = out }))
+	root, _ := h.RootOrg("Parent")
+	subID, userID, _ := h.EndUser(root, "bob", "bob@example.com")
+	parent := h.Client(subID, root.Priv)
+	_, target := h.NewKey()
+	emailAuth := func(params map[string]any) servertest.Response {
+		h.Advance(time.Millisecond)
+		p := map[string]any{"email": "bob@example.com", "targetPublicKey": target,
+			"emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "https://app.example/auth?b=%s"}}
+		for k, v := range params {
+			p[k] = v
+		}
+		return parent.Submit("email_auth", "ACTIVITY_TYPE_EMAIL_AUTH_V3", p)
+	}
+	key := func(r servertest.Response) (name, expiration string) {
+		t.Helper()
+		servertest.MustOK(t, r)
+		g := parent.MustQuery("get_api_key", map[string]any{"apiKeyId": r.Result("emailAuthResult", "apiKeyId")})
+		return g.Str("apiKey", "apiKeyName"), g.Str("apiKey", "expirationSeconds")
+	}
+	if name, exp := key(emailAuth(nil)); !strings.HasPrefix(name, "Email Auth - ") || exp != strconv.Itoa(login.DefaultCredentialSeconds) {
+		t.Fatalf("default key: %q, expires in %q", name, exp)
+	}
+	if name, exp := key(emailAuth(map[string]any{"apiKeyName": "phone", "expirationSeconds": "120"})); name != "phone" || exp != "120" {
+		t.Fatalf("asked-for key: %q, expires in %q", name, exp)
+	}
+	servertest.WantError(t, emailAuth(map[string]any{"expirationSeconds": "0"}), http.StatusBadRequest, 3, "parameters.expirationSeconds")
+	servertest.WantError(t, emailAuth(map[string]any{"targetPublicKey": "zz"}), http.StatusBadRequest, 3, "parameters.targetPublicKey")
+	if u := parent.MustQuery("get_user", map[string]any{"userId": userID}); u.Len("user", "apiKeys") != 3 {
+		t.Fatalf("bob's keys after two credentials and two refusals: %s", u.Raw)
 	}
 }
