@@ -8,6 +8,7 @@ require (
 	github.com/btcsuite/btcd/btcutil v1.2.0
 	github.com/btcsuite/btcd/btcutil/psbt v1.1.8
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/ethereum/go-ethereum v1.17.10
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mr-tron/base58 v1.2.0

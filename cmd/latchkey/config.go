@@ -17,6 +17,7 @@ var secretFlags = map[string]bool{
 	"smtp-password":         true,
 	"sms-twilio-auth-token": true,
 	"transit-token":         true,
+	"pkcs11-pin":            true,
 }
 
 // configFlag is the flag naming the YAML configuration file; a command that registers it reads

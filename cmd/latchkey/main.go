@@ -27,6 +27,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/latchkey/latchkey/internal/client"
 )
 
 func main() {
@@ -34,8 +36,7 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h printed the command's flags: asking for help is no error
 		}
-		var ue usageError
-		if errors.As(err, &ue) {
+		if isUsageError(err) {
 			fmt.Fprintln(os.Stderr, "latchkey:", err)
 			os.Exit(2)
 		}
@@ -76,6 +77,20 @@ type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
 
+// isUsageError says whether err is a mistake in the command line (exit code 2), of a command
+// here or of the client's.
+func isUsageError(err error) bool {
+	var ue usageError
+	var ce client.UsageError
+	return errors.As(err, &ue) || errors.As(err, &ce)
+}
+
+// clientCommands are the client commands (keygen, request, export), reading flags as every
+// command here does.
+func clientCommands(stdout, stderr io.Writer) client.Commands {
+	return client.Commands{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, ParseFlags: parseFlags}
+}
+
 const usage = `usage: latchkey <command> [flags]
 
 commands:
@@ -85,7 +100,7 @@ commands:
   proxy     configure an organization's auth proxy (proxy enable|update|disable|show --org ID)
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
-  keyring   rotate the data key that seals secrets (keyring rotate)
+  keyring   the keys that seal secrets: rotate (a new data key), rewrap (a new master key), status
   completion print a shell completion script: latchkey completion bash|zsh|fish
   backup    write a consistent snapshot of an embedded deployment while it serves (--to FILE)
   restore   put a snapshot in place as a new data directory's database (--from FILE)
@@ -135,13 +150,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "migrate-store":
 		return cmdMigrateStore(ctx, rest, stdout, stderr)
 	case "keygen":
-		return cmdKeygen(ctx, rest, stdout, stderr)
+		return clientCommands(stdout, stderr).Keygen(ctx, rest)
 	case "completion":
 		return cmdCompletion(rest, stdout)
 	case "request":
-		return cmdRequest(ctx, rest, stdout, stderr)
+		return clientCommands(stdout, stderr).Request(ctx, rest)
 	case "export":
-		return cmdExport(ctx, rest, stdout, stderr)
+		return clientCommands(stdout, stderr).Export(ctx, rest)
 	case "version", "--version", "-version":
 		return cmdVersion(stdout)
 	case "help", "-h", "--help":

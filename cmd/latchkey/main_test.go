@@ -165,3 +165,33 @@ func TestProxyCommand(t *testing.T) {
 		}
 	}
 }
+
+// The client commands run from the command line with latchkey's flag rules (flags from the
+// environment; typos are usage errors, exit 2).
+func TestClientCommandsAreWired(t *testing.T) {
+	keyDir := filepath.Join(t.TempDir(), "keys")
+	t.Setenv("LATCHKEY_KEY_DIR", keyDir)
+	ctx := context.Background()
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"keygen", "--name", "alice"}, &out, &errb); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(keyDir, "alice.json")); err != nil || len(strings.TrimSpace(out.String())) != 66 {
+		t.Fatalf("keygen printed %q; key file: %v", out.String(), err)
+	}
+	for _, args := range [][]string{
+		{"keygen"},
+		{"keygen", "--nmae", "x"},
+		{"request", "--key", "alice"},
+		{"export", "decrypt", "--embedded-key", "alice"},
+		{"export"},
+	} {
+		err := run(ctx, args, &out, &errb)
+		if err == nil || !isUsageError(err) {
+			t.Errorf("latchkey %s: %v, want a usage error", strings.Join(args, " "), err)
+		}
+	}
+	if err := run(ctx, []string{"keygen", "--nmae", "x"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "did you mean --name?") {
+		t.Errorf("a mistyped flag: %v", err)
+	}
+}

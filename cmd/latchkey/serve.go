@@ -27,6 +27,7 @@ type storeFlags struct {
 	dev                                 bool
 	seal                                string
 	transit                             custody.Transit
+	pkcs11                              custody.PKCS11
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -34,12 +35,18 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY) or transit (wrapped by an OpenBao/Vault transit key; docs/operations.md)")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key) or pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
 	fs.StringVar(&s.transit.Namespace, "transit-namespace", "", "--seal transit: the namespace (X-Vault-Namespace), if any")
 	fs.StringVar(&s.transit.Token, "transit-token", "", "--seal transit: the token, from LATCHKEY_TRANSIT_TOKEN or LATCHKEY_TRANSIT_TOKEN_FILE only (a secret is refused on the command line)")
+	fs.StringVar(&s.pkcs11.Module, "pkcs11-module", "", "--seal pkcs11: absolute path of the token's PKCS#11 module (.so); needs a build with -tags pkcs11")
+	fs.StringVar(&s.pkcs11.TokenLabel, "pkcs11-token-label", "", "--seal pkcs11: the label of the token that holds the wrapping key")
+	fs.StringVar(&s.pkcs11.Slot, "pkcs11-slot", "", "--seal pkcs11: the token's slot ID, instead of --pkcs11-token-label")
+	fs.StringVar(&s.pkcs11.KeyLabel, "pkcs11-key-label", "", "--seal pkcs11: the label of the AES key on the token that wraps the master key")
+	fs.BoolVar(&s.pkcs11.CreateKey, "pkcs11-create-key", false, "--seal pkcs11, latchkey init: generate the AES key on the token (sensitive, not extractable) if it does not exist")
+	fs.StringVar(&s.pkcs11.PIN, "pkcs11-pin", "", "--seal pkcs11: the token's user PIN, from LATCHKEY_PKCS11_PIN or LATCHKEY_PKCS11_PIN_FILE only (a secret is refused on the command line)")
 }
 
 // open assembles the server for an operator command (warnings only on stderr).
@@ -54,7 +61,7 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{DataDir: s.dataDir, DatabaseURL: s.databaseURL, MasterKeyFile: s.masterKeyFile, Dev: s.dev, MustExist: true,
-		Seal: s.seal, Transit: s.transit}
+		Seal: s.seal, Transit: s.transit, PKCS11: s.pkcs11}
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -268,18 +275,47 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
+	rotate := len(args) > 0 && args[0] == "rotate"
+	name := "keys"
+	if rotate {
+		name, args = "keys rotate", args[1:]
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf storeFlags
 	sf.register(fs)
+	var keys listFlag
+	var overlap, grace *time.Duration
+	if rotate {
+		fs.Var(&keys, "key", fmt.Sprintf("the server key to rotate (repeatable): %v", custody.Rotatable))
+		overlap = fs.Duration("overlap", 7*24*time.Hour, "how long the next key is published beside the current one before it takes over")
+		grace = fs.Duration("grace", 24*time.Hour, "how long the replaced key still verifies what it signed after the next one took over")
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if rotate && len(keys) == 0 {
+		return usageError{fmt.Sprintf("latchkey keys rotate --key NAME [--overlap D] [--grace D]: name one of %v", custody.Rotatable)}
 	}
 	s, err := sf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if rotate {
+		var out []custody.Rotation
+		for _, k := range keys {
+			r, err := custody.RotateServerKey(ctx, s.Store, s.Keyring, custody.ServerKey(k), *overlap, *grace, time.Now())
+			if err != nil {
+				return err
+			}
+			audit(ctx, s.Store, stderr, "server key rotation", k, r)
+			out = append(out, r)
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
 	b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
 	fmt.Fprintln(stdout, string(b))
 	return nil
@@ -313,13 +349,24 @@ func parseLimits(spec string) (directory.Limits, error) {
 }
 
 func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "rotate" {
-		return usageError{"usage: latchkey keyring rotate [store flags]"}
+	const usage = "usage: latchkey keyring rotate|rewrap|status [store flags]"
+	if len(args) == 0 {
+		return usageError{usage}
 	}
-	fs := flag.NewFlagSet("keyring rotate", flag.ContinueOnError)
+	sub := args[0]
+	fs := flag.NewFlagSet("keyring "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf storeFlags
 	sf.register(fs)
+	var to server.RewrapTarget
+	switch sub {
+	case "rotate", "status":
+	case "rewrap":
+		fs.StringVar(&to.Seal, "new-seal", "", "the seal of the new master key: file, or a wrapping seal configured by its own flags (default: the current seal)")
+		fs.StringVar(&to.MasterKeyFile, "new-master-key-file", "", "with a file seal: where the new master key is written (must not exist)")
+	default:
+		return usageError{usage}
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -328,12 +375,28 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer s.Close()
-	v, err := s.Keyring.Rotate(ctx, s.Store)
-	if err != nil {
-		return err
+	var out any
+	switch sub {
+	case "rotate":
+		v, err := s.Keyring.Rotate(ctx, s.Store)
+		if err != nil {
+			return err
+		}
+		audit(ctx, s.Store, stderr, "keyring rotated", "", map[string]any{"activeVersion": v})
+		out = map[string]any{"activeVersion": v}
+	case "rewrap":
+		res, err := s.RewrapMasterKey(ctx, to)
+		if err != nil {
+			return err
+		}
+		audit(ctx, s.Store, stderr, "master key rewrapped", "", res)
+		out = res
+	case "status":
+		if out, err = s.KeyringStatus(ctx); err != nil {
+			return err
+		}
 	}
-	audit(ctx, s.Store, stderr, "keyring rotated", "", map[string]any{"activeVersion": v})
-	b, _ := json.Marshal(map[string]any{"activeVersion": v})
+	b, _ := json.Marshal(out)
 	fmt.Fprintln(stdout, string(b))
 	return nil
 }

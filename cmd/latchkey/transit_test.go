@@ -9,10 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,48 +120,18 @@ func TestTransitSeal(t *testing.T) {
 	ctx := context.Background()
 	seal := []string{"--data-dir", dir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
-	var out bytes.Buffer
-	if err := run(ctx, append([]string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var created map[string]string
-	_ = json.Unmarshal(out.Bytes(), &created)
+	created := initSealed(t, append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), dir)
 	if stub.count("encrypt") != 1 {
 		t.Fatalf("init wrapped the master key %d times", stub.count("encrypt"))
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.Contains(e.Name(), "master") {
-			t.Fatalf("a master key file in the data directory: %s", e.Name())
-		}
 	}
 	var keys1, keys2 bytes.Buffer
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 
-	open := func() (*api, func()) {
-		s, err := server.Open(ctx, server.Config{DataDir: dir, MustExist: true, Seal: custody.SealTransit,
-			Transit: custody.Transit{Addr: srv.URL, Key: "latchkey", Token: "s.token"}, Log: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := httptest.NewServer(s.API.Handler())
-		return &api{t: t, url: h.URL, org: created["organizationId"], priv: priv}, func() { h.Close(); s.Close() }
-	}
-	a, stop := open()
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
-	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
-	stop()
-	// Restarted: unwrapped again, the same server keys, the wallet signs.
-	b, stop2 := open()
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	stop2()
-	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
-		t.Fatalf("signature: %v", sig)
-	}
+	// Opened, restarted (unwrapped again): the wallet made before the restart signs after it.
+	signsAcrossRestart(t, server.Config{DataDir: dir, Seal: custody.SealTransit,
+		Transit: custody.Transit{Addr: srv.URL, Key: "latchkey", Token: "s.token"}}, created["organizationId"], priv)
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil || keys1.String() != keys2.String() {
 		t.Fatalf("server keys after restarts: %v\n%s\n%s", err, keys1.String(), keys2.String())
 	}
@@ -209,6 +177,36 @@ func TestTransitSeal(t *testing.T) {
 	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}, io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "has no transit seal record") {
 		t.Fatalf("--seal transit on a file deployment: %v", err)
+	}
+	// keyring rewrap moves it: a new master key wrapped by the transit key; the old file no
+	// longer opens the deployment and transit does, with the same server keys. And back to a file.
+	var fileKeys, transitKeys, backKeys bytes.Buffer
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, &fileKeys, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rewrapped bytes.Buffer
+	if err := run(ctx, []string{"keyring", "rewrap", "--data-dir", fileDir, "--master-key-file", mk, "--new-seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}, &rewrapped, io.Discard); err != nil ||
+		!strings.Contains(rewrapped.String(), `"seal":"transit"`) {
+		t.Fatalf("rewrap to transit: %v %s", err, rewrapped.String())
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "held by a transit seal") {
+		t.Fatalf("the old file after the rewrap: %v", err)
+	}
+	fileSeal := []string{"--data-dir", fileDir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}
+	if err := run(ctx, append([]string{"keys"}, fileSeal...), &transitKeys, io.Discard); err != nil || transitKeys.String() != fileKeys.String() {
+		t.Fatalf("keys through transit after the rewrap: %v\n%s\n%s", err, transitKeys.String(), fileKeys.String())
+	}
+	back := filepath.Join(t.TempDir(), "back.key")
+	if err := run(ctx, append([]string{"keyring", "rewrap", "--new-seal", "file", "--new-master-key-file", back}, fileSeal...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", back}, &backKeys, io.Discard); err != nil || backKeys.String() != fileKeys.String() {
+		t.Fatalf("keys from the new file: %v", err)
+	}
+	var status bytes.Buffer
+	if err := run(ctx, []string{"keyring", "status", "--data-dir", fileDir, "--master-key-file", back}, &status, io.Discard); err != nil ||
+		!strings.Contains(status.String(), `"seal":"file"`) || !strings.Contains(status.String(), `"sealedValues":`) {
+		t.Fatalf("keyring status: %v %s", err, status.String())
 	}
 	srv.Close()
 	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "unsealing the master key through transit") {

@@ -9,30 +9,28 @@ import (
 )
 
 // afterCommit collects what one attempt of an activity's transaction asked to run once it has
-// committed (Exec.AfterCommit). Each attempt starts with an empty list, so work asked for by an
-// attempt that was rolled back and run again never happens.
+// committed (Exec.AfterCommit). Each attempt starts with an empty list (reset), so work asked for
+// by an attempt that was rolled back and run again never happens.
 type afterCommit struct{ fns []func(context.Context) }
-
-type afterKey struct{}
 
 // AfterCommit runs fn once the activity's transaction has committed, outside it and before the
 // activity is answered: the place for network I/O a handler's writes call for (sending the
 // messages it queued, broadcasting a transaction it recorded). fn's context allows outbound
 // calls. If the transaction does not commit, fn never runs.
 func (x *Exec) AfterCommit(fn func(ctx context.Context)) {
-	if l, ok := x.Ctx.Value(afterKey{}).(*afterCommit); ok {
-		l.fns = append(l.fns, fn)
+	if x.after != nil {
+		x.after.fns = append(x.after.fns, fn)
 		return
 	}
-	// Not inside an engine transaction (a handler called directly): nothing to wait for.
+	// Not inside an engine transaction (Prepare, or a handler called directly): nothing to
+	// wait for.
 	fn(outbound.Allow(x.Ctx))
 }
 
-// inTransaction returns the context for the handler of one attempt: outbound calls are refused
-// (outbound.Forbid) and AfterCommit collects into l, emptied first.
-func (l *afterCommit) inTransaction(ctx context.Context) context.Context {
+// reset empties the list for a new attempt of the transaction.
+func (l *afterCommit) reset() *afterCommit {
 	l.fns = l.fns[:0]
-	return outbound.Forbid(context.WithValue(ctx, afterKey{}, l))
+	return l
 }
 
 // run runs what the committed attempt asked for.

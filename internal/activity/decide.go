@@ -61,9 +61,9 @@ const (
 // no policy allows is denied, except the built-in allowances (users managing their own
 // credentials, operations open to every user), and a root user's request waits for the rest
 // of the root quorum.
-func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Decision {
-	_, span := tracing.Start(x.Ctx, "policy.evaluate")
-	d := e.decideFor(x, op, intent, voters)
+func (e *Engine) decide(ctx context.Context, x *Exec, op *Operation, intent any, voters []Voter) Decision {
+	_, span := tracing.Start(ctx, "policy.evaluate")
+	d := e.decideFor(ctx, x, op, intent, voters)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("latchkey.policy.outcome", string(d.Outcome)),
 			attribute.Bool("latchkey.policy.evaluated", d.Evaluated), attribute.Int("latchkey.policy.evaluations", len(d.Per)))
@@ -76,7 +76,7 @@ func (e *Engine) decide(x *Exec, op *Operation, intent any, voters []Voter) Deci
 }
 
 // decideFor is decide without its span.
-func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) Decision {
+func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent any, voters []Voter) Decision {
 	c := x.Caller
 	if c.ParentAccess && !op.ParentMayWrite {
 		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}
@@ -103,7 +103,7 @@ func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) D
 	}}
 	// A session bound to a profile may only do what the profile's scope allows.
 	if c.SessionProfileID != "" && e.svc.SessionScope != nil {
-		scope, err := e.svc.SessionScope(x.Ctx, x.R, c.Org.ID, c.SessionProfileID)
+		scope, err := e.svc.SessionScope(ctx, x.R, c.Org.ID, c.SessionProfileID)
 		if err != nil {
 			return Decision{Outcome: policy.OutcomeError, Err: apierr.Denied("request not authorized: the session's profile cannot be read")}
 		}
@@ -112,7 +112,7 @@ func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) D
 		}
 	}
 	// MFA policies come first: an activity that needs more of its initiator's factors waits.
-	if d, err := e.mfaCheck(x, cond); err != nil {
+	if d, err := e.mfaCheck(ctx, x, cond); err != nil {
 		return Decision{Outcome: policy.OutcomeError, Err: err}
 	} else if d != nil {
 		return *d
@@ -153,12 +153,12 @@ func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) D
 	}
 	d := Decision{Outcome: policy.OutcomeDenyImplicit}
 	if e.svc.Policies != nil && !c.ParentAccess {
-		ps, err := e.svc.Policies.Policies(x.Ctx, x.R, x.OrgID)
+		ps, err := e.svc.Policies.Policies(ctx, x.R, x.OrgID)
 		if err != nil {
 			return Decision{Outcome: policy.OutcomeError, Err: err}
 		}
 		if len(ps) > 0 {
-			d.Outcome, d.Per = policy.Decide(ps, cond, consensusEnv(x, voters), policy.TimeEnv(x.Now))
+			d.Outcome, d.Per = policy.Decide(ps, cond, consensusEnv(ctx, x.R, voters), policy.TimeEnv(x.Now))
 			d.Evaluated = true
 		}
 	}
@@ -189,7 +189,7 @@ func (e *Engine) decideFor(x *Exec, op *Operation, intent any, voters []Voter) D
 }
 
 // consensusEnv is what `approvers` and `credentials` see: the voters so far.
-func consensusEnv(x *Exec, voters []Voter) policy.Env {
+func consensusEnv(ctx context.Context, r store.Reader, voters []Voter) policy.Env {
 	return policy.ValueEnv{
 		"approvers": policy.Lazy(func() (policy.Value, error) {
 			var out policy.List
@@ -199,7 +199,7 @@ func consensusEnv(x *Exec, voters []Voter) policy.Env {
 					continue
 				}
 				seen[v.User.ID] = true
-				tags, err := directory.UserTagIDs(x.Ctx, x.R, v.User.ID)
+				tags, err := directory.UserTagIDs(ctx, r, v.User.ID)
 				if err != nil {
 					return nil, err
 				}

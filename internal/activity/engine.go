@@ -22,10 +22,8 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
-	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
-	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -96,99 +94,13 @@ func (e *Engine) Services() *Services { return e.svc }
 // Registry returns the engine's registry.
 func (e *Engine) Registry() *Registry { return e.reg }
 
-// execute decides an activity inside its transaction and, when it is allowed, runs its handler
-// and writes the completed activity; when it needs more approvals it writes the activity as
-// CONSENSUS_NEEDED. A refusal or handler failure is left in *execErr and aborts the
-// transaction.
-func (e *Engine) execute(tx store.Tx, x0 *Exec, op *Operation, intent any, a *Wire, pend *pending, execErr *error, dec *Decision, data *[]byte, head []byte, member string, tail []byte) error {
-	x := *x0
-	x.Tx, x.R = tx, tx
-	*dec = e.decide(&x, op, intent, []Voter{pend.initiatorVoter(x0.Caller.User, a.Votes[0].Id, x.Now)})
-	switch dec.Outcome {
-	case policyAllow:
-	case policyConsensus:
-		if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
-			return err
-		}
-		status := StatusConsensusNeeded
-		if dec.Authenticators {
-			status = StatusAuthenticatorsNeeded
-		}
-		pend.MFA, pend.MFADone = x.mfa, x.mfaDone
-		if err := e.sealIntent(pend, op, intent, x.OrgID, a.ID); err != nil {
-			return err
-		}
-		c := *a
-		c.Status, c.Result = status, json.RawMessage("{}")
-		b, err := json.Marshal(&c)
-		if err != nil {
-			return apierr.Internalf(err, "encoding activity")
-		}
-		*data = b
-		if err := savePending(x.Ctx, tx, x.OrgID, a.ID, pend, x.Now); err != nil {
-			return err
-		}
-		if err := e.notify(&x, b); err != nil {
-			return err
-		}
-		return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: status, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
-	default:
-		*execErr = dec.Err
-		return errExecFailed
-	}
-	if err := e.recordEvaluation(&x, dec, a.Votes[0].Id); err != nil {
-		return err
-	}
-	result, err := op.Execute.call(&x, intent)
-	if err != nil {
-		*execErr = err
-		var kept *keptFailure
-		if errors.As(err, &kept) {
-			// The handler's writes stay: record the failure in this transaction.
-			*execErr = kept.err
-			st := apierr.ToStatus(kept.err)
-			c := *a
-			c.Status, c.Result, c.Failure = StatusFailed, json.RawMessage("{}"), &st
-			b, err := json.Marshal(&c)
-			if err != nil {
-				return apierr.Internalf(err, "encoding activity")
-			}
-			*data = b
-			if err := e.notify(&x, b); err != nil {
-				return err
-			}
-			return tx.PutActivity(x.Ctx, store.Activity{ID: a.ID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusFailed, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: b})
-		}
-		return errExecFailed
-	}
-	if len(x.appProofs) > 0 {
-		// Rare (asked for with generateAppProofs): re-encode the part that holds them.
-		if tail, err = withAppProofs(tail, x.appProofs); err != nil {
-			return err
-		}
-	}
-	if *data, err = joinResult(head, member, result, tail); err != nil {
-		return err
-	}
-	if err := e.notify(&x, *data); err != nil {
-		return err
-	}
-	return tx.PutActivity(x.Ctx, store.Activity{ID: x.ActivityID, OrgID: x.OrgID, Fingerprint: a.Fingerprint, Status: StatusCompleted, Type: x.Type, CreatedAt: x.Now, UpdatedAt: x.Now, Data: *data})
-}
-
-// notify hands an activity's new state to OnActivity inside its transaction.
-func (e *Engine) notify(x *Exec, data []byte) error {
-	if e.svc.OnActivity == nil {
-		return nil
-	}
-	return e.svc.OnActivity(x.Ctx, x.Tx, x.Caller.Target, x.Now, data)
-}
-
-func (e *Engine) recordEvaluation(x *Exec, d *Decision, voteID string) error {
+// recordEvaluation keeps the policy evaluation d, when policies were consulted, as made for the
+// vote voteID on x's activity.
+func (e *Engine) recordEvaluation(ctx context.Context, x *Exec, d *Decision, voteID string) error {
 	if !d.Evaluated || e.svc.Policies == nil {
 		return nil
 	}
-	return e.svc.Policies.RecordEvaluation(x.Ctx, x.Tx, x.OrgID, x.ActivityID, voteID, x.Now, d.Outcome, d.Per)
+	return e.svc.Policies.RecordEvaluation(ctx, x.Tx, x.OrgID, x.ActivityID, voteID, x.Now, d.Outcome, d.Per)
 }
 
 // wantsAppProofs reads generateAppProofs from the envelope or, as @turnkey/core may leave it,
@@ -205,23 +117,6 @@ func wantsAppProofs(env *wire.SubmitEnvelope) bool {
 	}
 	_ = json.Unmarshal(env.Parameters, &p)
 	return p.GenerateAppProofs
-}
-
-func withAppProofs(tail []byte, proofs []json.RawMessage) ([]byte, error) {
-	var t map[string]json.RawMessage
-	if err := json.Unmarshal(append([]byte{'{'}, tail...), &t); err != nil {
-		return nil, apierr.Internalf(err, "re-encoding activity")
-	}
-	p, err := json.Marshal(proofs)
-	if err != nil {
-		return nil, apierr.Internalf(err, "encoding app proofs")
-	}
-	t["appProofs"] = p
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, apierr.Internalf(err, "re-encoding activity")
-	}
-	return b[1:], nil
 }
 
 // errExecFailed aborts an activity's transaction when its handler fails.
@@ -310,150 +205,50 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) ([]byte, error) 
 	if req.Path == "approve_activity" || req.Path == "reject_activity" {
 		return e.submitVote(ctx, req)
 	}
-	op, w, err := e.lookupSubmit(req.Path)
+	a, err := e.newAttempt(req)
 	if err != nil {
 		return nil, err
-	}
-	version, ok := w.Version(req.Env.Type)
-	if !ok {
-		return nil, apierr.Invalid("type", "%s is not an activity type of %s (expected %s)", req.Env.Type, w.Route, w.Versions[0].Type)
-	}
-	now := e.svc.Now()
-	if err := checkTimestamp(req.Env.TimestampMs, now); err != nil {
-		return nil, err
-	}
-	fp := Fingerprint(req.Raw)
-	intent, version, err := decodeIntent(w, version, req.Env.Parameters)
-	if err != nil {
-		return nil, err
-	}
-	if err := wire.CheckText(intent, "parameters"); err != nil {
-		return nil, fieldError(err)
-	}
-	actType := version.Type
-	if version.Unlisted {
-		actType = w.Versions[0].Type
-	}
-	shown := any(intent)
-	if op.Redact.set() {
-		shown = op.Redact.call(intent)
-	}
-	intentJSON, err := json.Marshal(map[string]any{version.IntentMember: shown})
-	if err != nil {
-		return nil, apierr.Internalf(err, "encoding intent")
-	}
-
-	// The body as votes keep it (redacted for operations that redact their intent): the
-	// initiator's vote, and the vote an identical resubmission by another user counts as.
-	voteBody := voteMessage(req.Raw, op, shown)
-
-	// Everything of the activity but its result is known before the transaction: encode it here,
-	// in parallel with other requests, so the serial section only encodes the result.
-	x0 := &Exec{Ctx: ctx, Caller: req.Caller, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
-		Type: actType, Now: e.svc.Now(), Services: e.svc, mfaDone: []AuthMethod{MethodOf(req.Caller)}}
-	a := &Wire{ID: x0.ActivityID, OrganizationID: x0.OrgID, Status: StatusCompleted, Type: actType, Intent: intentJSON,
-		Votes: []wire.Vote{initiatorVote(x0, voteBody)}, Fingerprint: fp, CreatedAt: Timestamp(x0.Now), UpdatedAt: Timestamp(x0.Now)}
-	head, tail, err := a.split()
-	if err != nil {
-		return nil, err
-	}
-	member := resultMember(version.IntentMember, w.ResultMember)
-
-	var data []byte
-	var execErr error
-	var dec Decision
-	c := req.Caller
-	pend := &pending{Path: req.Path, Type: version.Type, IntentMember: version.IntentMember, ResultMember: member,
-		GenerateAppProofs: x0.GenerateAppProofs, UserID: c.User.ID, CredentialID: c.CredentialID, CredentialType: c.CredentialType,
-		PublicKey: c.PublicKey, Scheme: c.Scheme, Signature: c.Signature}
-	if op.Prepare.set() {
-		err := e.svc.Store.View(ctx, func(r store.Reader) error {
-			x := *x0
-			x.R = r
-			var perr error
-			x0.Prepared, perr = op.Prepare.call(&x, intent)
-			if perr != nil {
-				execErr = perr
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, storeFailure(err)
-		}
 	}
 	// The handler and the activity commit together. When the handler (or authorization) fails,
 	// the whole transaction is undone and the FAILED activity is recorded in a second one:
 	// failures pay an extra commit so that successes pay no savepoint.
-	if e.svc.PrefetchOIDC != nil && execErr == nil {
-		for _, tok := range oidcTokens(intent) {
-			e.svc.PrefetchOIDC(ctx, tok)
-		}
-	}
-	err = errExecFailed // when Prepare failed
-	after := &afterCommit{}
-	if execErr == nil {
-		sctx, span := tracing.Start(ctx, "store.transaction")
-		err = e.svc.Store.Update(sctx, func(tx store.Tx) error {
-			x := *x0
-			x.Ctx = after.inTransaction(sctx)
-			return e.execute(tx, &x, op, intent, a, pend, &execErr, &dec, &data, head, member, tail)
-		})
-		endTransaction(span, "activity", err)
-	}
-	if err == nil {
-		after.run(ctx)
-	}
+	out, dec, err := e.run(ctx, a)
 	if errors.Is(err, errExecFailed) {
 		// The same bytes may have been submitted before (a retry, or another user approving by
 		// resubmission): that activity, not a failure of the repeat, is the answer.
-		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return e.resubmitted(ctx, req, voteBody, fp, data, err)
+		if prior, ok, err := e.existing(ctx, a.act.Fingerprint, a.x.OrgID); ok || err != nil {
+			return e.resubmitted(ctx, req, a.voteBody, prior, err)
 		}
-		st := apierr.ToStatus(execErr)
-		a.Status, a.Result, a.Failure = StatusFailed, json.RawMessage("{}"), &st
-		if data, err = json.Marshal(a); err != nil {
-			return nil, apierr.Internalf(err, "encoding activity")
-		}
-		sctx, span := tracing.Start(ctx, "store.transaction")
-		err = e.svc.Store.Update(sctx, func(tx store.Tx) error {
-			x := *x0
-			x.Tx, x.Ctx = tx, outbound.Forbid(sctx)
-			// The policy evaluation that decided (a denial, or an allowance whose handler then
-			// failed) was written in the transaction that was undone: record it with the FAILED
-			// activity, so get_policy_evaluations explains the failure.
-			if err := e.recordEvaluation(&x, &dec, a.Votes[0].Id); err != nil {
-				return err
-			}
-			if err := e.notify(&x, data); err != nil {
-				return err
-			}
-			return tx.PutActivity(ctx, store.Activity{ID: a.ID, OrgID: a.OrganizationID, Fingerprint: fp,
-				Status: a.Status, Type: a.Type, CreatedAt: x0.Now, UpdatedAt: x0.Now, Data: data})
-		})
-		endTransaction(span, "failed_activity", err)
+		out, err = e.recordFailure(ctx, a, dec, out.failure)
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The same bytes were submitted before or concurrently: the activity that holds them.
-		if data, ok, err := e.existing(ctx, fp, req.Env.OrganizationId); ok || err != nil {
-			return e.resubmitted(ctx, req, voteBody, fp, data, err)
+		if prior, ok, err := e.existing(ctx, a.act.Fingerprint, a.x.OrgID); ok || err != nil {
+			return e.resubmitted(ctx, req, a.voteBody, prior, err)
 		}
 	}
 	if err != nil {
 		return nil, storeFailure(err)
 	}
+	e.recorded(a, out, dec)
+	if out.failure != nil {
+		return nil, out.failure
+	}
+	return RenderFor(out.Activity, req.Caller), nil
+}
+
+// recorded tells the services of an activity written: Committed, Recorded, and the log when
+// it failed inside Latchkey.
+func (e *Engine) recorded(a *attempt, out outcome, dec Decision) {
 	if e.svc.Committed != nil {
 		e.svc.Committed()
 	}
 	if e.svc.Recorded != nil {
-		e.svc.Recorded(actType, recordedStatus(data, execErr), dec.outcomeName())
+		e.svc.Recorded(out.Type, out.Status, dec.outcomeName())
 	}
-	if execErr != nil {
-		if ae := apierr.From(execErr); ae.Code == apierr.Internal {
-			e.svc.Log.Error("activity failed", "path", req.Path, "err", execErr)
-		}
-		return nil, execErr
+	if out.failure != nil && apierr.From(out.failure).Code == apierr.Internal {
+		e.svc.Log.Error("activity failed", "path", a.req.Path, "err", out.failure)
 	}
-	return RenderFor(data, req.Caller), nil
 }
 
 // endTransaction ends the span of a store transaction the engine ran for purpose ("activity",
@@ -482,16 +277,16 @@ func endTransaction(span trace.Span, purpose string, err error) {
 	span.End()
 }
 
-// resubmitted answers a submission whose bytes an earlier activity holds: for an activity
+// resubmitted answers a submission whose bytes the earlier activity prior holds: for an activity
 // waiting for approvals, another user's identical submission is an approval.
-func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []byte, fp string, data []byte, err error) ([]byte, error) {
+func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []byte, prior store.Activity, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bytes.Contains(data, []byte(`"status":"`+StatusConsensusNeeded+`"`)) {
-		return e.vote(ctx, req.Caller, req.Env.OrganizationId, fp, true, voteBody)
+	if prior.Status == StatusConsensusNeeded {
+		return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: prior.Fingerprint, approve: true, raw: voteBody})
 	}
-	return RenderFor(data, req.Caller), nil
+	return RenderFor(prior, req.Caller), nil
 }
 
 // submitVote handles approve_activity and reject_activity: a vote on the activity named by
@@ -513,10 +308,11 @@ func (e *Engine) submitVote(ctx context.Context, req SubmitRequest) ([]byte, err
 	if in.Fingerprint == "" {
 		return nil, apierr.Required("parameters.fingerprint")
 	}
-	return e.vote(ctx, req.Caller, req.Env.OrganizationId, in.Fingerprint, req.Path == "approve_activity", req.Raw)
+	return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: in.Fingerprint, approve: req.Path == "approve_activity", raw: req.Raw})
 }
 
-func (e *Engine) existing(ctx context.Context, fp, orgID string) ([]byte, bool, error) {
+// existing is the activity of organization orgID that holds fingerprint fp, if there is one.
+func (e *Engine) existing(ctx context.Context, fp, orgID string) (store.Activity, bool, error) {
 	var a store.Activity
 	err := e.svc.Store.View(ctx, func(r store.Reader) error {
 		var err error
@@ -525,13 +321,13 @@ func (e *Engine) existing(ctx context.Context, fp, orgID string) ([]byte, bool, 
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, false, nil
+		return store.Activity{}, false, nil
 	case err != nil:
-		return nil, false, storeFailure(err)
+		return store.Activity{}, false, storeFailure(err)
 	case a.OrgID != orgID:
-		return nil, false, apierr.Invalid("organizationId", "an activity with this fingerprint belongs to another organization")
+		return store.Activity{}, false, apierr.Invalid("organizationId", "an activity with this fingerprint belongs to another organization")
 	}
-	return a.Data, true, nil
+	return a, true, nil
 }
 
 func (e *Engine) lookupSubmit(path string) (*Operation, *wire.Op, error) {
@@ -665,59 +461,6 @@ func storeFailure(err error) error {
 // Timestamp renders a time as the swagger's {seconds, nanos} with string members.
 var Timestamp = directory.Timestamp
 
-// split encodes the activity without its result, as the JSON before the result member and the
-// JSON after it (see joinResult).
-func (a *Wire) split() (head, tail []byte, err error) {
-	h, err := json.Marshal(struct {
-		ID             string          `json:"id"`
-		OrganizationID string          `json:"organizationId"`
-		Status         string          `json:"status"`
-		Type           string          `json:"type"`
-		Intent         json.RawMessage `json:"intent"`
-	}{a.ID, a.OrganizationID, a.Status, a.Type, a.Intent})
-	if err != nil {
-		return nil, nil, apierr.Internalf(err, "encoding activity")
-	}
-	t, err := json.Marshal(struct {
-		Votes       []wire.Vote                  `json:"votes"`
-		AppProofs   []json.RawMessage            `json:"appProofs,omitempty"`
-		Fingerprint string                       `json:"fingerprint"`
-		CanApprove  bool                         `json:"canApprove"`
-		CanReject   bool                         `json:"canReject"`
-		CreatedAt   wire.Externaldatav1Timestamp `json:"createdAt"`
-		UpdatedAt   wire.Externaldatav1Timestamp `json:"updatedAt"`
-	}{a.Votes, a.AppProofs, a.Fingerprint, a.CanApprove, a.CanReject, a.CreatedAt, a.UpdatedAt})
-	if err != nil {
-		return nil, nil, apierr.Internalf(err, "encoding activity")
-	}
-	return h[:len(h)-1], t[1:], nil
-}
-
-// joinResult completes an activity encoded by split with its result, giving the same bytes
-// json.Marshal of the whole Wire would.
-func joinResult(head []byte, member string, result any, tail []byte) ([]byte, error) {
-	if result == nil {
-		result = struct{}{}
-	}
-	res, err := json.Marshal(result)
-	if err != nil {
-		return nil, apierr.Internalf(err, "encoding result")
-	}
-	out := make([]byte, 0, len(head)+len(member)+len(res)+len(tail)+20)
-	out = append(out, head...)
-	out = append(out, `,"result":{`...)
-	out = appendJSONString(out, member)
-	out = append(out, ':')
-	out = append(out, res...)
-	out = append(out, "},"...)
-	return append(out, tail...), nil
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
-}
-
 // Wire is the activity as stored and returned.
 type Wire struct {
 	ID             string                       `json:"id"`
@@ -734,6 +477,33 @@ type Wire struct {
 	CreatedAt      wire.Externaldatav1Timestamp `json:"createdAt"`
 	UpdatedAt      wire.Externaldatav1Timestamp `json:"updatedAt"`
 	Failure        *apierr.Status               `json:"failure,omitempty"`
+}
+
+// with is w with its status, result and failure set.
+func (w Wire) with(status string, result json.RawMessage, failure *apierr.Status) Wire {
+	w.Status, w.Result, w.Failure = status, result, failure
+	return w
+}
+
+// encode is w's JSON, as stored and answered.
+func (w *Wire) encode() ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding activity")
+	}
+	return b, nil
+}
+
+// encodeResult is an activity's result: the handler's result as member of it ({} for none).
+func encodeResult(member string, result any) (json.RawMessage, error) {
+	if result == nil {
+		result = struct{}{}
+	}
+	b, err := json.Marshal(map[string]any{member: result})
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding result")
+	}
+	return b, nil
 }
 
 // voteMessage is the request body as the initiator's vote keeps it: as stamped, except for an
@@ -781,18 +551,4 @@ func VoteUser(u *directory.User) wire.User {
 // ErrNotSupported builds the clear refusal for a parameter Latchkey does not support yet.
 func ErrNotSupported(what string) error {
 	return apierr.Unsupported(fmt.Sprint(what))
-}
-
-// recordedStatus is the status of the activity just written (for metrics).
-func recordedStatus(data []byte, execErr error) string {
-	if execErr != nil {
-		return StatusFailed
-	}
-	var a struct {
-		Status string `json:"status"`
-	}
-	if json.Unmarshal(data, &a) != nil || a.Status == "" {
-		return StatusCompleted
-	}
-	return a.Status
 }

@@ -118,11 +118,11 @@ func MFAStatusOf(ctx context.Context, r store.Reader, orgID, activityID string) 
 
 // mfaCheck is the first step of authorization: when an MFA policy of the initiator matches and
 // the methods proved so far (x.mfaDone) do not satisfy it, the activity waits for them.
-func (e *Engine) mfaCheck(x *Exec, cond policy.Env) (*Decision, error) {
+func (e *Engine) mfaCheck(ctx context.Context, x *Exec, cond policy.Env) (*Decision, error) {
 	if e.svc.MFA == nil || x.Caller.ParentAccess {
 		return nil, nil
 	}
-	req, err := e.svc.MFA(x.Ctx, x.R, x.OrgID, x.Caller.User.ID, cond)
+	req, err := e.svc.MFA(ctx, x.R, x.OrgID, x.Caller.User.ID, cond)
 	if err != nil || req == nil {
 		return nil, err
 	}

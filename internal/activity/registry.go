@@ -16,6 +16,11 @@ import (
 // Exec is what a submit handler works with: one transaction, the caller, the activity being
 // made.
 type Exec struct {
+	// Ctx is the context of the handler's call. It is a field, against the rule that contexts
+	// are passed, because it is the handlers' API: every handler, SelfUser, PolicyEnv and Redact
+	// function (On, User, Env...) takes an *Exec and no context, and the helpers they share read
+	// x.Ctx. The engine passes its own context as a parameter, and sets Ctx only on the copy of
+	// Exec it makes for one Prepare or one attempt of a transaction, which lives no longer.
 	Ctx context.Context
 	// Tx is the activity's transaction (nil in Prepare).
 	Tx store.Tx
@@ -36,6 +41,8 @@ type Exec struct {
 	// authentication methods proven so far.
 	mfa     *MFARequirement
 	mfaDone []AuthMethod
+	// after collects AfterCommit's work inside an engine transaction.
+	after *afterCommit
 }
 
 // Shared reads records the activity does not write (the key it signs with, its wallet): in

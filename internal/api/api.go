@@ -42,8 +42,9 @@ type Server struct {
 	WebAuthn stamp.WebAuthnPolicy
 	// WebhookJWKS is the webhook signing key set, served at /public/v1/discovery/webhooks/jwks.
 	WebhookJWKS []byte
-	// WellKnown is the JSON served at /.well-known/latchkey.json.
-	WellKnown []byte
+	// WellKnown returns the JSON served at /.well-known/latchkey.json (it changes when a server
+	// key rotation is pending or takes over).
+	WellKnown func() []byte
 	MaxBody   int64
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -52,8 +53,9 @@ type Server struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (IP allowlists judge
 	// the client's address). Empty: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
-	// Notarizer verifies the X-Session tokens of read-only sessions.
-	Notarizer *ecdsa.PublicKey
+	// Notarizers returns the keys that verify the X-Session tokens of read-only sessions (the
+	// notarizer key in use first; more while a rotation of it overlaps).
+	Notarizers func() []*ecdsa.PublicKey
 	// Attested resolves the caller of an X-Stamp-Attested request (its signature over the body
 	// already verified) whose attestation names a user of orgID or of one of its
 	// sub-organizations; nil refuses attested stamps as not supported.
@@ -104,7 +106,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case path == "/.well-known/latchkey.json" && r.Method == http.MethodGet:
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(s.WellKnown)
+		_, _ = w.Write(s.WellKnown())
 		return
 	case path == "/healthz" && r.Method == http.MethodGet:
 		s.health(w, r)
@@ -307,7 +309,7 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 		return authProof{assertion: &a}, nil
 	}
 	if v := h.Get("X-Session"); v != "" {
-		c, err := session.Parse(v, s.Notarizer, s.Now())
+		c, err := parseSession(v, s.Notarizers(), s.Now())
 		if err != nil {
 			return authProof{}, apierr.Unauth("INVALID_SESSION", "invalid X-Session: %v", err)
 		}
@@ -521,4 +523,20 @@ func setCORS(h http.Header) {
 	h.Set("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session")
 	h.Set("Access-Control-Max-Age", "600")
+}
+
+// parseSession checks an X-Session token with each key that may have signed it; the error is
+// the key in use's.
+func parseSession(token string, keys []*ecdsa.PublicKey, now time.Time) (*session.Claims, error) {
+	var first error
+	for _, k := range keys {
+		c, err := session.Parse(token, k, now)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -120,7 +121,8 @@ const (
 type Keyring struct {
 	mu      sync.RWMutex
 	st      store.Store // to reload after another process rotates
-	master  *MasterKey
+	master  *MasterKey  // guarded by mu
+	source  MasterSource
 	active  uint32
 	keys    map[uint32]cipher.AEAD
 	rawKeys map[uint32][]byte
@@ -140,6 +142,9 @@ type keyringTerm struct {
 type keyringRecord struct {
 	Format int    `json:"format"`
 	Sealed []byte `json:"sealed"`
+	// MasterID names the master key that wraps the keyring (MasterKey.ID; empty in records
+	// written before rewrapping existed), so a refusal can say which key is wanted.
+	MasterID string `json:"masterId,omitempty"`
 }
 
 var keyringAAD = []byte("latchkey/keyring/v1")
@@ -200,6 +205,19 @@ func (kr *Keyring) create(ctx context.Context, st store.Store) error {
 // Rotate adds a new data key version and makes it the one new seals use. Values sealed under
 // older versions still open.
 func (kr *Keyring) Rotate(ctx context.Context, st store.Store) (uint32, error) {
+	v, err := kr.rotate(ctx, st)
+	if errors.Is(err, ErrWrongMasterKey) {
+		// The keyring was rewrapped by another process: fetch the new master key (outside the
+		// transaction) and try once more.
+		if err := kr.Reload(ctx, st); err != nil {
+			return 0, err
+		}
+		v, err = kr.rotate(ctx, st)
+	}
+	return v, err
+}
+
+func (kr *Keyring) rotate(ctx context.Context, st store.Store) (uint32, error) {
 	var next keyringFile
 	err := st.Update(ctx, func(tx store.Tx) error {
 		rec, err := tx.Get(ctx, keyringKind, keyringID)
@@ -231,15 +249,25 @@ func (kr *Keyring) Rotate(ctx context.Context, st store.Store) (uint32, error) {
 	return next.Active, kr.install(next)
 }
 
-// Reload re-reads the keyring (after another process rotated it).
+// Reload re-reads the keyring (after another process rotated it, or rewrapped it under a new
+// master key: then the master key is fetched again from the keyring's MasterSource).
 func (kr *Keyring) Reload(ctx context.Context, st store.Store) error {
-	return st.View(ctx, func(r store.Reader) error {
+	var data []byte
+	if err := st.View(ctx, func(r store.Reader) error {
 		rec, err := r.Get(ctx, keyringKind, keyringID)
-		if err != nil {
-			return err
-		}
-		return kr.load(rec.Data)
-	})
+		data = rec.Data
+		return err
+	}); err != nil {
+		return err
+	}
+	file, err := kr.unwrap(data)
+	if errors.Is(err, ErrWrongMasterKey) {
+		file, err = kr.refreshMaster(ctx, data)
+	}
+	if err != nil {
+		return err
+	}
+	return kr.install(file)
 }
 
 // ActiveVersion is the data key version new seals use.
@@ -278,12 +306,17 @@ func (kr *Keyring) install(file keyringFile) error {
 }
 
 func (kr *Keyring) wrap(file keyringFile) ([]byte, error) {
+	return wrapKeyring(kr.currentMaster(), file)
+}
+
+// wrapKeyring seals the keyring's contents under master.
+func wrapKeyring(master *MasterKey, file keyringFile) ([]byte, error) {
 	plain, err := json.Marshal(file)
 	if err != nil {
 		return nil, err
 	}
 	defer wipe(plain)
-	a, err := newAEAD(kr.master.k[:])
+	a, err := newAEAD(master.k[:])
 	if err != nil {
 		return nil, err
 	}
@@ -292,15 +325,24 @@ func (kr *Keyring) wrap(file keyringFile) ([]byte, error) {
 		return nil, err
 	}
 	sealed := a.Seal(nonce, nonce, plain, keyringAAD)
-	return json.Marshal(keyringRecord{Format: 1, Sealed: sealed})
+	return json.Marshal(keyringRecord{Format: 1, Sealed: sealed, MasterID: master.ID()})
 }
 
 func (kr *Keyring) unwrap(data []byte) (keyringFile, error) {
+	return unwrapKeyring(kr.currentMaster(), data)
+}
+
+// unwrapKeyring opens the keyring record with master (ErrWrongMasterKey, naming the key the
+// record wants, if it is another).
+func unwrapKeyring(master *MasterKey, data []byte) (keyringFile, error) {
 	var rec keyringRecord
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Format != 1 {
 		return keyringFile{}, errors.New("custody: keyring record is malformed")
 	}
-	a, err := newAEAD(kr.master.k[:])
+	if rec.MasterID != "" && rec.MasterID != master.ID() {
+		return keyringFile{}, wrongMasterKey{want: rec.MasterID, have: master.ID()}
+	}
+	a, err := newAEAD(master.k[:])
 	if err != nil {
 		return keyringFile{}, err
 	}
@@ -420,4 +462,235 @@ func KeyringExists(ctx context.Context, st store.Store) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// wrongMasterKey is ErrWrongMasterKey naming the master key the keyring is wrapped by and the one
+// given (their IDs: fingerprints, not the keys).
+type wrongMasterKey struct{ want, have string }
+
+func (e wrongMasterKey) Error() string {
+	return fmt.Sprintf("%v: the keyring is wrapped by master key %s, this one is %s", ErrWrongMasterKey, e.want, e.have)
+}
+
+func (e wrongMasterKey) Unwrap() error { return ErrWrongMasterKey }
+
+// ID is the master key's fingerprint: the first 8 bytes of an HMAC-SHA256 keyed by it, in hex.
+// It names a master key in the keyring record and in messages without revealing it.
+func (m *MasterKey) ID() string {
+	return hex.EncodeToString(hmacSHA256(m.k[:], []byte("latchkey/master-key-id"))[:8])
+}
+
+// A MasterSource fetches the deployment's master key again: from its file, or by unwrapping the
+// seal record. A keyring whose record another process rewrapped under a new master key
+// (latchkey keyring rewrap) calls it once to carry on without a restart.
+type MasterSource func(ctx context.Context) (*MasterKey, error)
+
+// SetMasterSource sets how this keyring fetches the master key after a rewrap elsewhere.
+func (kr *Keyring) SetMasterSource(f MasterSource) {
+	kr.mu.Lock()
+	kr.source = f
+	kr.mu.Unlock()
+}
+
+func (kr *Keyring) currentMaster() *MasterKey {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.master
+}
+
+// MasterID is the ID of the master key this keyring is opened with.
+func (kr *Keyring) MasterID() string { return kr.currentMaster().ID() }
+
+// refreshMaster fetches the master key from the source after the keyring record did not open
+// with the one held, and keeps it if it opens data. It is never called inside a transaction
+// (a source may ask a transit engine or a token).
+func (kr *Keyring) refreshMaster(ctx context.Context, data []byte) (keyringFile, error) {
+	kr.mu.RLock()
+	source := kr.source
+	kr.mu.RUnlock()
+	if source == nil {
+		return keyringFile{}, ErrWrongMasterKey
+	}
+	m, err := source(ctx)
+	if err != nil {
+		return keyringFile{}, fmt.Errorf("custody: the keyring was rewrapped under another master key, and fetching it again failed: %w", err)
+	}
+	file, err := unwrapKeyring(m, data)
+	if err != nil {
+		m.Wipe()
+		return keyringFile{}, err
+	}
+	kr.mu.Lock()
+	old := kr.master
+	kr.master = m
+	kr.mu.Unlock()
+	if old != m {
+		old.Wipe()
+	}
+	return file, nil
+}
+
+// Wipe zeroes the master key's bytes (after a rewrap replaced it).
+func (m *MasterKey) Wipe() {
+	if m != nil {
+		clear(m.k[:])
+	}
+}
+
+// Rewrap re-encrypts the keyring under next and makes next the master key this keyring holds.
+// The data keys do not change, so no sealed value is touched: it is quick whatever the store
+// holds. also runs in the same transaction (it records the new seal, or removes the old seal
+// record); nothing in it may call out of the process. Other processes that hold the old master
+// key carry on with the data keys they have and fetch the new master key (SetMasterSource) the
+// first time they need to read the keyring again.
+func (kr *Keyring) Rewrap(ctx context.Context, st store.Store, next *MasterKey, also func(store.Tx) error) error {
+	cur := kr.currentMaster()
+	if cur.ID() == next.ID() {
+		return errors.New("custody: the new master key is the one in use")
+	}
+	var file keyringFile
+	err := st.Update(ctx, func(tx store.Tx) error {
+		rec, err := tx.Get(ctx, keyringKind, keyringID)
+		if err != nil {
+			return err
+		}
+		if file, err = unwrapKeyring(cur, rec.Data); err != nil {
+			return err
+		}
+		if rec.Data, err = wrapKeyring(next, file); err != nil {
+			return err
+		}
+		rec.UpdatedAt = time.Now().UTC()
+		if err := tx.Put(ctx, rec); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	kr.mu.Lock()
+	kr.master = next
+	kr.mu.Unlock()
+	cur.Wipe()
+	return kr.install(file)
+}
+
+// KeyringStatus is what `latchkey keyring status` and the dashboard show of the keyring: the
+// master key that wraps it, its data key versions and how many sealed values each still seals.
+type KeyringStatus struct {
+	MasterKeyID   string           `json:"masterKeyId"`
+	Seal          string           `json:"seal"`
+	ActiveVersion uint32           `json:"activeVersion"`
+	Versions      []KeyringVersion `json:"versions"`
+}
+
+// KeyringVersion is one data key version.
+type KeyringVersion struct {
+	Version uint32    `json:"version"`
+	Created time.Time `json:"created"`
+	Active  bool      `json:"active"`
+	// Sealed counts the sealed values in the store under this version (in records of every
+	// kind; activities hold none).
+	Sealed int `json:"sealedValues"`
+}
+
+// Status reports the keyring: its versions, read from the store, and the sealed values each
+// version seals, found by reading every record through ex (a whole-store scan: an operator's
+// request, not a hot path).
+func (kr *Keyring) Status(ctx context.Context, st store.Store, ex store.Exporter) (KeyringStatus, error) {
+	var data []byte
+	if err := st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Get(ctx, keyringKind, keyringID)
+		data = rec.Data
+		return err
+	}); err != nil {
+		return KeyringStatus{}, err
+	}
+	file, err := kr.unwrap(data)
+	if err != nil {
+		return KeyringStatus{}, err
+	}
+	for _, t := range file.Terms {
+		wipe(t.Key)
+	}
+	out := KeyringStatus{MasterKeyID: kr.MasterID(), Seal: SealFile, ActiveVersion: file.Active}
+	if rec, err := LoadSealRecord(ctx, st); err == nil {
+		out.Seal = rec.Type
+	} else if !errors.Is(err, ErrNoSealRecord) {
+		return out, err
+	}
+	known := map[uint32]bool{}
+	for _, t := range file.Terms {
+		known[t.Version] = true
+	}
+	counts, err := CountSealed(ctx, ex, known)
+	if err != nil {
+		return out, err
+	}
+	for _, t := range file.Terms {
+		out.Versions = append(out.Versions, KeyringVersion{Version: t.Version, Created: t.Created, Active: t.Version == file.Active, Sealed: counts[t.Version]})
+	}
+	return out, nil
+}
+
+// CountSealed counts the sealed values in every record ex holds, by the data key version in
+// their header. A sealed value is a byte string in a record's JSON (base64, as encoding/json
+// writes []byte) that starts with the seal format byte and a version the keyring has, and is
+// long enough to hold a nonce and a tag; the keyring and seal records themselves (sealed under
+// the master key) are skipped.
+func CountSealed(ctx context.Context, ex store.Exporter, versions map[uint32]bool) (map[uint32]int, error) {
+	kinds, err := ex.RecordKinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[uint32]int{}
+	for kind := range kinds {
+		if kind == keyringKind || kind == sealKind {
+			continue
+		}
+		err := ex.EachRecord(ctx, kind, func(rec store.Record, _ []store.Key) error {
+			var v any
+			if json.Unmarshal(rec.Data, &v) != nil {
+				return nil
+			}
+			countSealedIn(v, versions, counts)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
+}
+
+// minSealed is the shortest sealed value: header, GCM nonce and tag.
+const minSealed = headerLen + 12 + 16
+
+func countSealedIn(v any, versions map[uint32]bool, counts map[uint32]int) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			countSealedIn(e, versions, counts)
+		}
+	case []any:
+		for _, e := range x {
+			countSealedIn(e, versions, counts)
+		}
+	case string:
+		// base64 of minSealed bytes is at least 44 characters.
+		if len(x) < 44 {
+			return
+		}
+		b, err := base64.StdEncoding.DecodeString(x)
+		if err != nil || len(b) < minSealed || b[0] != sealFormat {
+			return
+		}
+		if ver := binary.BigEndian.Uint32(b[1:5]); versions[ver] {
+			counts[ver]++
+		}
+	}
 }

@@ -3,6 +3,7 @@ package custody
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdsa"
 	"crypto/hmac"
 	"crypto/sha512"
 	"encoding/binary"
@@ -26,8 +27,18 @@ const maxQuorumPlaintext = 64 << 10
 // beyond its shape, so it cannot serve as an oracle.
 var ErrEnvelope = errors.New("custody: not an envelope encrypted to this server's key")
 
-// openQuorumEnvelope decrypts envelopeHex with the named server key.
+// openQuorumEnvelope decrypts envelopeHex with the named server key (with either key while a
+// rotation of it overlaps: clients encrypt to the one they pinned).
 func (s *ServerKeys) openQuorumEnvelope(name ServerKey, envelopeHex string) ([]byte, error) {
+	for _, k := range s.decryptKeys(name) {
+		if pt, err := openQuorumEnvelopeWith(k, envelopeHex); err == nil {
+			return pt, nil
+		}
+	}
+	return nil, ErrEnvelope
+}
+
+func openQuorumEnvelopeWith(k *ecdsa.PrivateKey, envelopeHex string) ([]byte, error) {
 	env, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(envelopeHex), "0x"))
 	if err != nil || len(env) < 12+65+4+16 {
 		return nil, ErrEnvelope
@@ -38,7 +49,7 @@ func (s *ServerKeys) openQuorumEnvelope(name ServerKey, envelopeHex string) ([]b
 	if int64(n) != int64(len(ct)) || n > maxQuorumPlaintext+16 {
 		return nil, ErrEnvelope
 	}
-	priv, err := s.priv[name].ECDH()
+	priv, err := k.ECDH()
 	if err != nil {
 		return nil, ErrEnvelope
 	}

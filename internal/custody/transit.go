@@ -39,8 +39,25 @@ const (
 // or a new one).
 var ErrNoSealRecord = errors.New("custody: the deployment has no seal record")
 
+// A Wrapper keeps the master key wrapped by a key that never leaves something outside Latchkey: an
+// OpenBao/Vault transit engine, a PKCS#11 token, a cloud KMS. The wrapped form is stored as the
+// deployment's seal record; every start asks the wrapper to unwrap it. Wrap and Unwrap may make
+// network calls: they are never called inside a store transaction.
+type Wrapper interface {
+	// Type is the seal's name (--seal), recorded in the seal record.
+	Type() string
+	// Check refuses an incomplete or unsafe configuration without contacting anything.
+	Check() error
+	// Locate fills the fields of the seal record that say which key wraps the master key (no
+	// secret: they are shown in error messages and the dashboard).
+	Locate(rec *SealRecord)
+	Wrap(ctx context.Context, m *MasterKey) (string, error)
+	Unwrap(ctx context.Context, ciphertext string) (*MasterKey, error)
+}
+
 // SealRecord is what the seal record holds (no secret: the ciphertext opens only through the
-// transit key).
+// wrapping key). Addr, Mount and Key say where that key is, in the wrapper's own terms (for
+// transit: the server, the engine's mount, the key's name).
 type SealRecord struct {
 	Type       string    `json:"type"`
 	Addr       string    `json:"addr"`
@@ -82,6 +99,24 @@ func SaveSealRecord(ctx context.Context, st store.Store, s *SealRecord) error {
 	})
 }
 
+// PutSealRecord records s as the deployment's seal record inside tx, replacing any (a rewrap).
+func PutSealRecord(ctx context.Context, tx store.Tx, s *SealRecord) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Put(ctx, store.Record{Kind: sealKind, ID: sealID, Data: data, CreatedAt: s.Created, UpdatedAt: s.Created})
+}
+
+// DeleteSealRecord removes the deployment's seal record inside tx (a rewrap to a master key
+// file); a deployment without one is left as it is.
+func DeleteSealRecord(ctx context.Context, tx store.Tx) error {
+	if err := tx.Delete(ctx, sealKind, sealID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // NewMasterKey makes a random master key in memory (the transit seal wraps it; it is never
 // written anywhere in the clear).
 func NewMasterKey() (*MasterKey, error) {
@@ -105,6 +140,12 @@ type Transit struct {
 	Namespace string
 	HTTP      *http.Client
 }
+
+// Type is SealTransit.
+func (Transit) Type() string { return SealTransit }
+
+// Locate records the server, mount and key name.
+func (t Transit) Locate(rec *SealRecord) { rec.Addr, rec.Mount, rec.Key = t.Addr, t.mount(), t.Key }
 
 // Check refuses an incomplete or unsafe transit configuration (no request is made).
 func (t Transit) Check() error {

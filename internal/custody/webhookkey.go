@@ -12,7 +12,7 @@ import (
 // SHA256 of its scalar under a fixed label), so every process of a deployment has the same key
 // without a new stored secret, and it changes only with the webhook server key.
 func (s *ServerKeys) webhookEd25519() ed25519.PrivateKey {
-	mac := hmac.New(sha256.New, s.priv[Webhook].D.FillBytes(make([]byte, 32)))
+	mac := hmac.New(sha256.New, s.key(Webhook).D.FillBytes(make([]byte, 32)))
 	mac.Write([]byte("latchkey webhook ed25519 v1"))
 	return ed25519.NewKeyFromSeed(mac.Sum(nil))
 }

@@ -207,6 +207,10 @@ func TestPagesShowNoSecrets(t *testing.T) {
 			}
 		}
 	}
+	if _, body := b.get("/keys"); !regexp.MustCompile(`<td>1 <span class="st completed">active</span></td><td>[^<]+</td><td>([1-9][0-9]*)</td>`).MatchString(body) ||
+		!strings.Contains(body, e.s.Keyring.MasterID()) {
+		t.Fatalf("the keys page lacks the keyring's versions and counts: %s", body)
+	}
 	if _, body := b.get("/orgs?q=alice@acme.example"); !strings.Contains(body, "Acme Corp") {
 		t.Fatal("search by user e-mail did not find the organization")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/otp"
@@ -618,15 +619,35 @@ func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
 type keyRow struct{ Name, Label, Value string }
 
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
-	b, _ := json.Marshal(s.Keys)
-	var m map[string]string
-	_ = json.Unmarshal(b, &m)
+	var m map[string]json.RawMessage
+	if s.Keys != nil {
+		b, _ := json.Marshal(s.Keys())
+		_ = json.Unmarshal(b, &m)
+	}
 	rows := make([]keyRow, 0, len(m))
-	for k, v := range m {
-		rows = append(rows, keyRow{Name: k, Label: label(k), Value: v})
+	var rotations []custody.Rotation
+	for k, raw := range m {
+		var v string
+		switch {
+		case k == "rotations":
+			_ = json.Unmarshal(raw, &rotations)
+		case json.Unmarshal(raw, &v) == nil:
+			rows = append(rows, keyRow{Name: k, Label: label(k), Value: v})
+		}
 	}
 	slices.SortFunc(rows, func(a, b keyRow) int { return strings.Compare(a.Label, b.Label) })
-	s.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Server keys", "Keys": rows})
+	data := map[string]any{"Title": "Server keys", "Keys": rows, "Rotations": rotations}
+	if s.Keyring != nil {
+		// A scan of every record: this page is opened by an operator, not polled.
+		st, err := s.Keyring(r.Context())
+		if err != nil {
+			s.Log.Error("dashboard: keys: the keyring status", "err", err)
+			data["KeyringError"] = "The keyring's status could not be read (see the server log)."
+		} else {
+			data["Keyring"] = st
+		}
+	}
+	s.render(w, r, http.StatusOK, "keys", data)
 }
 
 var acronyms = map[string]string{"otp": "OTP", "api": "API", "tls": "TLS", "jwks": "JWKS", "jwt": "JWT", "url": "URL", "id": "id"}

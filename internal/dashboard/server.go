@@ -19,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/clientaddr"
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -35,9 +36,12 @@ type ProxyConfigs interface {
 
 // Server serves the dashboard.
 type Server struct {
-	Store   store.Store
-	Proxy   ProxyConfigs
-	Keys    any // the server's public keys (what /.well-known/latchkey.json shows)
+	Store store.Store
+	Proxy ProxyConfigs
+	Keys  func() any // the server's public keys now (what /.well-known/latchkey.json shows)
+	// Keyring reports the keyring: master key id, seal, data key versions and the sealed values
+	// each still seals (the keys page; a scan of the store).
+	Keyring func(ctx context.Context) (custody.KeyringStatus, error)
 	Version string
 	Log     *slog.Logger
 	Now     func() time.Time

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +91,7 @@ type Config struct {
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
 	Seal    string
 	Transit custody.Transit
+	PKCS11  custody.PKCS11 // --seal pkcs11: an AES key on a PKCS#11 token wraps the master key
 	Dev     bool
 	// MustExist refuses a data directory or database that holds no deployment yet (every
 	// command but init and serve --dev): a mistyped --data-dir is an error, not a new deployment.
@@ -171,6 +173,7 @@ type Server struct {
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
 	chain        *chaindata.Deps
+	owned        []string // OwnedKinds
 	Log          *slog.Logger
 	// Messages is the outbox of the e-mails and SMS activities send.
 	Messages *messages.Outbox
@@ -211,18 +214,20 @@ func (cfg Config) Validate() error {
 		if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
 			return errNoMasterKey
 		}
-	case custody.SealTransit:
-		if cfg.Dev {
-			return errors.New("--seal transit is for production deployments: --dev keeps its master key in the data directory")
-		}
-		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
-			return errors.New("--seal transit keeps the master key wrapped by the transit engine: give no --master-key-file (nor LATCHKEY_MASTER_KEY)")
-		}
-		if err := cfg.Transit.Check(); err != nil {
+	default:
+		w, err := cfg.wrapper()
+		if err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("--seal %q: use file or transit", cfg.Seal)
+		if cfg.Dev {
+			return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
+		}
+		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
+			return fmt.Errorf("--seal %s keeps the master key wrapped outside Latchkey: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+		}
+		if err := w.Check(); err != nil {
+			return err
+		}
 	}
 	if cfg.CoordinatorURL != "" {
 		if err := checkCoordinatorURL(cfg.CoordinatorURL); err != nil {
@@ -294,7 +299,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	var master *custody.MasterKey
-	if cfg.Seal != custody.SealTransit {
+	if cfg.fileSeal() {
 		if master, err = loadMasterKey(cfg); err != nil {
 			return nil, err
 		}
@@ -319,6 +324,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Keyring, err = custody.OpenKeyring(ctx, st, master); err != nil {
 		return nil, err
 	}
+	s.Keyring.SetMasterSource(masterSource(cfg, st))
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
 		return nil, err
 	}
@@ -359,19 +365,19 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Engine = activity.NewEngine(svc, s.registry())
 	s.Proxy = &authproxy.Manager{Store: st, Custodian: s.Custodian, Env: s.env}
-	wk, err := json.MarshalIndent(s.PublicKeys(), "", "  ")
-	if err != nil {
-		return nil, err
+	wellKnown := func() []byte {
+		b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
+		return b
 	}
-	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wk, WebhookJWKS: webhooks.JWKS(s.Keys),
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizer: s.Keys.Public(custody.Notarizer)}
-	s.API.Attested = otp.Attested{OTPKey: s.Keys.Public(custody.OTP), Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
+	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wellKnown, WebhookJWKS: webhooks.JWKS(s.Keys),
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) }}
+	s.API.Attested = otp.Attested{OTPKeys: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) }, Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: s.PublicKeys(), Version: Version, Log: cfg.Log,
+	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Keyring: s.KeyringStatus, Version: Version, Log: cfg.Log,
 		TrustedProxies: cfg.TrustedProxies}
 	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
 	if cfg.DatabaseURL == "" {
@@ -397,49 +403,56 @@ func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
 	return stamp.WebAuthnPolicy{RPIDs: s.cfg.WebAuthnRPIDs, Origins: s.cfg.WebAuthnOrigins}
 }
 
+// registry wires every domain in one place: each package's Register gets its one Deps value,
+// built here, and returns the record kinds it keeps under an organization. Deleting a
+// sub-organization removes the union of those (OwnedKinds). A new domain is one more line.
 func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
 	wd := wallets.Deps{Custodian: s.Custodian}
-	organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard, MintSubOrgWallet: wd.MintSubOrgWallet, SubOrgWallet: wallets.SaveSubOrgWallet, OwnedKinds: ownedKinds(),
-		SignupToken: otp.CheckSignupToken})
-	wallets.Register(reg, wd)
-	users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact})
-	credentials.Register(reg, credentials.Deps{Env: env})
-	activities.Register(reg)
-	policies.Register(reg, policies.Deps{Env: env})
-	allowlists.Register(reg)
-	profiles.Register(reg)
-	secrets.Register(reg, secrets.Deps{Custodian: s.Custodian})
-	mfa.Register(reg)
-	otp.Register(reg, otp.Deps{Env: env, Messages: s.Messages})
-	webhooks.Register(reg, s.cfg.Dev || s.cfg.LoopbackWebhooks, func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) })
 	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
 	s.chain.Store, s.chain.Log = s.Store, s.Log
-	chaindata.Register(reg, s.chain)
-	oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider})
-	tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
-		id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
-		if err != nil {
-			return "", "", "", err
-		}
-		return id, accts[0].Address, accts[1].Address, nil
-	}})
+	// Arguments are evaluated in order: the operations register in this order.
+	owned := slices.Concat(
+		wallets.Register(reg, wd),
+		users.Register(reg, users.Deps{Env: env, ProveContact: otp.ProveContact}),
+		credentials.Register(reg, credentials.Deps{Env: env}),
+		activities.Register(reg, activities.Deps{}),
+		policies.Register(reg, policies.Deps{Env: env}),
+		allowlists.Register(reg, allowlists.Deps{}),
+		profiles.Register(reg, profiles.Deps{}),
+		secrets.Register(reg, secrets.Deps{Custodian: s.Custodian}),
+		mfa.Register(reg, mfa.Deps{}),
+		otp.Register(reg, otp.Deps{Env: env, Messages: s.Messages}),
+		webhooks.Register(reg, webhooks.Deps{AllowLoopback: s.cfg.Dev || s.cfg.LoopbackWebhooks,
+			Networks: func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) }}),
+		chaindata.Register(reg, s.chain),
+		oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider}),
+		tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
+			id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
+			if err != nil {
+				return "", "", "", err
+			}
+			return id, accts[0].Address, accts[1].Address, nil
+		}}),
+		// Kept under an organization by packages that register no operations: the engine's
+		// activities awaiting consensus, the auth proxy's configuration.
+		[]string{activity.PendingKind, authproxy.KindConfig},
+	)
+	// Organizations come last: deleting one removes what every other domain declared.
+	s.owned = append(organizations.Register(reg, organizations.Deps{Env: env, ExportGuard: wallets.ExportGuard,
+		MintSubOrgWallet: wd.MintSubOrgWallet, SubOrgWallet: wallets.SaveSubOrgWallet, OwnedKinds: owned,
+		SignupToken: otp.CheckSignupToken}), owned...)
 	for path, why := range notSupported {
 		reg.NotSupported(path, why)
 	}
 	return reg
 }
 
-// ownedKinds are the record kinds, beyond the organization model's, that an organization owns
-// and that go when a sub-organization is deleted (its activities stay, as the audit trail).
-func ownedKinds() []string {
-	kinds := append(append([]string{}, wallets.OwnedKinds...), secrets.OwnedKinds...)
-	kinds = append(append(kinds, otp.OwnedKinds...), mfa.KindMFAPolicy, authproxy.KindConfig)
-	kinds = append(append(append(kinds, tvc.OwnedKinds...), oauth.OwnedKinds...), chaindata.OwnedKinds...)
-	return append(kinds, policies.KindPolicy, policies.KindPolicySet, policies.KindPolicyEvaluation,
-		policies.KindSmartContractInterface, activity.PendingKind, profiles.KindSessionProfile, profiles.KindInvitation, webhooks.KindEndpoint)
-}
+// OwnedKinds are the record kinds an organization owns, as the registered packages declare
+// them, and that go when a sub-organization is deleted (its activities stay, as the audit
+// trail).
+func (s *Server) OwnedKinds() []string { return slices.Clone(s.owned) }
 
 // Close releases the store.
 func (s *Server) Close() error {
@@ -453,29 +466,53 @@ func (s *Server) Close() error {
 var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
 	"for a development server use --dev")
 
+// fileSeal reports whether the master key comes from a file or the environment.
+func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
+
+// sealNames lists the --seal values, for the message that refuses another.
+const sealNames = "file, transit or pkcs11"
+
+// wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
+func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
+
+// wrapperFor is the wrapping seal named seal, configured by cfg's flags for it.
+func (cfg Config) wrapperFor(seal string) (custody.Wrapper, error) {
+	switch seal {
+	case custody.SealTransit:
+		return cfg.Transit, nil
+	case custody.SealPKCS11:
+		return cfg.PKCS11, nil
+	}
+	return nil, fmt.Errorf("--seal %q: use %s", seal, sealNames)
+}
+
 // unseal returns the master key by the deployment's seal: the file's key as given, checked
-// against the seal record (a deployment sealed by transit refuses a file); or, with --seal
-// transit, the seal record unwrapped by the transit engine, and for a new deployment a new
-// master key wrapped by it and recorded. The transit calls are made outside any transaction.
+// against the seal record (a deployment sealed by a wrapper refuses a file); or, with a wrapping
+// seal (transit…), the seal record unwrapped by it, and for a new deployment a new master key
+// wrapped by it and recorded. The wrapper's calls are made outside any transaction.
 func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.MasterKey) (*custody.MasterKey, error) {
 	rec, err := custody.LoadSealRecord(ctx, st)
 	if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 		return nil, err
 	}
-	if cfg.Seal != custody.SealTransit {
+	if cfg.fileSeal() {
 		if rec != nil {
-			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s, --transit-addr, --transit-key and LATCHKEY_TRANSIT_TOKEN",
+			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
 				rec.Type, rec.Key, rec.Addr, rec.Type)
 		}
 		return fromFile, nil
 	}
+	w, err := cfg.wrapper()
+	if err != nil {
+		return nil, err
+	}
 	if rec != nil {
-		if rec.Type != custody.SealTransit {
-			return nil, fmt.Errorf("this deployment's seal is %q, not transit", rec.Type)
+		if rec.Type != w.Type() {
+			return nil, fmt.Errorf("this deployment's seal is %q, not %s", rec.Type, w.Type())
 		}
-		m, err := cfg.Transit.Unwrap(ctx, rec.Ciphertext)
+		m, err := w.Unwrap(ctx, rec.Ciphertext)
 		if err != nil {
-			return nil, fmt.Errorf("unsealing the master key through transit: %w", err)
+			return nil, fmt.Errorf("unsealing the master key through %s: %w", w.Type(), err)
 		}
 		return m, nil
 	}
@@ -484,18 +521,19 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 		return nil, err
 	}
 	if exists {
-		return nil, errors.New("this deployment's master key is a file (it has no transit seal record): --seal transit applies to new deployments (latchkey init --seal transit); see docs/operations.md, \"Production custody\"")
+		return nil, fmt.Errorf("this deployment's master key is a file (it has no %s seal record): --seal %s applies to new deployments (latchkey init --seal %s); see docs/operations.md, \"Production custody\"", w.Type(), w.Type(), w.Type())
 	}
 	m, err := custody.NewMasterKey()
 	if err != nil {
 		return nil, err
 	}
-	ct, err := cfg.Transit.Wrap(ctx, m)
+	ct, err := w.Wrap(ctx, m)
 	if err != nil {
-		return nil, fmt.Errorf("wrapping the new master key through transit: %w", err)
+		return nil, fmt.Errorf("wrapping the new master key through %s: %w", w.Type(), err)
 	}
-	if err := custody.SaveSealRecord(ctx, st, &custody.SealRecord{Type: custody.SealTransit, Addr: cfg.Transit.Addr, Mount: cfg.Transit.Mount,
-		Key: cfg.Transit.Key, Ciphertext: ct, Created: time.Now().UTC()}); err != nil {
+	rec = &custody.SealRecord{Type: w.Type(), Ciphertext: ct, Created: time.Now().UTC()}
+	w.Locate(rec)
+	if err := custody.SaveSealRecord(ctx, st, rec); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -560,7 +598,12 @@ type PublicKeys struct {
 	// ClientSecretsPublicKey is what clients encrypt OAuth 2.0 client secrets to: pass it to
 	// @turnkey/crypto encryptOauth2ClientSecret as dangerouslyOverrideTlsFetcherPublicKey.
 	ClientSecretsPublicKey string `json:"clientSecretsPublicKey"`
-	Version                string `json:"version"`
+	// Rotations lists the keys being rotated (latchkey keys rotate): the next key, published
+	// here for the overlap before it takes over at activatesAt, and afterwards the replaced key
+	// for as long as it still verifies. A client that pins a key adds the next one during the
+	// overlap.
+	Rotations []custody.Rotation `json:"rotations,omitempty"`
+	Version   string             `json:"version"`
 }
 
 // PublicKeys returns the server's public keys.
@@ -572,6 +615,7 @@ func (s *Server) PublicKeys() PublicKeys {
 		AppProofPublicKey:      s.Keys.PublicKey(custody.AppProof),
 		WebhookPublicKey:       s.Keys.PublicKey(custody.Webhook),
 		ClientSecretsPublicKey: s.Keys.PublicKey(custody.ClientSecrets),
+		Rotations:              s.Keys.Rotations(),
 		Version:                Version,
 	}
 }
@@ -682,7 +726,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	go func() { s.Messages.Run(dctx); close(sent) }()
 	followed := make(chan struct{})
 	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
-	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed }()
+	reloaded := make(chan struct{})
+	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
+	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }()
 	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
 	if ready != nil {
 		ready(apiAddr)
@@ -702,4 +748,24 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		}
 	}
 	return nil
+}
+
+// ServerKeyReload is how often a serving process reads the server keys again, to pick up a
+// rotation another process made (latchkey keys rotate). A rotation's overlap should be much
+// longer: the next key is published from then on, and takes over by the clock in every process.
+const ServerKeyReload = 30 * time.Second
+
+func (s *Server) reloadServerKeys(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Keys.Reload(ctx, s.Store, s.Keyring); err != nil && ctx.Err() == nil {
+			s.Log.Error("reloading the server keys failed; keeping the ones loaded", "err", err)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func TestWellKnownKeys(t *testing.T) {
 			t.Fatalf("public key %q is not lowercase uncompressed hex", k)
 		}
 	}
-	if pk != h.Server.PublicKeys() {
+	if !reflect.DeepEqual(pk, h.Server.PublicKeys()) {
 		t.Fatal("well-known keys differ from the server's")
 	}
 }

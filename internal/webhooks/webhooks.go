@@ -92,13 +92,23 @@ type Delivery struct {
 	CreatedAt   time.Time       `json:"createdAt"`
 }
 
-// Register adds the endpoint operations to reg. networks, when set, lists the networks that have
-// a chain provider (balance updates need one).
-func Register(reg *activity.Registry, allowLoopback bool, networks func() []string) {
-	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(createEndpoint(allowLoopback, networks))})
-	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(updateEndpoint(allowLoopback))})
+// Deps are the dependencies of the endpoint operations.
+type Deps struct {
+	// AllowLoopback admits endpoint URLs on loopback addresses (development).
+	AllowLoopback bool
+	// Networks, when set, lists the networks that have a chain provider (balance updates
+	// need one).
+	Networks func() []string
+}
+
+// Register adds the endpoint operations to reg and returns the record kinds the package keeps
+// under an organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
+	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(createEndpoint(d.AllowLoopback, d.Networks))})
+	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(updateEndpoint(d.AllowLoopback))})
 	reg.Submit(activity.Operation{Path: "delete_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(deleteEndpoint)})
 	reg.Query(activity.QueryOp{Path: "list_webhook_endpoints", Execute: activity.Query(listEndpoints)})
+	return []string{KindEndpoint}
 }
 
 func checkURL(field, raw string, allowLoopback bool) error {

@@ -11,11 +11,17 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// Register adds the queries to reg.
-func Register(reg *activity.Registry) {
+// Deps are the dependencies of the operations (none yet: they take what they need from the
+// Exec).
+type Deps struct{}
+
+// Register adds the queries to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "get_activity", Execute: activity.Query(getActivity)})
 	reg.Query(activity.QueryOp{Path: "list_activities", Execute: activity.Query(listActivities)})
 	reg.Query(activity.QueryOp{Path: "list_app_proofs", Execute: activity.Query(listAppProofs)})
+	return nil
 }
 
 func listAppProofs(q *activity.Read, in *wire.GetAppProofsRequest) (any, error) {
@@ -56,7 +62,7 @@ func getActivity(q *activity.Read, in *wire.GetActivityRequest) (any, error) {
 	if err != nil {
 		return nil, apierr.Internalf(err, "reading activity")
 	}
-	return activityResponse{Activity: activity.RenderFor(a.Data, q.Caller)}, nil
+	return activityResponse{Activity: activity.RenderFor(a, q.Caller)}, nil
 }
 
 func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error) {
@@ -77,7 +83,7 @@ func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error
 	}
 	out := activitiesResponse{Activities: make([]json.RawMessage, 0, len(as))}
 	for _, a := range as {
-		out.Activities = append(out.Activities, activity.RenderFor(a.Data, q.Caller))
+		out.Activities = append(out.Activities, activity.RenderFor(a, q.Caller))
 	}
 	return out, nil
 }

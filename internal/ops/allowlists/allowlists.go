@@ -15,11 +15,17 @@ import (
 // MaxRules bounds one allowlist.
 const MaxRules = 100
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry) {
+// Deps are the dependencies of the operations (none yet: they take what they need from the
+// Exec).
+type Deps struct{}
+
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(setAllowlist)})
 	reg.Submit(activity.Operation{Path: "remove_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(removeAllowlist)})
 	reg.Query(activity.QueryOp{Path: "get_ip_allowlist", Execute: activity.Query(getAllowlist)})
+	return nil
 }
 
 // keyByPublicKey finds an API key of orgID by its public key.

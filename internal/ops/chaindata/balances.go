@@ -54,8 +54,9 @@ func NewDeps(providers map[string]*rpc.Client, catalog Catalog, ttl time.Duratio
 	return &Deps{Providers: providers, Catalog: catalog, CacheTTL: ttl, cache: &balanceCache{m: map[string]*cacheEntry{}}}
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d *Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "list_supported_assets", Execute: activity.Query(d.listAssets)})
 	reg.Query(activity.QueryOp{Path: "get_wallet_address_balances", Execute: activity.Query(d.balances)})
 	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: activity.Query(d.nonces)})
@@ -65,6 +66,7 @@ func Register(reg *activity.Registry, d *Deps) {
 	reg.Submit(activity.Operation{Path: "eth_send_transaction", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareEthSend, ethSends...),
 		Execute: activity.OnAny(d.ethSendExecute, ethSends...), PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...)})
 	reg.Submit(activity.Operation{Path: "sol_send_transaction", Access: activity.AccessRoot, Execute: activity.OnAny(d.solSend, (*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil))})
+	return OwnedKinds
 }
 
 func (d *Deps) provider(caip2 string) (*rpc.Client, error) {

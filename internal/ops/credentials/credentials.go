@@ -25,8 +25,9 @@ const DefaultSessionSeconds = login.DefaultSessionSeconds
 // MaxSessionSeconds bounds a session's lifetime (one year).
 const MaxSessionSeconds = login.MaxSessionSeconds
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_api_keys", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAPIKeys, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "delete_api_keys", Access: activity.AccessSelf, Execute: activity.On(deleteAPIKeys), SelfUser: activity.UserAny(intentUser, (*wire.DeleteApiKeysIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAuthenticators, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil))})
@@ -39,6 +40,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: activity.Query(getAPIKeys)})
 	reg.Query(activity.QueryOp{Path: "get_authenticator", Execute: activity.Query(getAuthenticator)})
 	reg.Query(activity.QueryOp{Path: "get_authenticators", Execute: activity.Query(getAuthenticators)})
+	return nil
 }
 
 // intentUser is the userId member of a credential intent.

@@ -45,8 +45,13 @@ type Policy struct {
 	UpdatedAt time.Time               `json:"updatedAt"`
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry) {
+// Deps are the dependencies of the operations (none yet: they take what they need from the
+// Exec).
+type Deps struct{}
+
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	self := func(_ *activity.Exec, in any) string {
 		switch in := in.(type) {
 		case *wire.CreateMfaPolicyIntent:
@@ -64,6 +69,7 @@ func Register(reg *activity.Registry) {
 	reg.Query(activity.QueryOp{Path: "get_mfa_policy", Execute: activity.Query(get)})
 	reg.Query(activity.QueryOp{Path: "get_mfa_policies", Execute: activity.Query(list)})
 	reg.Query(activity.QueryOp{Path: "get_mfa_status", Execute: activity.Query(status)})
+	return []string{KindMFAPolicy}
 }
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }

@@ -57,8 +57,9 @@ type Deps struct {
 	Providers func(provider string) oidc.OAuth2Provider
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "oauth_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauthLogin)})
 	reg.Submit(activity.Operation{Path: "oauth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauth)})
 	reg.Submit(activity.Operation{Path: "create_oauth_providers", Access: activity.AccessSelf,
@@ -82,6 +83,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "list_oauth2_credentials", Execute: activity.Query(listCredentials)})
 	reg.Submit(activity.Operation{Path: "oauth2_authenticate", Access: activity.AccessRoot, ParentMayWrite: true,
 		Prepare: activity.On(d.exchange), Execute: activity.On(d.authenticate), Redact: activity.Redactor(redactAuthenticate)})
+	return OwnedKinds
 }
 
 // verified checks token (with the nonce of publicKey) and returns the one user of the

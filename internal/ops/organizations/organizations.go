@@ -32,8 +32,9 @@ type Deps struct {
 	SignupToken func(x *activity.Exec, token string, sig *wire.ClientSignature, users []directory.UserSpec) (directory.Contact, error)
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil)), Execute: activity.OnAny(d.createSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "delete_sub_organization", Access: activity.AccessRoot, Execute: activity.On(d.deleteSubOrganization)})
 	reg.Submit(activity.Operation{Path: "update_organization_name", Access: activity.AccessRoot, Execute: activity.On(updateOrganizationName)})
@@ -45,6 +46,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "get_organization", Execute: activity.Query(getOrganization)})
 	reg.Query(activity.QueryOp{Path: "get_organization_configs", Execute: activity.Query(getConfigs)})
 	reg.Query(activity.QueryOp{Path: "list_suborgs", Execute: activity.Query(listSuborgs)})
+	return OwnedKinds
 }
 
 func loadTarget(x *activity.Exec) (*directory.Organization, error) {

@@ -116,8 +116,10 @@ var notOwnedByAnOrganization = map[string]string{
 	"webhook_delivery": "the webhook outbox is the deployment's: a sub-organization's activities (its deletion too) go to its parent's endpoints",
 }
 
-// Deleting a sub-organization removes every record it owns, of every kind any package declares,
-// and nothing of its parent's.
+// Deleting a sub-organization removes every record it owns, of every kind the registered
+// packages declare (Server.OwnedKinds), and nothing of its parent's. Every kind found under an
+// organization is declared by some package, and every kind constant in the sources is either
+// declared or listed in notOwnedByAnOrganization.
 func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	h := servertest.New(t)
 	ctx := context.Background()
@@ -135,15 +137,46 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	sub := h.Client(subID, subPriv)
 	servertest.MustOK(t, sub.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
 
-	kinds, err := recordstest.DeclaredKinds(filepath.Join("..", ".."))
+	owned := h.Server.OwnedKinds()
+	declared := map[string]bool{}
+	for _, k := range owned {
+		if why, ok := notOwnedByAnOrganization[k]; ok {
+			t.Errorf("kind %q is declared owned by an organization by a package's Register, and listed in notOwnedByAnOrganization (%s)", k, why)
+		}
+		declared[k] = true
+	}
+	// Every kind constant of the sources is declared by a package's Register or listed as the
+	// deployment's: a new kind that is neither fails here.
+	inSource, err := recordstest.DeclaredKinds(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Beside the real records, one of every kind the sub-organization may own.
+	for _, k := range inSource {
+		if _, ok := notOwnedByAnOrganization[k]; !ok && !declared[k] {
+			t.Errorf("kind %q is declared by no package's Register: return it from the Register of the package that keeps it under an organization, or list it in notOwnedByAnOrganization with the reason", k)
+		}
+	}
+
+	// Beside the real records, one of every declared kind the activities above did not create.
+	countIn := func(orgID string) map[string]int {
+		n := map[string]int{}
+		h.Server.Store.View(ctx, func(rd store.Reader) error {
+			for _, k := range append(owned, inSource...) {
+				recs, err := rd.List(ctx, k, orgID, store.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n[k] = len(recs)
+			}
+			return nil
+		})
+		return n
+	}
+	made := countIn(subID)
 	now := time.Now().UTC()
 	if err := h.Server.Store.Update(ctx, func(tx store.Tx) error {
-		for _, k := range kinds {
-			if _, ok := notOwnedByAnOrganization[k]; ok {
+		for _, k := range owned {
+			if made[k] > 0 {
 				continue
 			}
 			if err := tx.Insert(ctx, store.Record{Kind: k, ID: "owned-" + k, OrgID: subID, Data: []byte(`{}`), CreatedAt: now, UpdatedAt: now}); err != nil {
@@ -154,41 +187,69 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	countParent := func() map[string]int {
-		n := map[string]int{}
-		h.Server.Store.View(ctx, func(rd store.Reader) error {
-			for _, k := range kinds {
-				recs, err := rd.List(ctx, k, created.OrganizationID, store.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				n[k] = len(recs)
+	inSub := countIn(subID)
+	for _, k := range owned {
+		if inSub[k] == 0 {
+			t.Errorf("no %q record was created in the sub-organization: the test does not cover that kind", k)
+		}
+	}
+	// Every kind found under an organization (the parent's and the sub-organization's records)
+	// is declared by some package.
+	exp, ok := h.Server.Store.(store.Exporter)
+	if !ok {
+		t.Fatalf("%T is not a store.Exporter", h.Server.Store)
+	}
+	byKind, err := exp.RecordKinds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underOrg := func(kind string) (orgs map[string]bool) {
+		orgs = map[string]bool{}
+		if err := exp.EachRecord(ctx, kind, func(rec store.Record, _ []store.Key) error {
+			if rec.OrgID != "" {
+				orgs[rec.OrgID] = true
 			}
 			return nil
-		})
-		return n
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return orgs
 	}
-	before := countParent()
+	for k := range byKind {
+		if k == "organization" || declared[k] {
+			continue
+		}
+		if orgs := underOrg(k); len(orgs) > 0 {
+			t.Errorf("%q records are kept under an organization but no package's Register declares the kind", k)
+		}
+	}
+	before := countIn(created.OrganizationID)
 
 	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
 
-	h.Server.Store.View(ctx, func(rd store.Reader) error {
-		for _, k := range kinds {
-			recs, err := rd.List(ctx, k, subID, store.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) > 0 {
-				t.Errorf("%d %q record(s) of the deleted sub-organization are left: delete the kind with its organization, or list it in notOwnedByAnOrganization with the reason", len(recs), k)
-			}
+	for k, n := range countIn(subID) {
+		if n > 0 {
+			t.Errorf("%d %q record(s) of the deleted sub-organization are left: delete the kind with its organization, or list it in notOwnedByAnOrganization with the reason", n, k)
 		}
+	}
+	// Nothing at all is left under the sub-organization, whatever its kind.
+	byKind, err = exp.RecordKinds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range byKind {
+		if underOrg(k)[subID] {
+			t.Errorf("%q records of the deleted sub-organization are left", k)
+		}
+	}
+	h.Server.Store.View(ctx, func(rd store.Reader) error {
 		if _, err := rd.Get(ctx, "organization", subID); err == nil {
 			t.Error("the sub-organization's own record is left")
 		}
 		return nil
 	})
 	// The parent keeps everything of its own (the delete activity itself is an activity, not a record).
-	after := countParent()
+	after := countIn(created.OrganizationID)
 	for k, n := range before {
 		if k == "organization" {
 			n-- // the sub-organization's record is owned by its parent

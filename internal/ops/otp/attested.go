@@ -25,8 +25,9 @@ import (
 // attested by the OTP verification token (whose public_key claim is that key) or by an OIDC
 // id_token (whose nonce is the hex SHA-256 of that key's hex).
 type Attested struct {
-	// OTPKey verifies verification tokens (the server's OTP key).
-	OTPKey *ecdsa.PublicKey
+	// OTPKeys returns the keys that verify verification tokens (the server's OTP key in use
+	// first; more while a rotation of it overlaps).
+	OTPKeys func() []*ecdsa.PublicKey
 	// VerifyOIDC checks an id_token (signature, trusted issuer, exp) and its nonce; nil refuses
 	// OIDC attestations as not supported.
 	VerifyOIDC directory.VerifyOIDC
@@ -48,7 +49,7 @@ func (a Attested) Resolve(ctx context.Context, r store.Reader, orgID string, p s
 	c := &directory.Caller{PublicKey: strings.ToLower(p.PublicKey), Scheme: p.Scheme, Signature: p.Signature}
 	switch p.Scheme {
 	case stamp.SchemeAttestedVerificationToken:
-		claims, err := ParseToken(p.Attestation, a.OTPKey, a.Now())
+		claims, err := ParseToken(p.Attestation, a.OTPKeys(), a.Now())
 		if err != nil {
 			return nil, attestError("verification token: %v", err)
 		}

@@ -46,7 +46,7 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.publicKey", "must be a P-256 public key in hex: %v", err)
 	}
 
-	claims, err := ParseToken(tokenStr, x.Services.ServerKeys.Public(custody.OTP), x.Now)
+	claims, err := ParseToken(tokenStr, x.Services.ServerKeys.VerifyKeys(custody.OTP), x.Now)
 	if err != nil {
 		return nil, apierr.Invalid("parameters.verificationToken", "%v", err)
 	}

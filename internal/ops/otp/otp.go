@@ -86,8 +86,9 @@ type Messages interface {
 	SMS(x *activity.Exec, s notify.SMS) error
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	if d.SendLimit <= 0 {
 		d.SendLimit = DefaultSendLimit
 	}
@@ -106,6 +107,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "list_verified_suborgs", Execute: activity.Query(listVerifiedSuborgs)})
 	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: activity.On(d.stampLogin),
 		SelfUser: activity.UserAny(func(x *activity.Exec, _ any) string { return x.Caller.User.ID }, (*wire.StampLoginIntent)(nil))})
+	return OwnedKinds
 }
 
 // Code is the stored one-time code: never the code itself, only its MAC.

@@ -53,7 +53,7 @@ func CheckSignupToken(x *activity.Exec, token string, sig *wire.ClientSignature,
 // liveToken parses a verification token and loads its record, refusing an unknown or used
 // one (field names the parameter in errors).
 func liveToken(x *activity.Exec, field, token string) (*TokenClaims, *Token, error) {
-	claims, err := ParseToken(token, x.Services.ServerKeys.Public(custody.OTP), x.Now)
+	claims, err := ParseToken(token, x.Services.ServerKeys.VerifyKeys(custody.OTP), x.Now)
 	if err != nil {
 		return nil, nil, apierr.Invalid(field, "%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,9 +78,9 @@ func SafeJSON(b []byte) []byte {
 // ErrInvalidToken is returned for a verification token that is malformed or forged.
 var ErrInvalidToken = errors.New("invalid verification token")
 
-// ParseToken checks a verification token's header, its signature with key and its expiry at now,
-// and returns its claims.
-func ParseToken(token string, key *ecdsa.PublicKey, now time.Time) (*TokenClaims, error) {
+// ParseToken checks a verification token's header, its signature with one of keys (the OTP key
+// in use, and others while a rotation overlaps) and its expiry at now, and returns its claims.
+func ParseToken(token string, keys []*ecdsa.PublicKey, now time.Time) (*TokenClaims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, ErrInvalidToken
@@ -97,7 +98,8 @@ func ParseToken(token string, key *ecdsa.PublicKey, now time.Time) (*TokenClaims
 		return nil, ErrInvalidToken
 	}
 	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(key, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	r, sv := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !slices.ContainsFunc(keys, func(k *ecdsa.PublicKey) bool { return ecdsa.Verify(k, d[:], r, sv) }) {
 		return nil, ErrInvalidToken
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))

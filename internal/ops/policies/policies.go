@@ -18,8 +18,9 @@ type Deps struct {
 	Env func(x *activity.Exec) directory.Env
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_policy", Access: activity.AccessRoot, Execute: activity.OnAny(d.createPolicy, (*wire.CreatePolicyIntentV3)(nil), (*wire.CreatePolicyIntentV2)(nil), (*wire.CreatePolicyIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "create_policies", Access: activity.AccessRoot, Execute: activity.On(d.createPolicies)})
 	reg.Submit(activity.Operation{Path: "update_policy", Access: activity.AccessRoot, Execute: activity.OnAny(updatePolicy, (*wire.UpdatePolicyIntentV2)(nil), (*wire.UpdatePolicyIntent)(nil))})
@@ -33,6 +34,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "get_policy_evaluations", Execute: activity.Query(getPolicyEvaluations)})
 	reg.Query(activity.QueryOp{Path: "get_smart_contract_interface", Execute: activity.Query(getInterface)})
 	reg.Query(activity.QueryOp{Path: "list_smart_contract_interfaces", Execute: activity.Query(listInterfaces)})
+	return []string{KindPolicy, KindPolicySet, KindPolicyEvaluation, KindSmartContractInterface}
 }
 
 func index(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }

@@ -57,13 +57,19 @@ type Invitation struct {
 	UpdatedAt    time.Time `json:"updatedAt"`
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry) {
+// Deps are the dependencies of the operations (none yet: they take what they need from the
+// Exec).
+type Deps struct{}
+
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_session_profile", Access: activity.AccessRoot, Execute: activity.On(createProfile)})
 	reg.Query(activity.QueryOp{Path: "get_session_profile", Execute: activity.Query(getProfile)})
 	reg.Query(activity.QueryOp{Path: "get_session_profiles", Execute: activity.Query(listProfiles)})
 	reg.Submit(activity.Operation{Path: "create_invitations", Access: activity.AccessRoot, Execute: activity.On(createInvitations)})
 	reg.Submit(activity.Operation{Path: "delete_invitation", Access: activity.AccessRoot, Execute: activity.On(deleteInvitation)})
+	return []string{KindSessionProfile, KindInvitation}
 }
 
 func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, error) {

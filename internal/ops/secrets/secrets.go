@@ -68,13 +68,15 @@ type Deps struct {
 	Custodian *custody.Custodian
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "init_import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.initImport)})
 	reg.Submit(activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.importSecrets)})
 	reg.Submit(activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: activity.On(d.exportSecrets)})
 	reg.Submit(activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: activity.On(deleteSecrets)})
 	reg.Query(activity.QueryOp{Path: "list_secrets", Execute: activity.Query(listSecrets)})
+	return OwnedKinds
 }
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }

@@ -26,8 +26,9 @@ type Deps struct {
 	OperatorAccounts func(x *activity.Exec, walletName, walletID, basePath string) (madeWalletID, encrypt, sign string, err error)
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_tvc_operator", Access: activity.AccessRoot, Execute: activity.On(d.createOperator)})
 	reg.Submit(activity.Operation{Path: "create_tvc_app", Access: activity.AccessRoot, Execute: activity.On(createApp)})
 	reg.Submit(activity.Operation{Path: "create_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(d.createDeployment), Redact: activity.RedactAny(redactPullSecret, (*wire.CreateTvcDeploymentIntent)(nil))})
@@ -42,6 +43,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "list_tvc_app_deployments", Execute: activity.Query(listDeployments)})
 	reg.Query(activity.QueryOp{Path: "get_tvc_qos_versions", Execute: activity.Query(d.qosVersions)})
 	reg.Query(activity.QueryOp{Path: "get_app_status", Execute: activity.Query(appStatus)})
+	return OwnedKinds
 }
 
 // resolveSet loads the existing set setID, or validates params and builds a new set (fresh

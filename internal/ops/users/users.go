@@ -66,8 +66,9 @@ func (d Deps) proveContact(x *activity.Exec, token, otpType, contact string) (bo
 	return true, nil
 }
 
-// Register adds the operations to reg.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_users", Access: activity.AccessRoot, Execute: activity.OnAny(d.createUsers, (*wire.CreateUsersIntentV4)(nil), (*wire.CreateUsersIntentV3)(nil), (*wire.CreateUsersIntentV2)(nil), (*wire.CreateUsersIntent)(nil))})
 	reg.Submit(activity.Operation{Path: "create_api_only_users", Access: activity.AccessRoot, Execute: activity.On(d.createAPIOnlyUsers)})
 	reg.Submit(activity.Operation{Path: "update_user", Access: activity.AccessRoot, Execute: activity.On(updateUser)})
@@ -85,6 +86,7 @@ func Register(reg *activity.Registry, d Deps) {
 	reg.Query(activity.QueryOp{Path: "get_user", Execute: activity.Query(getUser)})
 	reg.Query(activity.QueryOp{Path: "list_users", Execute: activity.Query(listUsers)})
 	reg.Query(activity.QueryOp{Path: "list_user_tags", Execute: activity.Query(listUserTags)})
+	return nil
 }
 
 func field(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }

@@ -28,8 +28,9 @@ const (
 	MaxPrivateKeysPerOrg = 1000
 )
 
-// Register adds the operations to reg and makes sub-organization deletion aware of keys.
-func Register(reg *activity.Registry, d Deps) {
+// Register adds the operations to reg and returns the record kinds the package keeps under an
+// organization (they go when a sub-organization is deleted, keys included).
+func Register(reg *activity.Registry, d Deps) (owned []string) {
 	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Prepare: activity.On(d.prepareCreateWallet), Execute: activity.On(createWallet)})
 	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Prepare: activity.On(d.prepareWalletAccounts), Execute: activity.On(createWalletAccounts)})
 	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)})
@@ -43,6 +44,7 @@ func Register(reg *activity.Registry, d Deps) {
 	d.registerSigning(reg)
 	d.registerTransactions(reg)
 	d.registerExport(reg)
+	return OwnedKinds
 }
 
 // OwnedKinds are the record kinds of this domain an organization owns.

@@ -28,7 +28,7 @@ func (s *Store) RecordKinds(ctx context.Context) (map[string]int, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	return (&reader{q: s.pool}).recordKinds(ctx)
+	return s.reads.recordKinds(ctx)
 }
 
 // EachRecord calls fn with every record of kind and its keys, in ID order (store.Exporter).
@@ -36,7 +36,7 @@ func (s *Store) EachRecord(ctx context.Context, kind string, fn func(store.Recor
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return (&reader{q: s.pool}).eachRecord(ctx, kind, fn)
+	return s.reads.eachRecord(ctx, kind, fn)
 }
 
 // EachActivity calls fn with every activity, in ID order (store.Exporter).
@@ -44,7 +44,7 @@ func (s *Store) EachActivity(ctx context.Context, fn func(store.Activity) error)
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return (&reader{q: s.pool}).eachActivity(ctx, fn)
+	return s.reads.eachActivity(ctx, fn)
 }
 
 func (t *tx) RecordKinds(ctx context.Context) (map[string]int, error) {
@@ -112,7 +112,7 @@ func (r *reader) eachActivity(ctx context.Context, fn func(store.Activity) error
 	}
 	defer rows.Close()
 	for rows.Next() {
-		a, err := scanActivity(rows)
+		a, err := sqlcore.ScanActivity(rows.Scan)
 		if err != nil {
 			return fmt.Errorf("postgres: export activities: %w", err)
 		}

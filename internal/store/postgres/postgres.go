@@ -61,6 +61,7 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts   Options
 	pool   *pgxpool.Pool
+	reads  *reader // on the pool: View and the Exporter
 	closed atomic.Bool
 	once   sync.Once
 }
@@ -94,7 +95,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{opts: opts, pool: pool}, nil
+	return &Store{opts: opts, pool: pool, reads: newReader(pool, false)}, nil
 }
 
 // Dialect returns "postgres".
@@ -122,7 +123,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return fn(&reader{q: s.pool})
+	return fn(s.reads)
 }
 
 // Update runs fn in one READ COMMITTED transaction and commits it. On a serialization
@@ -161,7 +162,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (err error
 		}
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
-	t := &tx{reader: reader{q: ptx, forUpdate: true}, tx: ptx}
+	t := newTx(newReader(ptx, true), ptx, 0, nil)
 	committed := false
 	defer func() {
 		t.finished.Store(true)

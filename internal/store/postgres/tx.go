@@ -23,13 +23,9 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-const (
-	qGetRecord       = "SELECT " + sqlcore.RecordColumns + " FROM records WHERE kind = $1 AND id = $2"
-	qCountRecords    = "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = $1 AND org_id = $2 LIMIT $3) AS capped"
-	qLookup          = "SELECT kind, id, org_id FROM record_keys WHERE name = $1 AND value = $2"
-	qGetActivity     = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE id = $1"
-	qGetActivityByFP = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE fingerprint = $1 AND status <> '" + store.ActivityStatusFailed + "'"
+var readQueries = sqlcore.Queries(sqlcore.Dollar)
 
+const (
 	// qInsertRecord inserts the record and, only if it was new, its keys, in one statement
 	// that reports conflicts as counts instead of errors (an error would abort the
 	// transaction): a zero first count is a duplicate (kind, id); a second count short of the
@@ -58,174 +54,61 @@ const (
 		created_at = $6, updated_at = $7, data = $8 WHERE id = $1`
 )
 
-func scanRecord(row pgx.Row) (store.Record, error) {
-	var r store.Record
-	var c, u int64
-	if err := row.Scan(&r.Kind, &r.ID, &r.OrgID, &r.Data, &c, &u); err != nil {
-		return store.Record{}, err
-	}
-	r.CreatedAt, r.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
-	return r, nil
-}
+// pgConn is the sqlcore.Conn of a querier.
+type pgConn struct{ q querier }
 
-func scanActivity(row pgx.Row) (store.Activity, error) {
-	var a store.Activity
-	var fp *string
-	var c, u int64
-	if err := row.Scan(&a.ID, &a.OrgID, &fp, &a.Status, &a.Type, &c, &u, &a.Data); err != nil {
-		return store.Activity{}, err
+func (c pgConn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	rows, err := c.q.Query(ctx, query, args...)
+	if err != nil {
+		return err
 	}
-	if fp != nil {
-		a.Fingerprint = *fp
-	}
-	a.CreatedAt, a.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
-	return a, nil
+	defer rows.Close()
+	return sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row)
 }
 
 // reader implements store.Reader: on the pool in View, on the transaction in Update, where
-// Get locks the row it reads (forUpdate).
+// Get locks the row it reads (newReader with forUpdate). q is kept for the export queries.
 type reader struct {
-	q         querier
-	forUpdate bool
+	sqlcore.Reader
+	q querier
 }
 
-func (r *reader) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	q := qGetRecord
-	if r.forUpdate {
-		q += " FOR UPDATE"
+func newReader(q querier, forUpdate bool) *reader {
+	r := &reader{q: q, Reader: sqlcore.Reader{
+		Conn: pgConn{q}, Driver: "postgres", Ph: sqlcore.Dollar, Queries: readQueries,
+		NoLimit: nil, // LIMIT NULL: no limit
+	}}
+	if forUpdate {
+		r.GetSuffix = " FOR UPDATE"
 	}
-	rec, err := scanRecord(r.q.QueryRow(ctx, q, kind, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Record{}, fmt.Errorf("%w: record %s/%s", store.ErrNotFound, kind, id)
-	}
-	if err != nil {
-		return store.Record{}, fmt.Errorf("postgres: get record %s/%s: %w", kind, id, err)
-	}
-	return rec, nil
-}
-
-func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-func (r *reader) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
-	query, args, reversed := sqlcore.ListRecords(sqlcore.Dollar, kind, orgID, opts)
-	rows, err := r.q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list %s: %w", kind, err)
-	}
-	out, err := collect(rows, scanRecord)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list %s: %w", kind, err)
-	}
-	if reversed {
-		sqlcore.Reverse(out)
-	}
-	return out, nil
-}
-
-func (r *reader) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
-	var limit any // NULL: no limit
-	if atMost > 0 {
-		limit = atMost
-	}
-	var n int
-	if err := r.q.QueryRow(ctx, qCountRecords, kind, orgID, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count %s: %w", kind, err)
-	}
-	return n, nil
-}
-
-func (r *reader) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
-	rows, err := r.q.Query(ctx, qLookup, name, value)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: lookup %s: %w", name, err)
-	}
-	out, err := collect(rows, func(row pgx.Row) (store.Ref, error) {
-		var ref store.Ref
-		err := row.Scan(&ref.Kind, &ref.ID, &ref.OrgID)
-		return ref, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: lookup %s: %w", name, err)
-	}
-	return out, nil
-}
-
-func (r *reader) getActivity(ctx context.Context, what, query, arg string) (store.Activity, error) {
-	a, err := scanActivity(r.q.QueryRow(ctx, query, arg))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Activity{}, fmt.Errorf("%w: activity %s", store.ErrNotFound, what)
-	}
-	if err != nil {
-		return store.Activity{}, fmt.Errorf("postgres: get activity %s: %w", what, err)
-	}
-	return a, nil
-}
-
-func (r *reader) GetActivity(ctx context.Context, id string) (store.Activity, error) {
-	return r.getActivity(ctx, id, qGetActivity, id)
-}
-
-func (r *reader) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
-	if fingerprint == "" {
-		return store.Activity{}, fmt.Errorf("%w: activity with empty fingerprint", store.ErrNotFound)
-	}
-	return r.getActivity(ctx, "by fingerprint", qGetActivityByFP, fingerprint)
-}
-
-func (r *reader) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
-	query, args, reversed, err := sqlcore.ListActivities(sqlcore.Dollar, orgID, f)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := r.q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list activities: %w", err)
-	}
-	out, err := collect(rows, scanActivity)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list activities: %w", err)
-	}
-	if reversed {
-		sqlcore.Reverse(out)
-	}
-	return out, nil
-}
-
-func (r *reader) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
-	query, args, err := sqlcore.CountActivities(sqlcore.Dollar, orgID, f)
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	if err := r.q.QueryRow(ctx, query, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count activities: %w", err)
-	}
-	return n, nil
+	return r
 }
 
 var errTxDone = errors.New("postgres: transaction used after its Update fn returned")
 
 // tx is the store.Tx of one Update attempt.
 type tx struct {
-	reader
-	tx       pgx.Tx
-	depth    int
-	parent   *tx
-	finished atomic.Bool
+	sqlcore.Live // the reads, on reader, each after check
+	reader       *reader
+	plain        *reader // reader without FOR UPDATE, for NoLock
+	tx           pgx.Tx
+	depth        int
+	parent       *tx
+	finished     atomic.Bool
 }
 
 var _ store.Tx = (*tx)(nil)
+
+func newTx(r *reader, ptx pgx.Tx, depth int, parent *tx) *tx {
+	t := &tx{reader: r, tx: ptx, depth: depth, parent: parent}
+	if parent != nil {
+		t.plain = parent.plain
+	} else {
+		t.plain = newReader(r.q, false)
+	}
+	t.Live = sqlcore.Live{R: r, Check: t.check}
+	return t
+}
 
 func (t *tx) check(ctx context.Context) error {
 	for p := t; p != nil; p = p.parent {
@@ -300,11 +183,7 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 	if rec.Kind == "" || rec.ID == "" {
 		return fmt.Errorf("postgres: record needs a kind and an id")
 	}
-	created, err := sqlcore.Nanos(rec.CreatedAt)
-	if err != nil {
-		return err
-	}
-	updated, err := sqlcore.Nanos(rec.UpdatedAt)
+	created, updated, err := sqlcore.Times(rec.CreatedAt, rec.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -376,11 +255,7 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 	if a.ID == "" {
 		return fmt.Errorf("postgres: activity needs an id")
 	}
-	created, err := sqlcore.Nanos(a.CreatedAt)
-	if err != nil {
-		return err
-	}
-	updated, err := sqlcore.Nanos(a.UpdatedAt)
+	created, updated, err := sqlcore.Times(a.CreatedAt, a.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -425,7 +300,7 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	if _, err := t.tx.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("postgres: savepoint: %w", err)
 	}
-	child := &tx{reader: t.reader, tx: t.tx, depth: t.depth + 1, parent: t}
+	child := newTx(t.reader, t.tx, t.depth+1, t)
 	normal := false
 	defer func() {
 		child.finished.Store(true)
@@ -442,22 +317,6 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	err = fn(child)
 	normal = true
 	return err
-}
-
-// The reads of a Tx check it is still live first.
-
-func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Record{}, err
-	}
-	return t.reader.Get(ctx, kind, id)
-}
-
-func (t *tx) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.List(ctx, kind, orgID, opts)
 }
 
 // Count inside a transaction first locks (kind, orgID) (see Lock), so transactions that
@@ -485,8 +344,7 @@ func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
-	r := reader{q: n.reader.q}
-	return r.Get(ctx, kind, id)
+	return n.plain.Get(ctx, kind, id)
 }
 
 func (t *tx) Lock(ctx context.Context, name string) error {
@@ -499,39 +357,4 @@ func (t *tx) Lock(ctx context.Context, name string) error {
 		return fmt.Errorf("postgres: taking lock: %w", err)
 	}
 	return nil
-}
-
-func (t *tx) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.Lookup(ctx, name, value)
-}
-
-func (t *tx) GetActivity(ctx context.Context, id string) (store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Activity{}, err
-	}
-	return t.reader.GetActivity(ctx, id)
-}
-
-func (t *tx) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Activity{}, err
-	}
-	return t.reader.GetActivityByFingerprint(ctx, fingerprint)
-}
-
-func (t *tx) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.ListActivities(ctx, orgID, f)
-}
-
-func (t *tx) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
-	if err := t.check(ctx); err != nil {
-		return 0, err
-	}
-	return t.reader.CountActivities(ctx, orgID, f)
 }

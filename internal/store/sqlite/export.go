@@ -73,7 +73,7 @@ func (s *Store) EachActivity(ctx context.Context, fn func(store.Activity) error)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		a, err := scanActivity(rows)
+		a, err := sqlcore.ScanActivity(rows.Scan)
 		if err != nil {
 			return fmt.Errorf("sqlite: export activities: %w", err)
 		}

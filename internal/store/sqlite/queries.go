@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io/fs"
 	"sync"
 
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/internal/sqlcore"
 )
 
@@ -151,12 +149,7 @@ func isUniqueViolation(err error) bool {
 }
 
 const (
-	qGetRecord            = "SELECT " + sqlcore.RecordColumns + " FROM records WHERE kind = ? AND id = ?"
-	qCountRecords         = "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = ? AND org_id = ? LIMIT ?)"
-	qLookup               = "SELECT kind, id, org_id FROM record_keys WHERE name = ? AND value = ?"
 	qUniqueOwner          = "SELECT kind, id FROM record_keys WHERE name = ? AND value = ? AND uniq"
-	qGetActivity          = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE id = ?"
-	qGetActivityByFP      = "SELECT " + sqlcore.ActivityColumns + " FROM activities WHERE fingerprint = ? AND status <> '" + store.ActivityStatusFailed + "'"
 	qInsertRecord         = "INSERT INTO records (kind, id, org_id, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
 	qInsertOrIgnoreRecord = "INSERT OR IGNORE INTO records (kind, id, org_id, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
 	qUpsertRecord         = qInsertRecord + " ON CONFLICT (kind, id) DO UPDATE SET org_id = excluded.org_id, data = excluded.data, " + sqlcore.KeepCreatedAt + ", updated_at = excluded.updated_at"
@@ -175,173 +168,33 @@ const (
 	qRollback             = "ROLLBACK"
 )
 
-type scanner interface{ Scan(dest ...any) error }
+var readQueries = sqlcore.Queries(sqlcore.Question)
 
-func scanRecord(sc scanner) (store.Record, error) {
-	var r store.Record
-	var c, u int64
-	if err := sc.Scan(&r.Kind, &r.ID, &r.OrgID, &r.Data, &c, &u); err != nil {
-		return store.Record{}, err
-	}
-	r.CreatedAt, r.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
-	return r, nil
-}
+// conn is the sqlcore.Conn of queries.
+type conn struct{ q *queries }
 
-func scanActivity(sc scanner) (store.Activity, error) {
-	var a store.Activity
-	var fp sql.NullString
-	var c, u int64
-	if err := sc.Scan(&a.ID, &a.OrgID, &fp, &a.Status, &a.Type, &c, &u, &a.Data); err != nil {
-		return store.Activity{}, err
+func (c conn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	rows, err := c.q.query(ctx, query, args...)
+	if err != nil {
+		return err
 	}
-	a.Fingerprint = fp.String
-	a.CreatedAt, a.UpdatedAt = sqlcore.Time(c), sqlcore.Time(u)
-	return a, nil
+	defer rows.Close()
+	if err := sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // reader implements store.Reader over queries: the read pool in View, the writer's
 // transaction in Update.
 type reader struct {
+	sqlcore.Reader
 	q *queries
 }
 
-func (r *reader) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	var rec store.Record
-	err := r.q.queryRow(ctx, func(rows *sql.Rows) (err error) {
-		rec, err = scanRecord(rows)
-		return err
-	}, qGetRecord, kind, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Record{}, fmt.Errorf("%w: record %s/%s", store.ErrNotFound, kind, id)
-	}
-	if err != nil {
-		return store.Record{}, fmt.Errorf("sqlite: get record %s/%s: %w", kind, id, err)
-	}
-	return rec, nil
-}
-
-func (r *reader) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
-	query, args, reversed := sqlcore.ListRecords(sqlcore.Question, kind, orgID, opts)
-	rows, err := r.q.query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list %s: %w", kind, err)
-	}
-	defer rows.Close()
-	var out []store.Record
-	for rows.Next() {
-		rec, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list %s: %w", kind, err)
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list %s: %w", kind, err)
-	}
-	if reversed {
-		sqlcore.Reverse(out)
-	}
-	return out, nil
-}
-
-func (r *reader) count(ctx context.Context, query string, args ...any) (int, error) {
-	var n int
-	err := r.q.queryRow(ctx, func(rows *sql.Rows) error { return rows.Scan(&n) }, query, args...)
-	return n, err
-}
-
-func (r *reader) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
-	if atMost <= 0 {
-		atMost = -1 // SQLite: no limit
-	}
-	n, err := r.count(ctx, qCountRecords, kind, orgID, atMost)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: count %s: %w", kind, err)
-	}
-	return n, nil
-}
-
-func (r *reader) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
-	rows, err := r.q.query(ctx, qLookup, name, value)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: lookup %s: %w", name, err)
-	}
-	defer rows.Close()
-	var out []store.Ref
-	for rows.Next() {
-		var ref store.Ref
-		if err := rows.Scan(&ref.Kind, &ref.ID, &ref.OrgID); err != nil {
-			return nil, fmt.Errorf("sqlite: lookup %s: %w", name, err)
-		}
-		out = append(out, ref)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: lookup %s: %w", name, err)
-	}
-	return out, nil
-}
-
-func (r *reader) getActivity(ctx context.Context, what, query string, arg string) (store.Activity, error) {
-	var a store.Activity
-	err := r.q.queryRow(ctx, func(rows *sql.Rows) (err error) {
-		a, err = scanActivity(rows)
-		return err
-	}, query, arg)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Activity{}, fmt.Errorf("%w: activity %s", store.ErrNotFound, what)
-	}
-	if err != nil {
-		return store.Activity{}, fmt.Errorf("sqlite: get activity %s: %w", what, err)
-	}
-	return a, nil
-}
-
-func (r *reader) GetActivity(ctx context.Context, id string) (store.Activity, error) {
-	return r.getActivity(ctx, id, qGetActivity, id)
-}
-
-func (r *reader) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
-	if fingerprint == "" {
-		return store.Activity{}, fmt.Errorf("%w: activity with empty fingerprint", store.ErrNotFound)
-	}
-	return r.getActivity(ctx, "by fingerprint", qGetActivityByFP, fingerprint)
-}
-
-func (r *reader) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
-	query, args, reversed, err := sqlcore.ListActivities(sqlcore.Question, orgID, f)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := r.q.query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list activities: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Activity
-	for rows.Next() {
-		a, err := scanActivity(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list activities: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list activities: %w", err)
-	}
-	if reversed {
-		sqlcore.Reverse(out)
-	}
-	return out, nil
-}
-
-func (r *reader) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
-	query, args, err := sqlcore.CountActivities(sqlcore.Question, orgID, f)
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.count(ctx, query, args...)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: count activities: %w", err)
-	}
-	return n, nil
+func newReader(q *queries) *reader {
+	return &reader{q: q, Reader: sqlcore.Reader{
+		Conn: conn{q}, Driver: "sqlite", Ph: sqlcore.Question, Queries: readQueries,
+		NoLimit: -1, // LIMIT -1: no limit
+	}}
 }

@@ -148,7 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts:  opts,
 		wdb:   wdb,
 		rdb:   rdb,
-		reads: &reader{q: &queries{cache: newStmtCache(rdb)}},
+		reads: newReader(&queries{cache: newStmtCache(rdb)}),
 		w:     w,
 	}
 	cdb, err := sql.Open("sqlite", common)
@@ -305,7 +305,7 @@ func (s *Store) CountKind(ctx context.Context, kind string) (int, error) {
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	n, err := s.reads.count(ctx, "SELECT count(*) FROM records WHERE kind = ?", kind)
+	n, err := s.reads.CountRows(ctx, "SELECT count(*) FROM records WHERE kind = ?", kind)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: count %s: %w", kind, err)
 	}

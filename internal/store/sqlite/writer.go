@@ -53,8 +53,8 @@ type writer struct {
 }
 
 var writerStatements = []string{
-	qGetRecord, qInsertRecord, qUpsertRecord, qInsertOrIgnoreRecord, qDeleteKeys, qInsertKey, qDeleteRecord,
-	qUpsertActivity, qGetActivity, qGetActivityByFP, qLookup, qCountRecords,
+	readQueries.GetRecord, qInsertRecord, qUpsertRecord, qInsertOrIgnoreRecord, qDeleteKeys, qInsertKey, qDeleteRecord,
+	qUpsertActivity, readQueries.GetActivity, readQueries.GetActivityByFP, readQueries.Lookup, readQueries.CountRecords,
 	qSavepointWrite, qRollbackToWrite, qReleaseWrite, qUniqueOwner,
 	qSavepointJob, qRollbackToJob, qReleaseJob,
 	qBeginImmediate, qCommit, qRollback,
@@ -72,7 +72,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, opts Options) (*writer, erro
 		onCommit: opts.OnCommit,
 		conn:     conn,
 		q:        q,
-		r:        &reader{q: q},
+		r:        newReader(q),
 		jobs:     make(chan *job, opts.QueueLength),
 		quit:     make(chan struct{}),
 		stopped:  make(chan struct{}),
@@ -211,7 +211,7 @@ func (w *writer) runJob(j *job, guarded bool) error {
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
 	}
-	t := &tx{reader: w.r, w: w}
+	t := newTx(w.r, w, 0, nil)
 	j.err, j.panicked, j.panicVal = call(j.fn, t)
 	t.finished.Store(true)
 	if !guarded {
@@ -253,14 +253,21 @@ var errTxDone = errors.New("sqlite: transaction used after its Update fn returne
 // tx is the store.Tx given to an Update's fn: reads and writes on the writer's connection,
 // inside the batch transaction.
 type tx struct {
-	*reader
-	w        *writer
-	depth    int // savepoint nesting of this Tx (0: the job's own savepoint)
-	finished atomic.Bool
-	parent   *tx
+	sqlcore.Live // the reads, on reader, each after check
+	reader       *reader
+	w            *writer
+	depth        int // savepoint nesting of this Tx (0: the job's own savepoint)
+	finished     atomic.Bool
+	parent       *tx
 }
 
 var _ store.Tx = (*tx)(nil)
+
+func newTx(r *reader, w *writer, depth int, parent *tx) *tx {
+	t := &tx{reader: r, w: w, depth: depth, parent: parent}
+	t.Live = sqlcore.Live{R: r, Check: t.check}
+	return t
+}
 
 func (t *tx) check(ctx context.Context) error {
 	for p := t; p != nil; p = p.parent {
@@ -269,13 +276,6 @@ func (t *tx) check(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
-}
-
-func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Record{}, err
-	}
-	return t.reader.Get(ctx, kind, id)
 }
 
 func (t *tx) Put(ctx context.Context, rec store.Record, keys ...store.Key) error {
@@ -293,11 +293,7 @@ func (t *tx) put(ctx context.Context, stmt string, rec store.Record, keys []stor
 	if rec.Kind == "" || rec.ID == "" {
 		return fmt.Errorf("sqlite: record needs a kind and an id")
 	}
-	created, err := sqlcore.Nanos(rec.CreatedAt)
-	if err != nil {
-		return err
-	}
-	updated, err := sqlcore.Nanos(rec.UpdatedAt)
+	created, updated, err := sqlcore.Times(rec.CreatedAt, rec.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -381,11 +377,7 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 	if a.ID == "" {
 		return fmt.Errorf("sqlite: activity needs an id")
 	}
-	created, err := sqlcore.Nanos(a.CreatedAt)
-	if err != nil {
-		return err
-	}
-	updated, err := sqlcore.Nanos(a.UpdatedAt)
+	created, updated, err := sqlcore.Times(a.CreatedAt, a.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -416,7 +408,7 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	if _, err := t.w.q.exec(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("sqlite: savepoint: %w", err)
 	}
-	child := &tx{reader: t.reader, w: t.w, depth: t.depth + 1, parent: t}
+	child := newTx(t.reader, t.w, t.depth+1, t)
 	normal := false
 	defer func() {
 		child.finished.Store(true)
@@ -432,55 +424,4 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	err = fn(child)
 	normal = true
 	return err
-}
-
-// The reads of a Tx check it is still live first.
-
-func (t *tx) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.List(ctx, kind, orgID, opts)
-}
-
-func (t *tx) Count(ctx context.Context, kind, orgID string, atMost int) (int, error) {
-	if err := t.check(ctx); err != nil {
-		return 0, err
-	}
-	return t.reader.Count(ctx, kind, orgID, atMost)
-}
-
-func (t *tx) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.Lookup(ctx, name, value)
-}
-
-func (t *tx) GetActivity(ctx context.Context, id string) (store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Activity{}, err
-	}
-	return t.reader.GetActivity(ctx, id)
-}
-
-func (t *tx) GetActivityByFingerprint(ctx context.Context, fingerprint string) (store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return store.Activity{}, err
-	}
-	return t.reader.GetActivityByFingerprint(ctx, fingerprint)
-}
-
-func (t *tx) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
-	if err := t.check(ctx); err != nil {
-		return nil, err
-	}
-	return t.reader.ListActivities(ctx, orgID, f)
-}
-
-func (t *tx) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
-	if err := t.check(ctx); err != nil {
-		return 0, err
-	}
-	return t.reader.CountActivities(ctx, orgID, f)
 }

@@ -1,7 +1,8 @@
-// Package sqlcore holds what the SQL drivers of the store share: the SQL of the paged queries
+// Package sqlcore holds what the SQL drivers of the store share: the store.Reader over a
+// driver's connection (Reader) and its transaction-checked form (Live), the SQL of the reads
 // (written once, with the dialect's parameter markers), the encoding of times as unix
 // nanoseconds, the normalization of secondary keys, and the reading of numbered migration
-// files. It never talks to a database itself.
+// files. It talks to a database only through the driver's Conn.
 package sqlcore
 
 import (

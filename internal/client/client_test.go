@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -26,12 +27,49 @@ import (
 	"github.com/latchkey/latchkey/internal/stamp"
 )
 
-// cli runs the latchkey command line in process and returns stdout.
+// stdin is what the commands cli runs read for "-" (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// cli runs a client command (keygen, request or export) in process, as latchkey would, and
+// returns stdout.
 func cli(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := run(context.Background(), args, &out, &errb)
+	c := Commands{Stdin: stdin, Stdout: &out, Stderr: &errb, ParseFlags: parseEnvFlags}
+	ctx := context.Background()
+	var err error
+	switch args[0] {
+	case "keygen":
+		err = c.Keygen(ctx, args[1:])
+	case "request":
+		err = c.Request(ctx, args[1:])
+	case "export":
+		err = c.Export(ctx, args[1:])
+	default:
+		t.Fatalf("no client command %q", args[0])
+	}
 	return out.String(), err
+}
+
+// parseEnvFlags parses the command line, then takes each flag not given there from
+// LATCHKEY_<FLAG> in the environment, as latchkey does.
+func parseEnvFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError{"unexpected argument " + fs.Arg(0)}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv("LATCHKEY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		if ok && !given[f.Name] && err == nil {
+			err = f.Value.Set(v)
+		}
+	})
+	return err
 }
 
 func mustCLI(t *testing.T, args ...string) string {

@@ -1,7 +1,4 @@
-package main
-
-// The command-line client: keygen, request and export decrypt. It holds API
-// keys in a key directory, stamps requests as the Turnkey SDKs do and opens export bundles.
+package client
 
 import (
 	"bytes"
@@ -30,8 +27,34 @@ import (
 	"github.com/latchkey/latchkey/internal/stamp"
 )
 
-// stdin is where "-" reads from (tests replace it).
-var stdin io.Reader = os.Stdin
+// Commands runs the client commands for a program's command line.
+type Commands struct {
+	Stdin          io.Reader // what a flag value "-" reads
+	Stdout, Stderr io.Writer
+	// ParseFlags parses a command's arguments into its flag set: the command line and whatever
+	// else the program takes flags from (its environment). nil: the command line alone.
+	ParseFlags func(fs *flag.FlagSet, args []string) error
+}
+
+// UsageError is a mistake in the command line (a missing or invalid flag), as opposed to a
+// failure of the command itself.
+type UsageError struct{ Msg string }
+
+func (u UsageError) Error() string { return u.Msg }
+
+func (c Commands) parse(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(c.Stderr)
+	if c.ParseFlags == nil {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return UsageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+		}
+		return nil
+	}
+	return c.ParseFlags(fs, args)
+}
 
 const (
 	defaultAPIURL   = "http://127.0.0.1:8080"
@@ -65,10 +88,10 @@ var keyNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func checkKeyName(name string) error {
 	if name == "" {
-		return usageError{"--name is required"}
+		return UsageError{"--name is required"}
 	}
 	if !keyNameRE.MatchString(name) {
-		return usageError{fmt.Sprintf("key name %q: use up to 64 letters, digits, '-', '_' and '.', starting with a letter or digit", name)}
+		return UsageError{fmt.Sprintf("key name %q: use up to 64 letters, digits, '-', '_' and '.', starting with a letter or digit", name)}
 	}
 	return nil
 }
@@ -100,7 +123,7 @@ func parseCurve(s string) (stamp.Curve, error) {
 	case "ed25519":
 		return stamp.CurveEd25519, nil
 	}
-	return "", usageError{fmt.Sprintf("--curve %q: use p256, secp256k1 or ed25519", s)}
+	return "", UsageError{fmt.Sprintf("--curve %q: use p256, secp256k1 or ed25519", s)}
 }
 
 func (k *keyFile) public(path string) publicRecord {
@@ -166,7 +189,7 @@ func writeKeyFile(dir string, k *keyFile, force bool) (string, error) {
 // dev-credentials.json (apiPublicKey, apiPrivateKey, curve).
 func loadKey(dir, ref string) (*keyFile, error) {
 	if ref == "" {
-		return nil, usageError{"--key is required: the name of a key made with latchkey keygen"}
+		return nil, UsageError{"--key is required: the name of a key made with latchkey keygen"}
 	}
 	var path string
 	if isKeyPath(ref) {
@@ -255,15 +278,16 @@ func (k *keyFile) stamper() (stamp.Stamper, error) {
 
 // ---- keygen ----
 
-func cmdKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// Keygen creates an API key pair in the key directory and prints its public key (latchkey
+// keygen).
+func (c Commands) Keygen(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	name := fs.String("name", "", "name of the key (required): letters, digits, '-', '_', '.'")
 	curveName := fs.String("curve", "p256", "p256, secp256k1 or ed25519")
 	keyDir := fs.String("key-dir", "", keyDirHelp)
 	force := fs.Bool("force", false, "replace an existing key of that name")
 	asJSON := fs.Bool("json", false, "print {name, curve, publicKey, uncompressedPublicKey, path} (never the private key)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkKeyName(*name); err != nil {
@@ -288,17 +312,17 @@ func cmdKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(k.public(path), "", "  ")
-		fmt.Fprintln(stdout, string(b))
+		fmt.Fprintln(c.Stdout, string(b))
 		return nil
 	}
-	fmt.Fprintln(stdout, pub)
+	fmt.Fprintln(c.Stdout, pub)
 	return nil
 }
 
 // ---- request ----
 
 // readInput reads a flag value that is text, @file or - (stdin).
-func readInput(flagName, v string) ([]byte, error) {
+func readInput(stdin io.Reader, flagName, v string) ([]byte, error) {
 	switch {
 	case v == "-":
 		b, err := io.ReadAll(stdin)
@@ -326,7 +350,7 @@ func prepareBody(body []byte, path, orgID string, now time.Time) ([]byte, error)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, body); err != nil {
-		return nil, usageError{fmt.Sprintf("--body is not JSON: %v", err)}
+		return nil, UsageError{fmt.Sprintf("--body is not JSON: %v", err)}
 	}
 	out := buf.Bytes()
 	var obj map[string]json.RawMessage
@@ -359,7 +383,7 @@ func prepareBody(body []byte, path, orgID string, now time.Time) ([]byte, error)
 func joinURL(base, path string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", usageError{fmt.Sprintf("--api-url %q: want http(s)://host[:port]", base)}
+		return "", UsageError{fmt.Sprintf("--api-url %q: want http(s)://host[:port]", base)}
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
@@ -480,9 +504,10 @@ func printJSON(w io.Writer, b []byte) {
 	}
 }
 
-func cmdRequest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Request stamps a request with a key and sends it to the activity API, or sends it unstamped
+// to an auth proxy (latchkey request).
+func (c Commands) Request(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	apiURL := fs.String("api-url", "", "base URL of the activity API (default "+defaultAPIURL+"; with --proxy, of the auth proxy, default "+defaultProxyURL+")")
 	keyRef := fs.String("key", "", "name of the API key to stamp with (from the key directory), or a key file path (a keygen file or serve --dev's dev-credentials.json)")
 	keyDir := fs.String("key-dir", "", keyDirHelp)
@@ -492,11 +517,11 @@ func cmdRequest(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	proxy := fs.Bool("proxy", false, "send to an auth proxy: no stamp, header "+proxyConfigHeader+" from --config-id")
 	configID := fs.String("config-id", "", "with --proxy: the auth proxy configuration id (required)")
 	timeout := fs.Duration("timeout", 60*time.Second, "HTTP timeout")
-	if err := parseFlags(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if *path == "" {
-		return usageError{"--path is required, e.g. /public/v1/query/whoami"}
+		return UsageError{"--path is required, e.g. /public/v1/query/whoami"}
 	}
 	if !strings.HasPrefix(*path, "/") {
 		*path = "/" + *path
@@ -516,18 +541,18 @@ func cmdRequest(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var st stamp.Stamper
 	if *proxy {
 		if *configID == "" {
-			return usageError{"--proxy needs --config-id (the auth proxy configuration id)"}
+			return UsageError{"--proxy needs --config-id (the auth proxy configuration id)"}
 		}
 		if *keyRef != "" {
-			return usageError{"--key is not used with --proxy: auth proxy requests are not stamped"}
+			return UsageError{"--key is not used with --proxy: auth proxy requests are not stamped"}
 		}
 		headers[proxyConfigHeader] = *configID
 	} else {
 		if *configID != "" {
-			return usageError{"--config-id is only used with --proxy"}
+			return UsageError{"--config-id is only used with --proxy"}
 		}
 		if *keyRef == "" {
-			return usageError{"--key is required: the name of a key made with latchkey keygen"}
+			return UsageError{"--key is required: the name of a key made with latchkey keygen"}
 		}
 		k, err := loadKeyRef(*keyDir, *keyRef)
 		if err != nil {
@@ -537,7 +562,7 @@ func cmdRequest(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	raw, err := readInput("body", *bodyArg)
+	raw, err := readInput(c.Stdin, "body", *bodyArg)
 	if err != nil {
 		return err
 	}
@@ -556,7 +581,7 @@ func cmdRequest(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	printJSON(stdout, out)
+	printJSON(c.Stdout, out)
 	return nil
 }
 
@@ -656,15 +681,15 @@ func formatExported(plain []byte, keyFormat string) (string, error) {
 		}
 		return base58.Encode(ed25519.NewKeyFromSeed(plain)), nil
 	}
-	return "", usageError{fmt.Sprintf("--key-format %q: use HEXADECIMAL or SOLANA", keyFormat)}
+	return "", UsageError{fmt.Sprintf("--key-format %q: use HEXADECIMAL or SOLANA", keyFormat)}
 }
 
-func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Export decrypts an export bundle to the mnemonic or key it holds (latchkey export decrypt).
+func (c Commands) Export(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "decrypt" {
-		return usageError{"usage: latchkey export decrypt --bundle B --embedded-key NAME --organization-id ID [--signer-public-key HEX | --api-url URL]"}
+		return UsageError{"usage: latchkey export decrypt --bundle B --embedded-key NAME --organization-id ID [--signer-public-key HEX | --api-url URL]"}
 	}
 	fs := flag.NewFlagSet("export decrypt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	bundleArg := fs.String("bundle", "-", "the export bundle, or an export activity's response holding one: text, @file, or - for stdin")
 	keyRef := fs.String("embedded-key", "", "name of the P-256 key (made with keygen) whose public key was the export's targetPublicKey (required)")
 	keyDir := fs.String("key-dir", "", keyDirHelp)
@@ -673,19 +698,19 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	apiURL := fs.String("api-url", defaultAPIURL, "base URL of the activity API, to fetch the signer key from")
 	keyFormat := fs.String("key-format", "HEXADECIMAL", "how to print a private key: HEXADECIMAL or SOLANA (base58 of seed ‖ public key); a mnemonic prints as text")
 	timeout := fs.Duration("timeout", 30*time.Second, "HTTP timeout")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := c.parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *orgID == "" {
-		return usageError{"--organization-id is required: the organization the bundle must be for"}
+		return UsageError{"--organization-id is required: the organization the bundle must be for"}
 	}
 	if *keyRef == "" {
-		return usageError{"--embedded-key is required: the name of the P-256 key the export was encrypted to"}
+		return UsageError{"--embedded-key is required: the name of the P-256 key the export was encrypted to"}
 	}
 	switch strings.ToUpper(*keyFormat) {
 	case "HEXADECIMAL", "HEX", "SOLANA":
 	default:
-		return usageError{fmt.Sprintf("--key-format %q: use HEXADECIMAL or SOLANA", *keyFormat)}
+		return UsageError{fmt.Sprintf("--key-format %q: use HEXADECIMAL or SOLANA", *keyFormat)}
 	}
 	k, err := loadKeyRef(*keyDir, *keyRef)
 	if err != nil {
@@ -694,7 +719,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if k.Curve != string(stamp.CurveP256) {
 		return fmt.Errorf("--embedded-key %q is a %s key; export bundles are encrypted to P-256 keys (keygen --curve p256)", k.Name, k.Curve)
 	}
-	raw, err := readInput("bundle", *bundleArg)
+	raw, err := readInput(c.Stdin, "bundle", *bundleArg)
 	if err != nil {
 		return err
 	}
@@ -723,6 +748,6 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, out)
+	fmt.Fprintln(c.Stdout, out)
 	return nil
 }
