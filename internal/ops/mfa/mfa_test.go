@@ -113,3 +113,47 @@ func TestMFAPolicies(t *testing.T) {
 	servertest.MustOK(t, root.Submit("delete_mfa_policy", "ACTIVITY_TYPE_DELETE_MFA_POLICY", map[string]any{"userId": uid, "mfaPolicyId": policyID}))
 	servertest.WantError(t, root.Query("get_mfa_policy", map[string]any{"userId": uid, "mfaPolicyId": policyID}), http.StatusNotFound, 5, "MFA policy not found")
 }
+
+// update_mfa_policy changes what it is given and refuses what is bad, naming the field; a
+// policy is its user's and its organization's: another organization neither reads nor changes it.
+func TestMFAPolicyUpdateAndOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	uid := created.UserID
+	steps := []any{map[string]any{"any": []any{map[string]any{"type": "AUTHENTICATION_TYPE_API_KEY"}}}}
+	policyID := root.MustSubmit("create_mfa_policy", "ACTIVITY_TYPE_CREATE_MFA_POLICY", map[string]any{"userId": uid, "mfaPolicyName": "first",
+		"condition": "activity.type == 'ACTIVITY_TYPE_CREATE_WALLET'", "requiredAuthenticationMethods": steps, "order": 0}).Result("createMfaPolicyResult", "mfaPolicyId")
+	update := func(params map[string]any) servertest.Response {
+		h.Advance(time.Millisecond)
+		params["userId"], params["mfaPolicyId"] = uid, policyID
+		return root.Submit("update_mfa_policy", "ACTIVITY_TYPE_UPDATE_MFA_POLICY", params)
+	}
+	servertest.MustOK(t, update(map[string]any{"mfaPolicyName": "renamed", "condition": "activity.type == 'ACTIVITY_TYPE_CREATE_USERS_V4'", "order": 2, "notes": "n"}))
+	g := root.MustQuery("get_mfa_policy", map[string]any{"userId": uid, "mfaPolicyId": policyID})
+	if g.Str("mfaPolicy", "mfaPolicyName") != "renamed" || g.Str("mfaPolicy", "condition") != "activity.type == 'ACTIVITY_TYPE_CREATE_USERS_V4'" || g.Str("mfaPolicy", "order") != "2" {
+		t.Fatalf("get_mfa_policy after update: %s", g.Raw)
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"bad condition", map[string]any{"condition": "activity.type =="}, "parameters.condition"},
+		{"negative order", map[string]any{"order": -1}, "parameters.order"},
+		{"no steps", map[string]any{"requiredAuthenticationMethods": []any{}}, "parameters.requiredAuthenticationMethods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servertest.WantError(t, update(tc.params), http.StatusBadRequest, 3, tc.field)
+		})
+	}
+
+	other, otherOrg := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_mfa_policy", map[string]any{"userId": uid, "mfaPolicyId": policyID}), http.StatusNotFound, 5, "MFA policy not found")
+	h.Advance(time.Millisecond)
+	if r := other.Submit("delete_mfa_policy", "ACTIVITY_TYPE_DELETE_MFA_POLICY", map[string]any{"userId": otherOrg.UserID, "mfaPolicyId": policyID}); r.Status == http.StatusOK {
+		t.Fatalf("another organization deleted Acme's MFA policy: %s", r.Raw)
+	}
+	if g := root.MustQuery("get_mfa_policies", map[string]any{"userId": uid}); g.Len("mfaPolicies") != 1 {
+		t.Fatalf("Acme's MFA policies: %s", g.Raw)
+	}
+}
