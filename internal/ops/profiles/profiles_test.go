@@ -53,3 +53,28 @@ func TestSessionProfilesAndInvitations(t *testing.T) {
 	h.Advance(time.Millisecond) // the same bytes again would be the same activity
 	servertest.WantError(t, root.Submit("delete_invitation", "ACTIVITY_TYPE_DELETE_INVITATION", map[string]any{"invitationId": invID}), http.StatusBadRequest, 3, "parameters.invitationId")
 }
+
+// A session profile and an invitation are their organization's: another organization neither
+// reads them nor binds a login to the profile, nor deletes the invitation.
+func TestProfilesAndInvitationsOwnership(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	profileID := root.MustSubmit("create_session_profile", "ACTIVITY_TYPE_CREATE_SESSION_PROFILE", map[string]any{"sessionProfileName": "p",
+		"scope": "activity.resource == 'USER'", "expirationSeconds": "600"}).Result("createSessionProfileResult", "sessionProfileId")
+	invID := root.MustSubmit("create_invitations", "ACTIVITY_TYPE_CREATE_INVITATIONS", map[string]any{"invitations": []any{map[string]any{
+		"receiverUserName": "carol", "receiverUserEmail": "carol@example.com", "receiverUserTags": []string{}, "accessType": "ACCESS_TYPE_API",
+		"senderUserId": created.UserID}}}).Result("createInvitationsResult", "invitationIds", "0")
+
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_session_profile", map[string]any{"sessionProfileId": profileID}), http.StatusNotFound, 5, "session profile not found")
+	if l := other.MustQuery("get_session_profiles", nil); l.Len("sessionProfiles") != 0 {
+		t.Fatalf("Other lists Acme's session profiles: %s", l.Raw)
+	}
+	_, pub := h.NewKey()
+	servertest.WantError(t, other.Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub, "sessionProfileId": profileID}),
+		http.StatusNotFound, 5, "parameters.sessionProfileId")
+	servertest.WantError(t, other.Submit("delete_invitation", "ACTIVITY_TYPE_DELETE_INVITATION", map[string]any{"invitationId": invID}),
+		http.StatusBadRequest, 3, "parameters.invitationId")
+	h.Advance(time.Millisecond)
+	root.MustSubmit("delete_invitation", "ACTIVITY_TYPE_DELETE_INVITATION", map[string]any{"invitationId": invID})
+}
