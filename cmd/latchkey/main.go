@@ -101,6 +101,8 @@ commands:
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
   keyring   the keys that seal secrets: rotate (a new data key), rewrap (a new master key), status
+  unseal    give a sealed Latchkey (--seal shamir) one share: latchkey unseal --api-url URL
+  seal      seal a running --seal shamir Latchkey (stamped by a root user's API key)
   completion print a shell completion script: latchkey completion bash|zsh|fish
   backup    write a consistent snapshot of an embedded deployment while it serves (--to FILE)
   restore   put a snapshot in place as a new data directory's database (--from FILE)
@@ -151,6 +153,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdMigrateStore(ctx, rest, stdout, stderr)
 	case "keygen":
 		return clientCommands(stdout, stderr).Keygen(ctx, rest)
+	case "unseal":
+		return clientCommands(stdout, stderr).Unseal(ctx, rest)
+	case "seal":
+		return clientCommands(stdout, stderr).Seal(ctx, rest)
 	case "completion":
 		return cmdCompletion(rest, stdout)
 	case "request":
@@ -262,7 +268,7 @@ func (l *listFlag) Set(v string) error {
 
 // commands are the command names (for suggestions and completion).
 var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
-	"migrate-store", "keygen", "request", "export", "version", "completion", "help"}
+	"migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal"}
 
 // didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
 // prefix), as "; did you mean X?" (flags spelled --X).

@@ -35,7 +35,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory")
 	fs.StringVar(&s.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key as 64 hex characters (or set LATCHKEY_MASTER_KEY)")
 	fs.BoolVar(&s.dev, "dev", false, "development mode: generate a master key in the data directory and a demo organization")
-	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key) or pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build); docs/operations.md")
+	fs.StringVar(&s.seal, "seal", custody.SealFile, "where the master key comes from: file (--master-key-file or LATCHKEY_MASTER_KEY), transit (wrapped by an OpenBao/Vault transit key), pkcs11 (wrapped by an AES key on a PKCS#11 token; a -tags pkcs11 build) or shamir (split into shares held by people: serve starts sealed); docs/operations.md")
 	fs.StringVar(&s.transit.Addr, "transit-addr", "", "--seal transit: the OpenBao or Vault server's URL (https://bao.example:8200)")
 	fs.StringVar(&s.transit.Mount, "transit-mount", "transit", "--seal transit: the transit engine's mount path")
 	fs.StringVar(&s.transit.Key, "transit-key", "", "--seal transit: the name of the transit key that wraps the master key")
@@ -54,6 +54,9 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 	log, _ := newLogger(stderr, "warn")
 	cfg := s.config()
 	cfg.Log = log
+	if s.seal == custody.SealShamir {
+		return server.OpenWithShares(ctx, cfg, shareReader(stderr))
+	}
 	return server.Open(ctx, cfg)
 }
 
@@ -195,6 +198,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Warn("flushing traces", "err", err)
 		}
 	}()
+	if cfg.Seal == custody.SealShamir {
+		return serveSealed(ctx, cfg, *drain, *debugAddr, log)
+	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -249,6 +255,10 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	userEmail := fs.String("user-email", "", "e-mail address of the root user")
 	pub := fs.String("api-public-key", "", "the root user's API public key, hex (required)")
 	curve := fs.String("api-key-curve", "API_KEY_CURVE_P256", "API_KEY_CURVE_P256, API_KEY_CURVE_SECP256K1 or API_KEY_CURVE_ED25519")
+	keyShares := fs.Int("key-shares", 0, "--seal shamir: split the new master key into this many shares (2…255), printed once")
+	keyThreshold := fs.Int("key-threshold", 0, "--seal shamir: how many of the shares unseal (2…--key-shares)")
+	var recipients listFlag
+	fs.Var(&recipients, "share-recipients", "--seal shamir: age X25519 recipients (age1…), one per share in order: each share is printed encrypted to its holder")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -260,6 +270,21 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	log, _ := newLogger(stderr, "warn")
 	cfg := sf.config()
 	cfg.MustExist, cfg.Log = false, log // init makes the deployment
+	if cfg.KeyShares, cfg.KeyThreshold = *keyShares, *keyThreshold; sf.seal == custody.SealShamir {
+		if *keyShares == 0 || *keyThreshold == 0 {
+			return usageError{"--seal shamir needs --key-shares N and --key-threshold K: the master key is split into N shares, any K of which unseal"}
+		}
+		cfg.NewShares = printShares(stdout, stderr, nil)
+		if len(recipients) > 0 {
+			to, err := custody.ParseShareRecipients(recipients, *keyShares)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			cfg.NewShares = printShares(stdout, stderr, to)
+		}
+	} else if len(recipients) > 0 {
+		return usageError{"--share-recipients encrypts the shares of --seal shamir: give --seal shamir"}
+	}
 	s, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -359,16 +384,30 @@ func cmdKeyring(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var sf storeFlags
 	sf.register(fs)
 	var to server.RewrapTarget
+	var recipients listFlag
 	switch sub {
 	case "rotate", "status":
 	case "rewrap":
 		fs.StringVar(&to.Seal, "new-seal", "", "the seal of the new master key: file, or a wrapping seal configured by its own flags (default: the current seal)")
 		fs.StringVar(&to.MasterKeyFile, "new-master-key-file", "", "with a file seal: where the new master key is written (must not exist)")
+		fs.IntVar(&to.KeyShares, "new-key-shares", 0, "with --new-seal shamir: split the new master key into this many shares (2…255), printed once")
+		fs.IntVar(&to.KeyThreshold, "new-key-threshold", 0, "with --new-seal shamir: how many of the new shares unseal")
+		fs.Var(&recipients, "new-share-recipients", "with --new-seal shamir: age X25519 recipients (age1…), one per new share in order")
 	default:
 		return usageError{usage}
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if to.Seal == custody.SealShamir {
+		to.NewShares = printShares(stdout, stderr, nil)
+		if len(recipients) > 0 {
+			r, err := custody.ParseShareRecipients(recipients, to.KeyShares)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			to.NewShares = printShares(stdout, stderr, r)
+		}
 	}
 	s, err := sf.open(ctx, stderr)
 	if err != nil {

@@ -518,6 +518,10 @@ func splitRoute(path string) (kind, op string, ok bool) {
 }
 
 // CORS: browsers call the API directly with stamps (no cookies), so any origin may.
+// SetCORS sets the API's CORS headers (a sealed server's answers carry them too, so browser
+// clients can read them).
+func SetCORS(h http.Header) { setCORS(h) }
+
 func setCORS(h http.Header) {
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "POST, GET, OPTIONS")

@@ -1,5 +1,5 @@
-// Package client is Latchkey's command-line client: the commands keygen, request and export
-// decrypt, which talk to a running server (or its auth proxy) over HTTP.
+// Package client is Latchkey's command-line client: the commands keygen, request, export
+// decrypt, unseal and seal, which talk to a running server (or its auth proxy) over HTTP.
 //
 // # What it owns
 //
@@ -11,6 +11,9 @@
 //     it sends an unstamped request to an auth proxy instead.
 //   - Opening export bundles (export decrypt) with a key of the key directory, checking the
 //     server's signer key (given, or read from /.well-known/latchkey.json).
+//   - The seal commands of a --seal shamir server: unseal gives it one share (read without echo
+//     from a terminal, or a line of stdin) and prints the progress; seal is a stamped request
+//     that seals it again.
 //
 // # What it must never do
 //

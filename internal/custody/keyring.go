@@ -366,6 +366,9 @@ func (kr *Keyring) Seal(plaintext []byte, b Binding) ([]byte, error) {
 	kr.mu.RLock()
 	v, a := kr.active, kr.keys[kr.active]
 	kr.mu.RUnlock()
+	if a == nil {
+		return nil, errors.New("custody: the keyring is sealed (its keys are wiped)")
+	}
 	out := make([]byte, headerLen+a.NonceSize(), headerLen+a.NonceSize()+len(plaintext)+a.Overhead())
 	out[0] = sealFormat
 	binary.BigEndian.PutUint32(out[1:5], v)

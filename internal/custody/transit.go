@@ -65,6 +65,8 @@ type SealRecord struct {
 	Key        string    `json:"key"`
 	Ciphertext string    `json:"ciphertext"`
 	Created    time.Time `json:"created"`
+	// Shamir is the split of a --seal shamir master key (no secret: see ShamirSeal).
+	Shamir *ShamirSeal `json:"shamir,omitempty"`
 }
 
 // LoadSealRecord reads the deployment's seal record (ErrNoSealRecord when there is none).

@@ -133,12 +133,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /audit", s.auth(s.audit))
 	mux.HandleFunc("GET /audit/export", s.auth(s.auditExport))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
+		setPageHeaders(w.Header())
 		mux.ServeHTTP(w, r)
 	})
 }

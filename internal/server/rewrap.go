@@ -46,6 +46,10 @@ type RewrapTarget struct {
 	Seal string
 	// MasterKeyFile is where a file seal's new master key is written (it must not exist).
 	MasterKeyFile string
+	// KeyShares and KeyThreshold split a shamir seal's new master key; NewShares is given the
+	// new shares to show once, before the keyring is rewrapped.
+	KeyShares, KeyThreshold int
+	NewShares               func(*custody.Shares) error
 }
 
 // RewrapResult is what a rewrap did.
@@ -84,6 +88,13 @@ func (s *Server) RewrapMasterKey(ctx context.Context, to RewrapTarget) (RewrapRe
 		}
 		next, res.MasterKeyFile = m, to.MasterKeyFile
 		also = func(tx store.Tx) error { return custody.DeleteSealRecord(ctx, tx) }
+	} else if seal == custody.SealShamir {
+		rec, err := splitForRewrap(to)
+		if err != nil {
+			return res, err
+		}
+		next, rec.m = rec.m, nil
+		also = func(tx store.Tx) error { return custody.PutSealRecord(ctx, tx, rec.SealRecord) }
 	} else {
 		if to.MasterKeyFile != "" {
 			return res, fmt.Errorf("--new-master-key-file is for a file seal; --new-seal %s keeps the master key wrapped", seal)

@@ -148,18 +148,25 @@ type Config struct {
 	Emailer notify.Emailer
 	Texter  notify.Texter
 	Log     *slog.Logger
+	// KeyShares and KeyThreshold split a new --seal shamir deployment's master key (init);
+	// NewShares is given the shares, to show them once, before the seal record is stored.
+	KeyShares, KeyThreshold int
+	NewShares               func(*custody.Shares) error
+	// unsealed is a --seal shamir master key rebuilt from shares (a server being unsealed);
+	// metrics, when set, are the process's metrics (they outlive a sealed server's openings).
+	unsealed *custody.MasterKey
+	metrics  *metrics.Metrics
 }
 
 // Server is one assembled Latchkey.
 type Server struct {
-	cfg          Config
-	Store        store.Store
-	Keyring      *custody.Keyring
-	Keys         *custody.ServerKeys
-	Custodian    *custody.Custodian
-	Webhooks     *webhooks.Deliverer
-	proxyURL     string
-	dashboardURL string
+	cfg       Config
+	Store     store.Store
+	Keyring   *custody.Keyring
+	Keys      *custody.ServerKeys
+	Custodian *custody.Custodian
+	Webhooks  *webhooks.Deliverer
+	listenerURLs
 	// Outbox is the --dev delivery file (nil when real transports are configured).
 	Outbox *notify.Outbox
 	Engine *activity.Engine
@@ -178,20 +185,41 @@ type Server struct {
 	// Messages is the outbox of the e-mails and SMS activities send.
 	Messages *messages.Outbox
 	// Metrics are the process's Prometheus metrics, served on --metrics-addr.
-	Metrics    *metrics.Metrics
-	metricsURL string
-	apiURL     string
+	Metrics *metrics.Metrics
 	// tls holds each TLS listener's certificate by listener name (api, proxy, dashboard,
 	// metrics), reloaded by ReloadTLS.
 	tls  map[string]*tlsListener
 	lock *os.File // the data directory's lock (Config.Exclusive)
 }
 
+// listenerURLs are the listeners' base URLs once they listen.
+type listenerURLs struct{ apiURL, proxyURL, dashboardURL, metricsURL string }
+
 // MetricsURL is the metrics listener's address once Run listens ("" without one).
-func (s *Server) MetricsURL() string { return s.metricsURL }
+func (u *listenerURLs) MetricsURL() string { return u.metricsURL }
 
 // APIURL is the activity API's base URL once Run listens (https:// when it serves TLS).
-func (s *Server) APIURL() string { return s.apiURL }
+func (u *listenerURLs) APIURL() string { return u.apiURL }
+
+// DashboardURL is the dashboard's address once Run listens ("" before, or without one).
+func (u *listenerURLs) DashboardURL() string { return u.dashboardURL }
+
+// ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
+func (u *listenerURLs) ProxyURL() string { return u.proxyURL }
+
+// bound records a listener's base URL.
+func (u *listenerURLs) bound(name, url string) {
+	switch name {
+	case "api":
+		u.apiURL = url
+	case "proxy":
+		u.proxyURL = url
+	case "dashboard":
+		u.dashboardURL = url
+	case "metrics":
+		u.metricsURL = url
+	}
+}
 
 // DatabaseFile is the SQLite file inside the data directory.
 const DatabaseFile = "latchkey.db"
@@ -202,6 +230,20 @@ const OutboxFile = "outbox.jsonl"
 // MasterKeyFile is where --dev keeps its generated master key.
 const MasterKeyFile = "master.key"
 
+// withDefaults fills in the logger, data directory and limits when unset.
+func (cfg Config) withDefaults() Config {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./latchkey-data"
+	}
+	if cfg.Limits == (directory.Limits{}) {
+		cfg.Limits = directory.DefaultLimits
+	}
+	return cfg
+}
+
 // Validate checks the configuration that can be checked without opening anything: Open calls
 // it first, so a mistake is refused before the data directory or the database is touched (the
 // TLS files, the asset and price files are read and checked next, still before the store).
@@ -209,21 +251,28 @@ func (cfg Config) Validate() error {
 	if err := tvc.CheckQOSVersions(cfg.TVCQOSVersions); err != nil {
 		return err
 	}
+	if cfg.Seal != custody.SealShamir && (cfg.KeyShares != 0 || cfg.KeyThreshold != 0) {
+		return errors.New("--key-shares and --key-threshold split the master key of a --seal shamir deployment: give --seal shamir")
+	}
 	switch cfg.Seal {
 	case "", custody.SealFile:
 		if cfg.MasterKeyFile == "" && os.Getenv("LATCHKEY_MASTER_KEY") == "" && !cfg.Dev {
 			return errNoMasterKey
+		}
+	case custody.SealShamir:
+		if err := cfg.checkNoFileKey(); err != nil {
+			return err
+		}
+		if cfg.KeyShares != 0 || cfg.KeyThreshold != 0 {
+			return custody.CheckShamir(cfg.KeyShares, cfg.KeyThreshold)
 		}
 	default:
 		w, err := cfg.wrapper()
 		if err != nil {
 			return err
 		}
-		if cfg.Dev {
-			return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
-		}
-		if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
-			return fmt.Errorf("--seal %s keeps the master key wrapped outside Latchkey: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+		if err := cfg.checkNoFileKey(); err != nil {
+			return err
 		}
 		if err := w.Check(); err != nil {
 			return err
@@ -249,31 +298,10 @@ func (cfg Config) Validate() error {
 
 // Open assembles a server from cfg.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	if cfg.DataDir == "" {
-		cfg.DataDir = "./latchkey-data"
-	}
-	if cfg.Limits == (directory.Limits{}) {
-		cfg.Limits = directory.DefaultLimits
-	}
-	// Everything that can be refused is refused before anything is opened or written.
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	tlsListeners, err := loadTLS(cfg)
+	cfg = cfg.withDefaults()
+	tlsListeners, lock, err := prepare(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkDataDir(cfg); err != nil {
-		return nil, err
-	}
-	var lock *os.File
-	if cfg.Exclusive && cfg.DatabaseURL == "" {
-		if lock, err = LockDataDir(cfg.DataDir); err != nil {
-			return nil, err
-		}
 	}
 	s, err := open(ctx, cfg)
 	if err != nil {
@@ -286,8 +314,34 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// prepare refuses everything that can be refused before anything is opened or written (the
+// configuration, the TLS files, the data directory), then takes the data directory's lock
+// when cfg.Exclusive asks for it.
+func prepare(cfg Config) (map[string]*tlsListener, *os.File, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	tlsListeners, err := loadTLS(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDataDir(cfg); err != nil {
+		return nil, nil, err
+	}
+	var lock *os.File
+	if cfg.Exclusive && cfg.DatabaseURL == "" {
+		if lock, err = LockDataDir(cfg.DataDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tlsListeners, lock, nil
+}
+
 func open(ctx context.Context, cfg Config) (*Server, error) {
-	m := metrics.New()
+	m := cfg.metrics
+	if m == nil {
+		m = metrics.New()
+	}
 	s := &Server{cfg: cfg, Log: cfg.Log, Metrics: m}
 	// The chain providers, asset list and prices are configuration: read before anything is
 	// written (--dev's master key included).
@@ -466,11 +520,23 @@ func (s *Server) Close() error {
 var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
 	"for a development server use --dev")
 
+// checkNoFileKey refuses --dev and a master key file with a seal that keeps the master key
+// elsewhere.
+func (cfg Config) checkNoFileKey() error {
+	if cfg.Dev {
+		return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
+	}
+	if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
+		return fmt.Errorf("--seal %s keeps the master key outside Latchkey's files: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+	}
+	return nil
+}
+
 // fileSeal reports whether the master key comes from a file or the environment.
 func (cfg Config) fileSeal() bool { return cfg.Seal == "" || cfg.Seal == custody.SealFile }
 
 // sealNames lists the --seal values, for the message that refuses another.
-const sealNames = "file, transit or pkcs11"
+const sealNames = "file, transit, pkcs11 or shamir"
 
 // wrapper is the seal that keeps the master key wrapped outside Latchkey (--seal other than file).
 func (cfg Config) wrapper() (custody.Wrapper, error) { return cfg.wrapperFor(cfg.Seal) }
@@ -494,6 +560,9 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 	rec, err := custody.LoadSealRecord(ctx, st)
 	if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 		return nil, err
+	}
+	if cfg.Seal == custody.SealShamir || rec != nil && rec.Type == custody.SealShamir && cfg.fileSeal() {
+		return unsealShamir(ctx, cfg, st, rec)
 	}
 	if cfg.fileSeal() {
 		if rec != nil {
@@ -628,70 +697,109 @@ func checkCoordinatorURL(raw string) error {
 	return nil
 }
 
-// DashboardURL is the dashboard's address once Run listens ("" before, or without one).
-func (s *Server) DashboardURL() string { return s.dashboardURL }
-
-// ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
-func (s *Server) ProxyURL() string { return s.proxyURL }
-
 // Run serves the API listener and the auth proxy's until ctx ends, then drains in-flight
 // requests (up to drain) and returns. ready, when not nil, is called with the API's bound
 // address once listening.
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
+	stop := func() {}
+	defer func() { stop() }()
+	l := listenerSet{cfg: s.cfg, tls: s.tls, log: s.Log, metrics: s.Metrics, handlers: s.handlers(), bound: s.bound, draining: s.API.Drain}
+	return l.run(ctx, drain, func(apiAddr string) {
+		stop = s.startWorkers()
+		if ready != nil {
+			ready(apiAddr)
+		}
+	})
+}
+
+// handlers are the store-backed handlers of the API, auth proxy and dashboard listeners.
+func (s *Server) handlers() map[string]http.Handler {
+	return map[string]http.Handler{"api": s.Dashboard.Observe(s.API.Handler()), "proxy": s.ProxyServer.Handler(), "dashboard": s.Dashboard.Handler()}
+}
+
+// startWorkers starts the webhook and message deliveries and the chain follower; stop ends
+// them and waits for them.
+func (s *Server) startWorkers() (stop func()) {
+	dctx, stopDeliveries := context.WithCancel(context.Background())
+	delivered := make(chan struct{})
+	go func() { s.Webhooks.Run(dctx); close(delivered) }()
+	sent := make(chan struct{})
+	go func() { s.Messages.Run(dctx); close(sent) }()
+	followed := make(chan struct{})
+	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
+	reloaded := make(chan struct{})
+	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
+	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
+	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }
+}
+
+// listenerSet is the listeners of cfg (api always; proxy, dashboard and metrics when their
+// addresses are set) serving handlers by name, metrics observed.
+type listenerSet struct {
+	cfg      Config
+	tls      map[string]*tlsListener
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	handlers map[string]http.Handler
+	bound    func(name, url string)
+	draining func() // called when ctx ends, before the listeners drain
+}
+
+// run binds the listeners, calls started with the API's address, serves until ctx ends, then
+// drains in-flight requests (up to drain).
+func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(apiAddr string)) error {
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
-	}
-	observe := func(listener string, operation func(string) string, h http.Handler) http.Handler {
-		return metrics.Observe(s.Metrics, s.Log, listener, operation, h)
+			ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelWarn)}
 	}
 	var (
 		servers   []*http.Server
 		listeners []net.Listener
 		serve     []func() error
 	)
-	// listen binds one listener (TLS when configured) and returns its base URL.
-	listen := func(name, flag, addr string, h http.Handler) (string, error) {
+	// listen binds one listener (TLS when configured) and records its base URL.
+	listen := func(name, flag, addr string, h http.Handler) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			for _, l := range listeners {
 				l.Close()
 			}
-			return "", fmt.Errorf("%s listener (%s): %w", name, flag, err)
+			return fmt.Errorf("%s listener (%s): %w", name, flag, err)
 		}
 		hs := newServer(h)
-		tl := s.tls[name]
+		tl := l.tls[name]
 		servers, listeners = append(servers, hs), append(listeners, ln)
 		serve = append(serve, func() error { return hs.Serve(tl.wrap(ln)) })
 		url := tl.scheme() + ln.Addr().String()
-		s.Log.Info("latchkey "+name+" listening", "addr", ln.Addr().String(), "url", url)
-		return url, nil
+		l.log.Info("latchkey "+name+" listening", "addr", ln.Addr().String(), "url", url)
+		l.bound(name, url)
+		return nil
 	}
-	var err error
-	if s.apiURL, err = listen("api", "--api-addr", s.cfg.APIAddr, observe("api", api.Operation, s.Dashboard.Observe(s.API.Handler()))); err != nil {
-		return err
+	for _, ls := range []struct {
+		name, flag, addr string
+		operation        func(string) string
+	}{{"api", "--api-addr", l.cfg.APIAddr, api.Operation}, {"proxy", "--proxy-addr", l.cfg.ProxyAddr, authproxy.Operation},
+		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation}} {
+		if ls.addr == "" && ls.name != "api" {
+			continue
+		}
+		if err := listen(ls.name, ls.flag, ls.addr, metrics.Observe(l.metrics, l.log, ls.name, ls.operation, l.handlers[ls.name])); err != nil {
+			return err
+		}
+		if ls.name == "proxy" {
+			coordinator := "in process"
+			if l.cfg.CoordinatorURL != "" {
+				coordinator = l.cfg.CoordinatorURL
+			}
+			l.log.Info("latchkey auth proxy forwards", "coordinator", coordinator)
+		}
 	}
 	apiAddr := listeners[0].Addr().String()
-	if s.cfg.ProxyAddr != "" {
-		if s.proxyURL, err = listen("proxy", "--proxy-addr", s.cfg.ProxyAddr, observe("proxy", authproxy.Operation, s.ProxyServer.Handler())); err != nil {
-			return err
-		}
-		coordinator := "in process"
-		if s.cfg.CoordinatorURL != "" {
-			coordinator = s.cfg.CoordinatorURL
-		}
-		s.Log.Info("latchkey auth proxy forwards", "coordinator", coordinator)
-	}
-	if s.cfg.DashboardAddr != "" {
-		if s.dashboardURL, err = listen("dashboard", "--dashboard-addr", s.cfg.DashboardAddr, observe("dashboard", dashboard.Operation, s.Dashboard.Handler())); err != nil {
-			return err
-		}
-	}
-	if s.cfg.MetricsAddr != "" {
+	if l.cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.Metrics.Handler())
-		if s.metricsURL, err = listen("metrics", "--metrics-addr", s.cfg.MetricsAddr, mux); err != nil {
+		mux.Handle("GET /metrics", l.metrics.Handler())
+		if err := listen("metrics", "--metrics-addr", l.cfg.MetricsAddr, mux); err != nil {
 			return err
 		}
 	}
@@ -699,7 +807,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 	for _, fn := range serve {
 		go func() { errc <- fn() }()
 	}
-	if len(s.tls) > 0 {
+	if len(l.tls) > 0 {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		stopped := make(chan struct{})
@@ -711,35 +819,28 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 					return
 				case <-hup:
 				}
-				if err := s.ReloadTLS(); err != nil {
-					s.Log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
+				var errs []error
+				for _, t := range l.tls {
+					errs = append(errs, t.reload())
+				}
+				if err := errors.Join(errs...); err != nil {
+					l.log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
 				} else {
-					s.Log.Info("SIGHUP: TLS certificates reloaded")
+					l.log.Info("SIGHUP: TLS certificates reloaded")
 				}
 			}
 		}()
 	}
-	dctx, stopDeliveries := context.WithCancel(context.Background())
-	delivered := make(chan struct{})
-	go func() { s.Webhooks.Run(dctx); close(delivered) }()
-	sent := make(chan struct{})
-	go func() { s.Messages.Run(dctx); close(sent) }()
-	followed := make(chan struct{})
-	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
-	reloaded := make(chan struct{})
-	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
-	defer func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }()
-	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
-	if ready != nil {
-		ready(apiAddr)
+	if started != nil {
+		started(apiAddr)
 	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	s.API.Drain()
-	s.Log.Info("shutting down: draining in-flight requests")
+	l.draining()
+	l.log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	for _, hs := range servers {
