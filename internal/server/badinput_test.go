@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // Bad input found by a probe was stored instead of refused: a 1 MiB name with NUL bytes and
@@ -13,12 +15,12 @@ import (
 // signed bytes), and duplicate member names (the last won). Each is now a 400 naming the field,
 // and nothing is stored: no activity, no profile, no feature.
 func TestBadInputIsRefusedNotStored(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Strict")
+	h := servertest.New(t)
+	root, created := h.RootOrg("Strict")
 	huge := strings.Repeat("a", 1<<20) + "\x00\x07"
 	raw := func(params string) []byte {
 		return []byte(fmt.Sprintf(`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_SESSION_PROFILE"}`,
-			params, created.OrganizationID, h.clock().UnixMilli()))
+			params, created.OrganizationID, h.Now().UnixMilli()))
 	}
 	tests := []struct {
 		name  string
@@ -26,17 +28,17 @@ func TestBadInputIsRefusedNotStored(t *testing.T) {
 		body  []byte
 		field string
 	}{
-		{"1 MiB name with NUL and BEL", "create_session_profile", root.submitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+		{"1 MiB name with NUL and BEL", "create_session_profile", root.SubmitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
 			map[string]any{"sessionProfileName": huge, "scope": "true"}), "parameters.sessionProfileName"},
-		{"name with a control character", "create_session_profile", root.submitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+		{"name with a control character", "create_session_profile", root.SubmitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
 			map[string]any{"sessionProfileName": "ops\x1b[31m", "scope": "true"}), "parameters.sessionProfileName"},
-		{"name over 256 bytes", "create_session_profile", root.submitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+		{"name over 256 bytes", "create_session_profile", root.SubmitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
 			map[string]any{"sessionProfileName": strings.Repeat("n", 257), "scope": "true"}), "parameters.sessionProfileName"},
-		{"notes with NUL", "create_session_profile", root.submitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+		{"notes with NUL", "create_session_profile", root.SubmitBody("ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
 			map[string]any{"sessionProfileName": "p", "scope": "true", "notes": "a\x00b"}), "parameters.notes"},
-		{"feature value with NUL", "set_organization_feature", root.submitBody("ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
+		{"feature value with NUL", "set_organization_feature", root.SubmitBody("ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
 			map[string]any{"name": "FEATURE_NAME_WEBHOOK", "value": "https://x.example/\x00"}), "parameters.value"},
-		{"feature value of 1 MiB", "set_organization_feature", root.submitBody("ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
+		{"feature value of 1 MiB", "set_organization_feature", root.SubmitBody("ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
 			map[string]any{"name": "FEATURE_NAME_WEBHOOK", "value": strings.Repeat("v", 1<<20)}), "parameters.value"},
 		{"invalid UTF-8 in a string", "create_session_profile", raw("{\"sessionProfileName\":\"caf\xe9\",\"scope\":\"true\"}"),
 			"parameters.sessionProfileName"},
@@ -44,31 +46,31 @@ func TestBadInputIsRefusedNotStored(t *testing.T) {
 			"parameters.sessionProfileName"},
 		{"organizationId twice", "create_session_profile", []byte(fmt.Sprintf(
 			`{"parameters":{"sessionProfileName":"p","scope":"true"},"organizationId":%q,"organizationId":"00000000-0000-4000-8000-000000000000","timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_SESSION_PROFILE"}`,
-			created.OrganizationID, h.clock().UnixMilli())), "organizationId"},
+			created.OrganizationID, h.Now().UnixMilli())), "organizationId"},
 		{"a nested member twice", "create_session_profile", raw(`{"sessionProfileName":"p","scope":"true","scope":"false"}`),
 			"parameters.scope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h.advance(time.Millisecond)
-			r := root.post("/public/v1/submit/"+tc.path, tc.body)
-			if r.status != http.StatusBadRequest || !strings.Contains(r.str("message"), tc.field) {
-				t.Fatalf("%d %.300s", r.status, r.raw)
+			h.Advance(time.Millisecond)
+			r := root.Post("/public/v1/submit/"+tc.path, tc.body)
+			if r.Status != http.StatusBadRequest || !strings.Contains(r.Str("message"), tc.field) {
+				t.Fatalf("%d %.300s", r.Status, r.Raw)
 			}
 		})
 	}
 	// A duplicate in a query body is refused too.
-	q := root.post("/public/v1/query/get_organization", []byte(fmt.Sprintf(`{"organizationId":%q,"organizationId":%q}`, created.OrganizationID, created.OrganizationID)))
-	if q.status != http.StatusBadRequest || !strings.Contains(q.str("message"), "organizationId") {
-		t.Fatalf("query with a duplicate member: %d %s", q.status, q.raw)
+	q := root.Post("/public/v1/query/get_organization", []byte(fmt.Sprintf(`{"organizationId":%q,"organizationId":%q}`, created.OrganizationID, created.OrganizationID)))
+	if q.Status != http.StatusBadRequest || !strings.Contains(q.Str("message"), "organizationId") {
+		t.Fatalf("query with a duplicate member: %d %s", q.Status, q.Raw)
 	}
-	if n := len(root.query("list_activities", nil).body["activities"].([]any)); n != 0 {
+	if n := len(root.Query("list_activities", nil).Body["activities"].([]any)); n != 0 {
 		t.Fatalf("%d activities were recorded for refused requests", n)
 	}
-	if p := root.query("list_session_profiles", nil); strings.Contains(string(p.raw), "sessionProfileId") {
-		t.Fatalf("a profile was stored: %s", p.raw)
+	if p := root.Query("list_session_profiles", nil); strings.Contains(string(p.Raw), "sessionProfileId") {
+		t.Fatalf("a profile was stored: %s", p.Raw)
 	}
 	// Line breaks are allowed in notes; a plain name passes.
-	mustOK(t, root.submit("create_session_profile", "ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+	servertest.MustOK(t, root.Submit("create_session_profile", "ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
 		map[string]any{"sessionProfileName": "café ops", "scope": "true", "notes": "line one\nline two\ttabbed"}))
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // Balance updates from blocks, against a node answering in the format of real ones: an ERC-20
@@ -46,27 +49,27 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 		},
 	})
 	recv := newHookRecorder(t)
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
 		c.LoopbackWebhooks = true
-	})
-	h.s.Webhooks.Poll = 20 * time.Millisecond
-	root, created := h.rootOrg("Acme")
-	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts[:1]})
-	mustOK(t, w)
-	addr := strings.ToLower(w.str("activity", "result", "createWalletResult", "addresses", "0"))
+	}))
+	h.Server.Webhooks.Poll = 20 * time.Millisecond
+	root, created := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	servertest.MustOK(t, w)
+	addr := strings.ToLower(w.Str("activity", "result", "createWalletResult", "addresses", "0"))
 	watched.Store(addr)
-	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "balances",
+	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "balances",
 		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}, map[string]any{"eventType": "BALANCE_FINALIZED_UPDATES"}}}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	go func() { h.Server.Webhooks.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	h.s.chain.FollowBalancesOnce(ctx) // the first pass starts both cursors at the head (0x10)
-	head.Store(0x11)                  // one new block, at both tags
-	h.s.chain.FollowBalancesOnce(ctx)
-	h.s.chain.FollowBalancesOnce(ctx) // nothing new: nothing sent twice
+	h.Server.ChainDeps().FollowBalancesOnce(ctx) // the first pass starts both cursors at the head (0x10)
+	head.Store(0x11)                             // one new block, at both tags
+	h.Server.ChainDeps().FollowBalancesOnce(ctx)
+	h.Server.ChainDeps().FollowBalancesOnce(ctx) // nothing new: nothing sent twice
 	all := recv.waitFor(4, 10*time.Second, "BALANCE_CONFIRMED_UPDATES", "BALANCE_FINALIZED_UPDATES")
 	confirmed, finalized := recv.events("BALANCE_CONFIRMED_UPDATES"), recv.events("BALANCE_FINALIZED_UPDATES")
 	if len(confirmed) != 2 || len(finalized) != 2 {
@@ -135,26 +138,26 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 		},
 	})
 	recv := newHookRecorder(t)
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.ChainRPC = map[string]string{"solana:devnet": sol.srv.URL}
 		c.LoopbackWebhooks = true
-	})
-	h.s.Webhooks.Poll = 20 * time.Millisecond
-	root, _ := h.rootOrg("Acme")
-	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "sol", "accounts": []any{map[string]any{
+	}))
+	h.Server.Webhooks.Poll = 20 * time.Millisecond
+	root, _ := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "sol", "accounts": []any{map[string]any{
 		"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
-	mustOK(t, w)
-	addr := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	servertest.MustOK(t, w)
+	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	watched.Store(addr)
-	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sol",
+	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sol",
 		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	go func() { h.Server.Webhooks.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	h.s.chain.FollowBalancesOnce(ctx) // cursors at slot 100
-	slot.Store(102)                   // 101 skipped, 102 holds the transaction
-	h.s.chain.FollowBalancesOnce(ctx)
+	h.Server.ChainDeps().FollowBalancesOnce(ctx) // cursors at slot 100
+	slot.Store(102)                              // 101 skipped, 102 holds the transaction
+	h.Server.ChainDeps().FollowBalancesOnce(ctx)
 	got := recv.waitFor(2, 10*time.Second, "BALANCE_CONFIRMED_UPDATES")
 	if len(got) != 2 {
 		t.Fatalf("%d deliveries, want 2: %v", len(got), got)

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/hex"
@@ -18,6 +18,8 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // TestChainDataNodeErrors: what the nodes answer when things go wrong (geth's and a Solana
@@ -57,48 +59,48 @@ func TestChainDataNodeErrors(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(busy.Close)
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, chaindata.SolanaMainnet: busy.URL + "/?api-key=SECRET"}
-	})
-	root, created := h.rootOrg("Acme")
-	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
+	}))
+	root, created := h.RootOrg("Acme")
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
 		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
 		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
-	mustOK(t, r)
-	ethAddr := r.str("activity", "result", "createWalletResult", "addresses", "0")
-	solAddr := r.str("activity", "result", "createWalletResult", "addresses", "1")
-	balances := func(addr, caip2 string) response {
-		return root.query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
+	servertest.MustOK(t, r)
+	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
+	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
+	balances := func(addr, caip2 string) servertest.Response {
+		return root.Query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
 	}
 	grant := func(on bool) {
 		t.Helper()
-		if err := chaindata.SetGrant(t.Context(), h.s.Store, created.OrganizationID, chaindata.FeatureWalletBalances, on, h.clock()); err != nil {
+		if err := chaindata.SetGrant(t.Context(), h.Server.Store, created.OrganizationID, chaindata.FeatureWalletBalances, on, h.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	// Granted, then revoked: refused again at once.
 	grant(true)
-	mustOK(t, balances(ethAddr, "eip155:11155111"))
+	servertest.MustOK(t, balances(ethAddr, "eip155:11155111"))
 	grant(false)
-	wantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
+	servertest.WantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
 	grant(true)
 
 	// Only zero balances: an empty list, on both kinds of chain.
 	for _, c := range []struct{ addr, caip2 string }{{ethAddr, "eip155:11155111"}, {solAddr, "solana:devnet"}} {
 		b := balances(c.addr, c.caip2)
-		mustOK(t, b)
-		if l, ok := b.body["balances"].([]any); b.body["balances"] != nil && (!ok || len(l) != 0) {
-			t.Fatalf("%s: zero balances were not left out: %s", c.caip2, b.raw)
+		servertest.MustOK(t, b)
+		if l, ok := b.Body["balances"].([]any); b.Body["balances"] != nil && (!ok || len(l) != 0) {
+			t.Fatalf("%s: zero balances were not left out: %s", c.caip2, b.Raw)
 		}
 	}
 
 	// The overloaded provider: retried (3 attempts per RPC call), then a 503 naming the network.
 	before := busyCalls.Load()
 	d := balances(solAddr, "solana:mainnet")
-	if d.status != http.StatusServiceUnavailable || !strings.Contains(d.str("message"), chaindata.SolanaMainnet) ||
-		strings.Contains(string(d.raw), "SECRET") || strings.Contains(string(d.raw), busy.URL) {
-		t.Fatalf("provider down: %d %s", d.status, d.raw)
+	if d.Status != http.StatusServiceUnavailable || !strings.Contains(d.Str("message"), chaindata.SolanaMainnet) ||
+		strings.Contains(string(d.Raw), "SECRET") || strings.Contains(string(d.Raw), busy.URL) {
+		t.Fatalf("provider down: %d %s", d.Status, d.Raw)
 	}
 	if n := busyCalls.Load() - before; n < 3 {
 		t.Fatalf("the provider was tried %d times, want 3 (two retries)", n)
@@ -107,18 +109,18 @@ func TestChainDataNodeErrors(t *testing.T) {
 	// The node refuses a transaction. Broadcasting happens after the activity commits (never
 	// inside its transaction), so the activity completes with the transaction's hash and the
 	// send's status says FAILED in the node's own words, with the network.
-	refused := func(r response, member, want string) {
+	refused := func(r servertest.Response, member, want string) {
 		t.Helper()
-		mustOK(t, r)
+		servertest.MustOK(t, r)
 		var id string
-		for _, v := range r.body["activity"].(map[string]any)["result"].(map[string]any) {
+		for _, v := range r.Body["activity"].(map[string]any)["result"].(map[string]any) {
 			m := v.(map[string]any)
 			id, _ = m[member].(string)
 		}
-		st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
-		mustOK(t, st)
-		if st.str("txStatus") != "FAILED" || !strings.Contains(st.str("txError"), want) {
-			t.Fatalf("status of a refused send: %s", st.raw)
+		st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+		servertest.MustOK(t, st)
+		if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), want) {
+			t.Fatalf("status of a refused send: %s", st.Raw)
 		}
 	}
 	key, _ := crypto.GenerateKey()
@@ -129,8 +131,8 @@ func TestChainDataNodeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := tx.MarshalBinary()
-	h.advance(time.Millisecond)
-	refused(root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
+	h.Advance(time.Millisecond)
+	refused(root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
 		"caip2": "eip155:11155111"}), "transactionHash", "eip155:11155111 node: nonce too low")
 
 	from, _ := base58.Decode(solAddr)
@@ -140,15 +142,15 @@ func TestChainDataNodeErrors(t *testing.T) {
 	msg = append(msg, make([]byte, 32)...)
 	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0)
 	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
-	h.advance(time.Millisecond)
-	refused(root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+	h.Advance(time.Millisecond)
+	refused(root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
 		"signWiths": []string{solAddr}, "caip2": "solana:devnet"}), "sendTransactionStatusId", "Blockhash not found")
 
 	// Turnkey's sponsored send is answered "not supported", clearly.
-	h.advance(time.Millisecond)
-	ns := root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
+	h.Advance(time.Millisecond)
+	ns := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
 		"to": to.Hex(), "value": "1", "sponsor": true})
-	if ns.status != http.StatusNotImplemented || !strings.Contains(ns.str("message"), "gas station") {
-		t.Fatalf("eth_send_transaction: %d %s", ns.status, ns.raw)
+	if ns.Status != http.StatusNotImplemented || !strings.Contains(ns.Str("message"), "gas station") {
+		t.Fatalf("eth_send_transaction: %d %s", ns.Status, ns.Raw)
 	}
 }

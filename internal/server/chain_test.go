@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"crypto/ed25519"
@@ -24,6 +24,8 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // fakeNode answers JSON-RPC methods with canned (recorded) results.
@@ -112,43 +114,43 @@ func TestChainData(t *testing.T) {
 	if err := os.WriteFile(prices, []byte(`{"eip155:11155111/slip44:60": "2500.5", "eip155:11155111/erc20:0x1C7D4B196Cb0C7B01d743Fbc6116a902379C7238": "1"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, "eip155:8453": down.URL}
 		c.PricesFile = prices
-	})
-	root, created := h.rootOrg("Acme")
-	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
+	}))
+	root, created := h.RootOrg("Acme")
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
 		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
 		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
-	mustOK(t, r)
-	ethAddr := r.str("activity", "result", "createWalletResult", "addresses", "0")
-	solAddr := r.str("activity", "result", "createWalletResult", "addresses", "1")
-	balances := func(addr, caip2 string) response {
-		return root.query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
+	servertest.MustOK(t, r)
+	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
+	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
+	balances := func(addr, caip2 string) servertest.Response {
+		return root.Query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
 	}
 
 	// A beta: refused until the operator grants it.
-	wantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
-	if err := chaindata.SetGrant(t.Context(), h.s.Store, created.OrganizationID, chaindata.FeatureWalletBalances, true, h.clock()); err != nil {
+	servertest.WantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
+	if err := chaindata.SetGrant(t.Context(), h.Server.Store, created.OrganizationID, chaindata.FeatureWalletBalances, true, h.Now()); err != nil {
 		t.Fatal(err)
 	}
 
 	// Native and listed ERC-20 balances, zero ones left out; a burst is one set of RPC calls.
 	before := evm.calls.Load()
 	var wg sync.WaitGroup
-	results := make([]response, 20)
+	results := make([]servertest.Response, 20)
 	for i := range results {
 		wg.Add(1)
 		go func() { defer wg.Done(); results[i] = balances(ethAddr, "eip155:11155111") }()
 	}
 	wg.Wait()
 	for _, b := range results {
-		mustOK(t, b)
-		if b.str("balances", "0", "balance") != "1000000000000000000" || b.str("balances", "0", "symbol") != "ETH" || b.str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
-			b.str("balances", "1", "balance") != "1000000" || b.str("balances", "1", "decimals") != "6" || b.str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
-			len(b.body["balances"].([]any)) != 2 || b.str("balances", "1", "display", "crypto") != "1" || b.str("balances", "0", "display", "usd") != "2500.50" ||
-			b.str("balances", "1", "display", "usd") != "1.00" {
-			t.Fatalf("balances: %s", b.raw)
+		servertest.MustOK(t, b)
+		if b.Str("balances", "0", "balance") != "1000000000000000000" || b.Str("balances", "0", "symbol") != "ETH" || b.Str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
+			b.Str("balances", "1", "balance") != "1000000" || b.Str("balances", "1", "decimals") != "6" || b.Str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
+			len(b.Body["balances"].([]any)) != 2 || b.Str("balances", "1", "display", "crypto") != "1" || b.Str("balances", "0", "display", "usd") != "2500.50" ||
+			b.Str("balances", "1", "display", "usd") != "1.00" {
+			t.Fatalf("balances: %s", b.Raw)
 		}
 	}
 	if n := evm.calls.Load() - before; n != 2 { // eth_getBalance + one eth_call for the one listed token
@@ -157,34 +159,34 @@ func TestChainData(t *testing.T) {
 
 	// Solana by its alias: SOL, the listed USDC, an unlisted mint by its id; the empty account left out.
 	s := balances(solAddr, "solana:devnet")
-	mustOK(t, s)
-	if s.str("balances", "0", "balance") != "1500000000" || s.str("balances", "0", "symbol") != "SOL" || s.str("balances", "0", "display", "crypto") != "1.5" ||
-		s.str("balances", "0", "display", "usd") != "" ||
-		s.str("balances", "1", "symbol") != "USDC" || s.str("balances", "1", "balance") != "25000000" ||
-		s.str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" || s.str("balances", "2", "decimals") != "2" ||
-		len(s.body["balances"].([]any)) != 3 {
-		t.Fatalf("solana balances: %s", s.raw)
+	servertest.MustOK(t, s)
+	if s.Str("balances", "0", "balance") != "1500000000" || s.Str("balances", "0", "symbol") != "SOL" || s.Str("balances", "0", "display", "crypto") != "1.5" ||
+		s.Str("balances", "0", "display", "usd") != "" ||
+		s.Str("balances", "1", "symbol") != "USDC" || s.Str("balances", "1", "balance") != "25000000" ||
+		s.Str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" || s.Str("balances", "2", "decimals") != "2" ||
+		len(s.Body["balances"].([]any)) != 3 {
+		t.Fatalf("solana balances: %s", s.Raw)
 	}
 
 	// Errors.
-	pk := root.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
+	pk := root.Submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
 		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}}})
-	mustOK(t, pk)
-	pkAddr := pk.str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
-	wantError(t, balances(pkAddr, "eip155:11155111"), http.StatusBadRequest, 3, "private key address")
-	wantError(t, balances("0x000000000000000000000000000000000000dEaD", "eip155:11155111"), http.StatusNotFound, 5, "not a wallet account address")
-	wantError(t, balances(ethAddr, "eip155:10"), http.StatusBadRequest, 3, "caip2")
-	wantError(t, balances(ethAddr, "eip155:1"), http.StatusBadRequest, 9, "no RPC provider is configured for eip155:1")
-	wantError(t, balances(solAddr, "eip155:11155111"), http.StatusBadRequest, 3, "not an Ethereum address")
-	if d := balances(ethAddr, "eip155:8453"); d.status != http.StatusServiceUnavailable || !strings.Contains(d.str("message"), "eip155:8453") || strings.Contains(string(d.raw), down.URL) {
-		t.Fatalf("provider down: %s", d.raw)
+	servertest.MustOK(t, pk)
+	pkAddr := pk.Str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
+	servertest.WantError(t, balances(pkAddr, "eip155:11155111"), http.StatusBadRequest, 3, "private key address")
+	servertest.WantError(t, balances("0x000000000000000000000000000000000000dEaD", "eip155:11155111"), http.StatusNotFound, 5, "not a wallet account address")
+	servertest.WantError(t, balances(ethAddr, "eip155:10"), http.StatusBadRequest, 3, "caip2")
+	servertest.WantError(t, balances(ethAddr, "eip155:1"), http.StatusBadRequest, 9, "no RPC provider is configured for eip155:1")
+	servertest.WantError(t, balances(solAddr, "eip155:11155111"), http.StatusBadRequest, 3, "not an Ethereum address")
+	if d := balances(ethAddr, "eip155:8453"); d.Status != http.StatusServiceUnavailable || !strings.Contains(d.Str("message"), "eip155:8453") || strings.Contains(string(d.Raw), down.URL) {
+		t.Fatalf("provider down: %s", d.Raw)
 	}
 
 	// The asset list.
-	a := root.query("list_supported_assets", map[string]any{"caip2": "eip155:11155111"})
-	mustOK(t, a)
-	if len(a.body["assets"].([]any)) != 2 || a.str("assets", "1", "symbol") != "USDC" {
-		t.Fatalf("list_supported_assets: %s", a.raw)
+	a := root.Query("list_supported_assets", map[string]any{"caip2": "eip155:11155111"})
+	servertest.MustOK(t, a)
+	if len(a.Body["assets"].([]any)) != 2 || a.Str("assets", "1", "symbol") != "USDC" {
+		t.Fatalf("list_supported_assets: %s", a.Raw)
 	}
 
 	// A signed transaction sent, then followed to INCLUDED; the nonce read from the node.
@@ -197,25 +199,25 @@ func TestChainData(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := tx.MarshalBinary()
-	send := func(hexTx, caip2 string) response {
-		h.advance(time.Millisecond)
-		return root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexTx, "caip2": caip2})
+	send := func(hexTx, caip2 string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexTx, "caip2": caip2})
 	}
-	wantError(t, send(hexutil.Encode(raw), "eip155:8453"), http.StatusBadRequest, 3, "chain id")
-	wantError(t, send("0xdeadbeef", "eip155:11155111"), http.StatusBadRequest, 3, "parameters.signedTransaction")
+	servertest.WantError(t, send(hexutil.Encode(raw), "eip155:8453"), http.StatusBadRequest, 3, "chain id")
+	servertest.WantError(t, send("0xdeadbeef", "eip155:11155111"), http.StatusBadRequest, 3, "parameters.signedTransaction")
 	sr := send(hexutil.Encode(raw), "eip155:11155111")
-	mustOK(t, sr)
-	hash := sr.str("activity", "result", "ethSendRawTransactionResult", "transactionHash")
+	servertest.MustOK(t, sr)
+	hash := sr.Str("activity", "result", "ethSendRawTransactionResult", "transactionHash")
 	if hash != strings.ToLower(tx.Hash().Hex()) {
 		t.Fatalf("hash %s, want %s", hash, tx.Hash().Hex())
 	}
-	st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash})
-	if st.str("txStatus") != chaindata.StatusPending || st.str("eth", "txHash") != hash {
-		t.Fatalf("status: %s", st.raw)
+	st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash})
+	if st.Str("txStatus") != chaindata.StatusPending || st.Str("eth", "txHash") != hash {
+		t.Fatalf("status: %s", st.Raw)
 	}
 	mined.Store(true)
-	if st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.str("txStatus") != chaindata.StatusIncluded {
-		t.Fatalf("status after mining: %s", st.raw)
+	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.Str("txStatus") != chaindata.StatusIncluded {
+		t.Fatalf("status after mining: %s", st.Raw)
 	}
 	// A Solana transfer signed by the wallet's account with a caller's blockhash, sent, followed.
 	from, _ := base58.Decode(solAddr)
@@ -227,25 +229,25 @@ func TestChainData(t *testing.T) {
 	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
 	bh := make([]byte, 32)
 	bh[0] = 9
-	h.advance(time.Millisecond)
-	ss := root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+	h.Advance(time.Millisecond)
+	ss := root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
 		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "recentBlockhash": base58.Encode(bh)})
-	mustOK(t, ss)
+	servertest.MustOK(t, ss)
 	signedMsg := sentSol[65:]
 	if !ed25519.Verify(from, signedMsg, sentSol[1:65]) || signedMsg[4+96] != 9 {
 		t.Fatalf("the sent Solana transaction is not signed by the account over the new blockhash")
 	}
-	sid := ss.str("activity", "result", "solSendTransactionResultV2", "sendTransactionStatusId")
-	if st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": sid}); st.str("txStatus") != chaindata.StatusIncluded ||
-		st.str("solana", "signature") != base58.Encode(sentSol[1:65]) {
-		t.Fatalf("solana status: %s", st.raw)
+	sid := ss.Str("activity", "result", "solSendTransactionResultV2", "sendTransactionStatusId")
+	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": sid}); st.Str("txStatus") != chaindata.StatusIncluded ||
+		st.Str("solana", "signature") != base58.Encode(sentSol[1:65]) {
+		t.Fatalf("solana status: %s", st.Raw)
 	}
-	h.advance(time.Millisecond)
-	wantError(t, root.submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
 		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "sponsor": true}), http.StatusNotImplemented, 12, "not supported")
 
-	n := root.query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
-	if n.str("nonce") != "5" {
-		t.Fatalf("get_nonces: %s", n.raw)
+	n := root.Query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
+	if n.Str("nonce") != "5" {
+		t.Fatalf("get_nonces: %s", n.Raw)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -7,26 +7,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // Every swagger operation is registered or has a stated reason; docs/compatibility.md is what
 // the registry says.
 func TestCompatibility(t *testing.T) {
-	h := newHarness(t)
-	reg := h.s.Engine.Registry()
+	h := servertest.New(t)
+	reg := h.Server.Engine.Registry()
 	for _, op := range wire.Ops {
 		if op.Kind == wire.Other {
 			continue
 		}
-		if !reg.Implemented(op.Kind, op.Path) && !engineOps[op.Path] && notSupported[op.Path] == "" {
+		if !reg.Implemented(op.Kind, op.Path) && !server.EngineOps[op.Path] && server.NotSupported[op.Path] == "" {
 			t.Errorf("%s %s has no registry entry and no stated reason for not being supported", op.Kind, op.Path)
 		}
-		if reg.Implemented(op.Kind, op.Path) && notSupported[op.Path] != "" {
+		if reg.Implemented(op.Kind, op.Path) && server.NotSupported[op.Path] != "" {
 			t.Errorf("%s is implemented but still listed as not supported", op.Path)
 		}
 	}
-	want := CompatibilityTable(reg)
+	want := server.CompatibilityTable(reg)
 	path := filepath.Join("..", "..", "docs", "compatibility.md")
 	if os.Getenv("LATCHKEY_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
@@ -42,24 +44,24 @@ func TestCompatibility(t *testing.T) {
 // Every submit and query path answers a result, a clear 4xx, or the not-supported 501: never
 // 404 or 500.
 func TestEverySwaggerPathAnswers(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
 	for _, op := range wire.Ops {
 		if op.Kind == wire.Other {
 			continue
 		}
-		var r response
+		var r servertest.Response
 		if op.Kind == wire.Submit {
-			r = root.submit(op.Path, op.Versions[0].Type, map[string]any{})
+			r = root.Submit(op.Path, op.Versions[0].Type, map[string]any{})
 		} else {
-			r = root.query(op.Path, map[string]any{})
+			r = root.Query(op.Path, map[string]any{})
 		}
-		unknownPath := r.status == http.StatusNotFound && strings.HasPrefix(r.str("message"), "unknown operation")
-		if unknownPath || r.status >= 500 && r.status != http.StatusNotImplemented {
-			t.Errorf("%s %s answered %d: %s", op.Kind, op.Path, r.status, r.raw)
+		unknownPath := r.Status == http.StatusNotFound && strings.HasPrefix(r.Str("message"), "unknown operation")
+		if unknownPath || r.Status >= 500 && r.Status != http.StatusNotImplemented {
+			t.Errorf("%s %s answered %d: %s", op.Kind, op.Path, r.Status, r.Raw)
 		}
-		if !h.s.Engine.Registry().Implemented(op.Kind, op.Path) && !engineOps[op.Path] && r.status != http.StatusNotImplemented {
-			t.Errorf("%s %s is not implemented but answered %d: %s", op.Kind, op.Path, r.status, r.raw)
+		if !h.Server.Engine.Registry().Implemented(op.Kind, op.Path) && !server.EngineOps[op.Path] && r.Status != http.StatusNotImplemented {
+			t.Errorf("%s %s is not implemented but answered %d: %s", op.Kind, op.Path, r.Status, r.Raw)
 		}
 	}
 }

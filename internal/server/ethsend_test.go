@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // eth_send_transaction without sponsorship: Latchkey asks the node for the nonce, gas and fees
@@ -34,16 +37,16 @@ func TestEthSendTransaction(t *testing.T) {
 		},
 		"eth_getTransactionReceipt": func([]json.RawMessage) string { return `{"status":"0x1","blockNumber":"0x11"}` },
 	})
-	h := newHarnessWith(t, func(c *Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} })
-	root, _ := h.rootOrg("Acme")
-	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": testAccounts[:1]})
-	mustOK(t, w)
-	from := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} }))
+	root, _ := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	servertest.MustOK(t, w)
+	from := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	to := "0x000000000000000000000000000000000000dEaD"
-	r := root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "value": "1000",
+	r := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "value": "1000",
 		"data": "0x", "caip2": "eip155:11155111", "sponsor": false})
-	mustOK(t, r)
-	id := r.str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
+	servertest.MustOK(t, r)
+	id := r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
 	var tx types.Transaction
 	if err := tx.UnmarshalBinary(sent); err != nil {
 		t.Fatalf("nothing (or garbage) was broadcast: %v", err)
@@ -56,27 +59,27 @@ func TestEthSendTransaction(t *testing.T) {
 		*tx.To() != common.HexToAddress(to) || tx.Value().Int64() != 1000 {
 		t.Fatalf("transaction: nonce %d gas %d tip %v cap %v to %v value %v", tx.Nonce(), tx.Gas(), tx.GasTipCap(), tx.GasFeeCap(), tx.To(), tx.Value())
 	}
-	st := root.query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
-	mustOK(t, st)
-	if st.str("txStatus") != "INCLUDED" || !strings.EqualFold(st.str("eth", "txHash"), tx.Hash().Hex()) {
-		t.Fatalf("status: %s", st.raw)
+	st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+	servertest.MustOK(t, st)
+	if st.Str("txStatus") != "INCLUDED" || !strings.EqualFold(st.Str("eth", "txHash"), tx.Hash().Hex()) {
+		t.Fatalf("status: %s", st.Raw)
 	}
 	// Given values are used as given.
-	h.advance(1)
-	r = root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111",
+	h.Advance(1)
+	r = root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111",
 		"nonce": "9", "gasLimit": "30000", "maxFeePerGas": "5000000000", "maxPriorityFeePerGas": "2000000000"})
-	mustOK(t, r)
+	servertest.MustOK(t, r)
 	_ = tx.UnmarshalBinary(sent)
 	if tx.Nonce() != 9 || tx.Gas() != 30000 || tx.GasFeeCap().Int64() != 5e9 || tx.GasTipCap().Int64() != 2e9 {
 		t.Fatalf("given values not used: nonce %d gas %d", tx.Nonce(), tx.Gas())
 	}
 	// Sponsored: not supported, with the reason; an unknown from: 400 naming it.
-	h.advance(1)
-	sp := root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111", "sponsor": true})
-	if sp.status != http.StatusNotImplemented || !strings.Contains(sp.str("message"), "gas station") {
-		t.Fatalf("sponsored: %d %s", sp.status, sp.raw)
+	h.Advance(1)
+	sp := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111", "sponsor": true})
+	if sp.Status != http.StatusNotImplemented || !strings.Contains(sp.Str("message"), "gas station") {
+		t.Fatalf("sponsored: %d %s", sp.Status, sp.Raw)
 	}
-	h.advance(1)
-	wantError(t, root.submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": "0x1111111111111111111111111111111111111111",
+	h.Advance(1)
+	servertest.WantError(t, root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": "0x1111111111111111111111111111111111111111",
 		"to": to, "caip2": "eip155:11155111"}), 400, 3, "from")
 }

@@ -1,19 +1,21 @@
-package server
+package server_test
 
 import (
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // FuzzAPI sends arbitrary bodies to arbitrary paths, stamped by a real root key (so they reach
 // the engine) or with an arbitrary stamp header. No input may make the server answer 500 or
 // panic.
 func FuzzAPI(f *testing.F) {
-	h := newHarness(f)
-	root, _ := h.rootOrg("Fuzz")
-	org := root.org
+	h := servertest.New(f)
+	root, _ := h.RootOrg("Fuzz")
+	org := root.Org
 	f.Add("submit/create_user_tag", `{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"0","organizationId":"`+org+`","parameters":{"userTagName":"a","userIds":[]}}`, true, "")
 	f.Add("submit/create_sub_organization", `{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8","timestampMs":"1","organizationId":"`+org+`","parameters":{"rootUsers":[{}],"rootQuorumThreshold":-1}}`, true, "")
 	f.Add("query/list_activities", `{"organizationId":"`+org+`","paginationOptions":{"limit":"x"}}`, true, "")
@@ -26,17 +28,17 @@ func FuzzAPI(f *testing.F) {
 		if !sign && !validHeaderValue(stampHeader) {
 			t.Skip("not a header value an HTTP client can send")
 		}
-		body = strings.ReplaceAll(body, `"timestampMs":"0"`, `"timestampMs":"`+itoa(h.clock().UnixMilli())+`"`)
-		var r response
+		body = strings.ReplaceAll(body, `"timestampMs":"0"`, `"timestampMs":"`+itoa(h.Now().UnixMilli())+`"`)
+		var r servertest.Response
 		if sign {
-			h.t = t
-			r = root.post("/public/v1/"+path, []byte(body))
+			h.T = t
+			r = root.Post("/public/v1/"+path, []byte(body))
 		} else {
-			h.t = t
-			r = h.raw("/public/v1/"+path, []byte(body), map[string]string{"X-Stamp": stampHeader})
+			h.T = t
+			r = h.Post("/public/v1/"+path, []byte(body), map[string]string{"X-Stamp": stampHeader})
 		}
-		if r.status >= 500 && r.status != http.StatusNotImplemented && r.status != http.StatusServiceUnavailable {
-			t.Fatalf("status %d for %s %q: %s", r.status, path, body, r.raw)
+		if r.Status >= 500 && r.Status != http.StatusNotImplemented && r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("status %d for %s %q: %s", r.Status, path, body, r.Raw)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // A running server (Run, as latchkey serve does) with --metrics-addr: requests are counted by
@@ -29,7 +31,7 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	s, err := Open(context.Background(), Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
+	s, err := server.Open(context.Background(), server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
 		MetricsAddr: "127.0.0.1:0", Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +43,10 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 	go func() { done <- s.Run(ctx, 5*time.Second, func(addr string) { apiURL <- "http://" + addr }) }()
 	base := <-apiURL
 
-	h := &harness{t: t, s: s, now: time.Now().UTC(), url: base}
-	root, created := h.rootOrg("Metrics")
-	mustOK(t, root.query("whoami", nil))
-	mustOK(t, root.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
+	h := servertest.Attach(t, s, base)
+	root, created := h.RootOrg("Metrics")
+	servertest.MustOK(t, root.Query("whoami", nil))
+	servertest.MustOK(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/oidc"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/session"
 )
 
@@ -19,8 +21,8 @@ import (
 // X becomes Latchkey's own id_token that signs up and logs in like any other.
 func TestProxyOAuth(t *testing.T) {
 	var p *proxyHarness
-	clock := func() time.Time { return p.clock() }
-	iss, its := testIssuer(t, clock)
+	clock := func() time.Time { return p.Now() }
+	iss, its := servertest.OIDCIssuer(t, clock)
 	x := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/token":
@@ -40,10 +42,10 @@ func TestProxyOAuth(t *testing.T) {
 	}))
 	t.Cleanup(x.Close)
 
-	p = newProxyHarnessWith(t, proxySettings(), func(c *Config) {
+	p = newProxyHarness(t, proxySettings(), servertest.WithConfig(func(c *server.Config) {
 		c.OIDCTrustedIssuers = []string{its.URL}
-		c.OAuth2 = map[string]OAuth2Endpoints{"x": {TokenURL: x.URL + "/token", UserInfoURL: x.URL + "/me"}}
-	})
+		c.OAuth2 = map[string]server.OAuth2Endpoints{"x": {TokenURL: x.URL + "/token", UserInfoURL: x.URL + "/me"}}
+	}), servertest.SQLite())
 	mint := func(sub, nonce string) string {
 		tok, err := iss.Mint(oidc.MintClaims{Subject: sub, Audience: "google-client-id", Nonce: nonce, Email: sub + "@example.com", EmailVerified: true})
 		if err != nil {
@@ -51,70 +53,70 @@ func TestProxyOAuth(t *testing.T) {
 		}
 		return tok
 	}
-	notarizer := p.s.Keys.Public(custody.Notarizer)
+	notarizer := p.Server.Keys.Public(custody.Notarizer)
 
 	su := p.ok("signup", map[string]any{"userName": "dana", "oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint("dana", "")}}})
-	subID, danaID := su.str("organizationId"), su.str("userId")
+	subID, danaID := su.Str("organizationId"), su.Str("userId")
 	if subID == "" || danaID == "" {
-		t.Fatalf("signup: %s", su.raw)
+		t.Fatalf("signup: %s", su.Raw)
 	}
-	if a := p.ok("account", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint("dana", "")}); a.str("organizationId") != subID {
-		t.Fatalf("account: %s", a.raw)
+	if a := p.ok("account", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint("dana", "")}); a.Str("organizationId") != subID {
+		t.Fatalf("account: %s", a.Raw)
 	}
 
 	// The login without organizationId: the proxy finds the sub-organization by the token.
-	firstPriv, firstPub := p.newKey()
+	firstPriv, firstPub := p.NewKey()
 	r := p.ok("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(firstPub)), "publicKey": firstPub})
-	sc, err := session.Parse(r.str("session"), notarizer, p.clock())
+	sc, err := session.Parse(r.Str("session"), notarizer, p.Now())
 	if err != nil || sc.OrganizationID != subID || sc.UserID != danaID {
-		t.Fatalf("session %+v, %v (%s)", sc, err, r.raw)
+		t.Fatalf("session %+v, %v (%s)", sc, err, r.Raw)
 	}
-	if w := p.client(subID, firstPriv).query("whoami", nil); w.str("userId") != danaID {
-		t.Fatalf("whoami with the session key: %s", w.raw)
+	if w := p.Client(subID, firstPriv).Query("whoami", nil); w.Str("userId") != danaID {
+		t.Fatalf("whoami with the session key: %s", w.Raw)
 	}
 	// The wrong nonce, and a user nobody signed up: refused through the proxy with the engine's words.
-	_, otherPub := p.newKey()
-	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(otherPub)), "publicKey": firstPub, "organizationId": subID}, nil); r.status != 400 || !strings.Contains(string(r.raw), "nonce") {
-		t.Fatalf("wrong nonce: %d %s", r.status, r.raw)
+	_, otherPub := p.NewKey()
+	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(otherPub)), "publicKey": firstPub, "organizationId": subID}, nil); r.Status != 400 || !strings.Contains(string(r.Raw), "nonce") {
+		t.Fatalf("wrong nonce: %d %s", r.Status, r.Raw)
 	}
-	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("nobody", oidc.NonceFor(firstPub)), "publicKey": firstPub}, nil); r.status < 400 {
-		t.Fatalf("unknown user: %d %s", r.status, r.raw)
+	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("nobody", oidc.NonceFor(firstPub)), "publicKey": firstPub}, nil); r.Status < 400 {
+		t.Fatalf("unknown user: %d %s", r.Status, r.Raw)
 	}
 
 	// invalidateExisting: the second login revokes the first session key.
-	secondPriv, secondPub := p.newKey()
+	secondPriv, secondPub := p.NewKey()
 	p.ok("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(secondPub)), "publicKey": secondPub, "organizationId": subID, "invalidateExisting": true})
-	if w := p.client(subID, secondPriv).query("whoami", nil); w.str("userId") != danaID {
-		t.Fatalf("whoami with the new session key: %s", w.raw)
+	if w := p.Client(subID, secondPriv).Query("whoami", nil); w.Str("userId") != danaID {
+		t.Fatalf("whoami with the new session key: %s", w.Raw)
 	}
-	if w := p.client(subID, firstPriv).query("whoami", nil); w.status == http.StatusOK {
-		t.Fatalf("the first session key still works after invalidateExisting: %s", w.raw)
+	if w := p.Client(subID, firstPriv).Query("whoami", nil); w.Status == http.StatusOK {
+		t.Fatalf("the first session key still works after invalidateExisting: %s", w.Raw)
 	}
 
 	// oauth2_authenticate: the proxy finds the organization's X credential by client id.
-	p.advance(time.Millisecond)
-	mustOK(t, p.root.submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
-		"clientId": "x-client", "encryptedClientSecret": encryptToServer(t, p.s.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
-	erinPriv, erinPub := p.newKey()
+	p.Advance(time.Millisecond)
+	servertest.MustOK(t, p.root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
+		"clientId": "x-client", "encryptedClientSecret": servertest.EncryptToServer(t, p.Server.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
+	erinPriv, erinPub := p.NewKey()
 	authBody := map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
 		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "x-client"}
 	if r := p.call("oauth2_authenticate", map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
-		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "unknown-client"}, nil); r.status != 400 || !strings.Contains(string(r.raw), "clientId") {
-		t.Fatalf("unknown client id: %d %s", r.status, r.raw)
+		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "unknown-client"}, nil); r.Status != 400 || !strings.Contains(string(r.Raw), "clientId") {
+		t.Fatalf("unknown client id: %d %s", r.Status, r.Raw)
 	}
-	own := p.ok("oauth2_authenticate", authBody).str("oidcToken")
+	own := p.ok("oauth2_authenticate", authBody).Str("oidcToken")
 	if own == "" {
 		t.Fatal("oauth2_authenticate: no oidcToken")
 	}
 	su = p.ok("signup", map[string]any{"userName": "erin", "oauthProviders": []any{map[string]any{"providerName": "X", "oidcToken": own}}})
 	r = p.ok("oauth_login", map[string]any{"oidcToken": own, "publicKey": erinPub})
-	if sc, err := session.Parse(r.str("session"), notarizer, p.clock()); err != nil || sc.OrganizationID != su.str("organizationId") || sc.UserID != su.str("userId") {
+	if sc, err := session.Parse(r.Str("session"), notarizer, p.Now()); err != nil || sc.OrganizationID != su.Str("organizationId") || sc.UserID != su.Str("userId") {
 		t.Fatalf("erin's session %+v, %v", sc, err)
 	}
-	if w := p.client(su.str("organizationId"), erinPriv).query("whoami", nil); w.str("userId") != su.str("userId") {
-		t.Fatalf("erin's whoami: %s", w.raw)
+	if w := p.Client(su.Str("organizationId"), erinPriv).Query("whoami", nil); w.Str("userId") != su.Str("userId") {
+		t.Fatalf("erin's whoami: %s", w.Raw)
 	}
-	if strings.Contains(string(readAll(t, p.s.cfg.DataDir)), "s3cret-x") || strings.Contains(string(p.logs.Bytes()), "s3cret-x") {
+	if strings.Contains(string(p.DatabaseBytes()), "s3cret-x") || strings.Contains(string(p.logs.Bytes()), "s3cret-x") {
 		t.Fatal("the X client secret is in the clear in the database or the logs")
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/oidc"
 	"github.com/latchkey/latchkey/internal/outbound"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // heldMailer blocks every send until released, telling when one has started.
@@ -44,31 +46,31 @@ func (m *heldMailer) SendSMS(ctx context.Context, s notify.SMS) error {
 // organization's e-mail is held at the SMTP server, another organization's activity completes.
 func TestSlowSendDoesNotStallOtherOrganizations(t *testing.T) {
 	mail := &heldMailer{started: make(chan string, 1), release: make(chan struct{})}
-	h := newHarnessWith(t, func(c *Config) { c.Emailer = mail })
-	slow, _ := h.rootOrg("Slow")
-	other, _ := h.rootOrg("Other")
-	done := make(chan response, 1)
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.Emailer = mail }))
+	slow, _ := h.RootOrg("Slow")
+	other, _ := h.RootOrg("Other")
+	done := make(chan servertest.Response, 1)
 	go func() {
-		done <- slow.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "a@example.com", "appName": "Slow"})
+		done <- slow.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "a@example.com", "appName": "Slow"})
 	}()
 	select {
 	case <-mail.started: // the send is in progress, and held
 	case r := <-done:
-		t.Fatalf("init_otp finished without sending: %s", r.raw)
+		t.Fatalf("init_otp finished without sending: %s", r.Raw)
 	}
-	fast := make(chan response, 1)
+	fast := make(chan servertest.Response, 1)
 	go func() {
-		fast <- other.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
+		fast <- other.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
 	}()
 	select {
 	case r := <-fast:
-		mustOK(t, r)
+		servertest.MustOK(t, r)
 	case <-time.After(30 * time.Second):
 		close(mail.release)
 		t.Fatal("another organization's activity waited for an SMTP send")
 	}
 	close(mail.release)
-	mustOK(t, <-done)
+	servertest.MustOK(t, <-done)
 	if mail.sent.Load() != 1 {
 		t.Fatalf("%d e-mails sent", mail.sent.Load())
 	}
@@ -80,7 +82,7 @@ func TestSlowSendDoesNotStallOtherOrganizations(t *testing.T) {
 // activity, however often the transaction ran.
 func TestConcurrentInitOTPSendsOncePerActivity(t *testing.T) {
 	h, out := otpHarness(t)
-	root, _ := h.rootOrg("Parent")
+	root, _ := h.RootOrg("Parent")
 	const n = 40
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -88,18 +90,18 @@ func TestConcurrentInitOTPSendsOncePerActivity(t *testing.T) {
 		wg.Add(2)
 		go func(i int) {
 			defer wg.Done()
-			r := root.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL",
+			r := root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL",
 				"contact": fmt.Sprintf("user%d@example.com", i), "appName": "Acme"})
-			if r.status != http.StatusOK {
-				t.Errorf("init_otp %d: %d %s", i, r.status, r.raw)
+			if r.Status != http.StatusOK {
+				t.Errorf("init_otp %d: %d %s", i, r.Status, r.Raw)
 			}
 		}(i)
 		go func(i int) {
 			defer wg.Done()
 			// Fails inside its handler (no such user), so the batch it shares restarts.
-			r := root.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i),
+			r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i),
 				"userIds": []string{fmt.Sprintf("00000000-0000-4000-8000-%012d", i)}})
-			if r.status == http.StatusOK && r.str("activity", "status") == "ACTIVITY_STATUS_COMPLETED" {
+			if r.Status == http.StatusOK && r.Str("activity", "status") == "ACTIVITY_STATUS_COMPLETED" {
 				t.Error("a tag of an unknown user was created")
 			}
 			failed.Add(1)

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -24,6 +24,8 @@ import (
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/notify"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -49,49 +51,41 @@ func (l *lockedBuffer) Bytes() []byte {
 // proxyHarness is the server harness with its auth proxy behind httptest, an organization
 // with the proxy enabled, and one-time codes delivered to an outbox.
 type proxyHarness struct {
-	*harness
+	*servertest.Harness
 	out   *notify.Outbox
 	logs  *lockedBuffer
 	purl  string
-	root  *client
-	org   Created
+	root  *servertest.Client
+	Org   server.Created
 	cfgID string
 }
 
-func newProxyHarness(t *testing.T, s authproxy.Settings) *proxyHarness {
-	t.Helper()
-	return newProxyHarnessWith(t, s, nil)
-}
-
-// newProxyHarnessWith is newProxyHarness with the server's configuration adjusted by configure.
-func newProxyHarnessWith(t *testing.T, s authproxy.Settings, configure func(*Config)) *proxyHarness {
+// newProxyHarness opens the harness with opts after its own configuration (outbox, logs).
+func newProxyHarness(t *testing.T, s authproxy.Settings, opts ...servertest.Option) *proxyHarness {
 	t.Helper()
 	out, err := notify.NewOutbox(filepath.Join(t.TempDir(), "outbox.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, append([]servertest.Option{servertest.WithConfig(func(c *server.Config) {
 		c.Emailer, c.Texter = out, out
 		c.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		if configure != nil {
-			configure(c)
-		}
-	})
-	h.s.ProxyServer.Now = h.clock
-	ps := httptest.NewServer(h.s.ProxyServer.Handler())
+	})}, opts...)...)
+	h.Server.ProxyServer.Now = h.Now
+	ps := httptest.NewServer(h.Server.ProxyServer.Handler())
 	t.Cleanup(ps.Close)
-	root, created := h.rootOrg("Acme")
-	cfg, err := h.s.Proxy.Enable(context.Background(), created.OrganizationID, s)
+	root, created := h.RootOrg("Acme")
+	cfg, err := h.Server.Proxy.Enable(context.Background(), created.OrganizationID, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &proxyHarness{harness: h, out: out, logs: logs, purl: ps.URL, root: root, org: created, cfgID: cfg.ID}
+	return &proxyHarness{Harness: h, out: out, logs: logs, purl: ps.URL, root: root, Org: created, cfgID: cfg.ID}
 }
 
 // call posts body to the proxy's /v1/<op> with the config id and origin.
-func (p *proxyHarness) call(op string, body any, headers map[string]string) response {
-	p.t.Helper()
+func (p *proxyHarness) call(op string, body any, headers map[string]string) servertest.Response {
+	p.T.Helper()
 	var raw []byte
 	switch b := body.(type) {
 	case nil:
@@ -119,39 +113,39 @@ func (p *proxyHarness) call(op string, body any, headers map[string]string) resp
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatal(err)
+		p.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, raw: b}
-	_ = json.Unmarshal(b, &r.body)
-	p.advance(time.Millisecond)
+	r := servertest.Response{Status: resp.StatusCode, Raw: b}
+	_ = json.Unmarshal(b, &r.Body)
+	p.Advance(time.Millisecond)
 	return r
 }
 
-func (p *proxyHarness) ok(op string, body any) response {
-	p.t.Helper()
+func (p *proxyHarness) ok(op string, body any) servertest.Response {
+	p.T.Helper()
 	r := p.call(op, body, nil)
-	if r.status != http.StatusOK {
-		p.t.Fatalf("%s: %d %s", op, r.status, r.raw)
+	if r.Status != http.StatusOK {
+		p.T.Fatalf("%s: %d %s", op, r.Status, r.Raw)
 	}
 	return r
 }
 
 // lastCode reads the newest one-time code from the outbox.
 func (p *proxyHarness) lastCode(to string) string {
-	p.t.Helper()
+	p.T.Helper()
 	es, err := notify.ReadOutbox(p.out.Path())
 	if err != nil || len(es) == 0 {
-		p.t.Fatalf("outbox: %v", err)
+		p.T.Fatalf("outbox: %v", err)
 	}
 	e := es[len(es)-1]
 	if e.Email == nil || e.Email.To != to {
-		p.t.Fatalf("last message: %+v", e)
+		p.T.Fatalf("last message: %+v", e)
 	}
 	m := otpCodeLine.FindStringSubmatch(e.Email.Text)
 	if m == nil {
-		p.t.Fatalf("no code in %q", e.Email.Text)
+		p.T.Fatalf("no code in %q", e.Email.Text)
 	}
 	return m[1]
 }
@@ -201,7 +195,7 @@ func proxySettings() authproxy.Settings {
 // header is read in any case, preflights are answered, and changes apply without a restart.
 func TestProxyRefusals(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
-	code := func(r response) string { return r.str("details", "0", "turnkeyErrorCode") }
+	code := func(r servertest.Response) string { return r.Str("details", "0", "turnkeyErrorCode") }
 	cases := []struct {
 		name    string
 		headers map[string]string
@@ -217,22 +211,22 @@ func TestProxyRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := p.call("wallet_kit_config", nil, c.headers)
-		if r.status != c.status || code(r) != c.code {
-			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		if r.Status != c.status || code(r) != c.code {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
 		}
 	}
 	// The header name in any case; no body at all (as the SDK's utils send it).
 	r := p.call("wallet_kit_config", nil, map[string]string{"X-Auth-Proxy-Config-ID": "", "x-AUTH-proxy-config-id": p.cfgID})
-	if r.status != 200 || r.str("organizationId") != p.org.OrganizationID || r.str("sessionExpirationSeconds") != "1200" ||
-		r.str("otpLength") != "8" || r.str("enabledProviders") != `["email","google","passkey"]` || r.str("oauthClientIds", "google") != "google-client-id" {
-		t.Fatalf("wallet_kit_config: %d %s", r.status, r.raw)
+	if r.Status != 200 || r.Str("organizationId") != p.Org.OrganizationID || r.Str("sessionExpirationSeconds") != "1200" ||
+		r.Str("otpLength") != "8" || r.Str("enabledProviders") != `["email","google","passkey"]` || r.Str("oauthClientIds", "google") != "google-client-id" {
+		t.Fatalf("wallet_kit_config: %d %s", r.Status, r.Raw)
 	}
-	if r := p.ok("wallet_kit_client_params", nil); string(r.raw) != "{}" {
-		t.Fatalf("wallet_kit_client_params: %s", r.raw)
+	if r := p.ok("wallet_kit_client_params", nil); string(r.Raw) != "{}" {
+		t.Fatalf("wallet_kit_client_params: %s", r.Raw)
 	}
 	// Unknown paths and methods.
-	if r := p.call("frobnicate", "{}", nil); r.status != 404 {
-		t.Errorf("unknown op: %d %s", r.status, r.raw)
+	if r := p.call("frobnicate", "{}", nil); r.Status != 404 {
+		t.Errorf("unknown op: %d %s", r.Status, r.Raw)
 	}
 	req, _ := http.NewRequest(http.MethodGet, p.purl+"/v1/account", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
@@ -259,20 +253,20 @@ func TestProxyRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := proxySettings()
 	s.AllowedOrigins = []string{"https://evil.example"}
-	if _, err := p.s.Proxy.Update(ctx, p.org.OrganizationID, s); err != nil {
+	if _, err := p.Server.Proxy.Update(ctx, p.Org.OrganizationID, s); err != nil {
 		t.Fatal(err)
 	}
-	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.status != 200 {
-		t.Fatalf("after update: %d %s", r.status, r.raw)
+	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.Status != 200 {
+		t.Fatalf("after update: %d %s", r.Status, r.Raw)
 	}
-	if r := p.call("wallet_kit_config", nil, nil); r.status != 403 {
-		t.Fatalf("old origin after update: %d %s", r.status, r.raw)
+	if r := p.call("wallet_kit_config", nil, nil); r.Status != 403 {
+		t.Fatalf("old origin after update: %d %s", r.Status, r.Raw)
 	}
-	if _, err := p.s.Proxy.Disable(ctx, p.org.OrganizationID); err != nil {
+	if _, err := p.Server.Proxy.Disable(ctx, p.Org.OrganizationID); err != nil {
 		t.Fatal(err)
 	}
-	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.status != 403 || code(r) != "AUTH_PROXY_DISABLED" {
-		t.Fatalf("disabled: %d %s", r.status, r.raw)
+	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.Status != 403 || code(r) != "AUTH_PROXY_DISABLED" {
+		t.Fatalf("disabled: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -282,15 +276,15 @@ func TestProxyRefusals(t *testing.T) {
 // endpoints with the HPKE bundle and the clientSignature object; account look-ups; wrong codes
 // burned after three tries; no code or key in logs or the database.
 func TestProxyOTPSignupLogin(t *testing.T) {
-	p := newProxyHarness(t, proxySettings())
+	p := newProxyHarness(t, proxySettings(), servertest.SQLite())
 	const email = "alice@example.com"
 
 	// otp_init: the configuration's length and app name; otp_verify binds the device key
 	// (sent as public_key).
 	r := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
-	otpID := r.str("otpId")
-	if otpID == "" || r.body["otpEncryptionTargetBundle"] != nil {
-		t.Fatalf("otp_init: %s", r.raw)
+	otpID := r.Str("otpId")
+	if otpID == "" || r.Body["otpEncryptionTargetBundle"] != nil {
+		t.Fatalf("otp_init: %s", r.Raw)
 	}
 	code := p.lastCode(email)
 	if len(code) != 8 {
@@ -302,9 +296,9 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 	}
 	device, devicePub := p256Key(t)
 	r = p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": code, "public_key": devicePub})
-	tok := r.str("verificationToken")
+	tok := r.Str("verificationToken")
 	if strings.Count(tok, ".") != 2 {
-		t.Fatalf("otp_verify: %s", r.raw)
+		t.Fatalf("otp_verify: %s", r.Raw)
 	}
 
 	// Sign-up with the verification token (and the hex client_signature over it): a
@@ -314,81 +308,81 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 		"verificationToken": tok, "client_signature": signDER(t, device, []byte(tok)),
 		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{},
 		"wallet": map[string]any{"path": "m/44'/501'/0'/0'", "curve": "CURVE_TYPE_ED25519"}})
-	subID, userID := r.str("organizationId"), r.str("userId")
-	if subID == "" || userID == "" || r.str("wallet", "walletId") == "" || len(r.str("wallet", "addresses", "0")) < 32 {
-		t.Fatalf("signup: %s", r.raw)
+	subID, userID := r.Str("organizationId"), r.Str("userId")
+	if subID == "" || userID == "" || r.Str("wallet", "walletId") == "" || len(r.Str("wallet", "addresses", "0")) < 32 {
+		t.Fatalf("signup: %s", r.Raw)
 	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.str("organizationId") != subID {
-		t.Fatalf("account by e-mail: %s", r.raw)
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.Str("organizationId") != subID {
+		t.Fatalf("account by e-mail: %s", r.Raw)
 	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.raw) != "{}" {
-		t.Fatalf("account of nobody: %s", r.raw)
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.Raw) != "{}" {
+		t.Fatalf("account of nobody: %s", r.Raw)
 	}
-	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.status != 400 || !strings.Contains(r.str("message"), "filterType") {
-		t.Fatalf("bad filter: %d %s", r.status, r.raw)
+	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.Status != 400 || !strings.Contains(r.Str("message"), "filterType") {
+		t.Fatalf("bad filter: %d %s", r.Status, r.Raw)
 	}
 
 	// otp_login with the spec's client_signature: hex DER over SHA-256 of the token. The
 	// proxy finds the sub-organization by the token's contact.
-	sessPriv, sessPub := p.newKey()
+	sessPriv, sessPub := p.NewKey()
 	r = p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": signDER(t, device, []byte(tok))})
-	jwt := r.str("session")
-	sc, err := session.Parse(jwt, p.s.Keys.Public(custody.Notarizer), p.clock())
+	jwt := r.Str("session")
+	sc, err := session.Parse(jwt, p.Server.Keys.Public(custody.Notarizer), p.Now())
 	if err != nil || sc.OrganizationID != subID || sc.UserID != userID || sc.SessionType != session.ReadWrite {
 		t.Fatalf("session %+v, %v", sc, err)
 	}
-	if exp := time.Unix(sc.Exp, 0); exp.Sub(p.clock()) < 1190*time.Second || exp.Sub(p.clock()) > 1210*time.Second {
-		t.Errorf("session lifetime %v, want the configured 1200s", exp.Sub(p.clock()))
+	if exp := time.Unix(sc.Exp, 0); exp.Sub(p.Now()) < 1190*time.Second || exp.Sub(p.Now()) > 1210*time.Second {
+		t.Errorf("session lifetime %v, want the configured 1200s", exp.Sub(p.Now()))
 	}
-	w := p.client(subID, sessPriv).query("whoami", nil)
-	mustOK(t, w)
-	if w.str("organizationId") != subID || w.str("userId") != userID {
-		t.Fatalf("whoami with the session key: %s", w.raw)
+	w := p.Client(subID, sessPriv).Query("whoami", nil)
+	servertest.MustOK(t, w)
+	if w.Str("organizationId") != subID || w.Str("userId") != userID {
+		t.Fatalf("whoami with the session key: %s", w.Raw)
 	}
 	// The same token twice: the engine's refusal comes through as the engine gave it.
 	r = p.call("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signDER(t, device, []byte(tok))}, nil)
-	if r.status != 400 || !strings.Contains(r.str("message"), "already used") {
-		t.Fatalf("reused token: %d %s", r.status, r.raw)
+	if r.Status != 400 || !strings.Contains(r.Str("message"), "already used") {
+		t.Fatalf("reused token: %d %s", r.Status, r.Raw)
 	}
 
 	// The v2 endpoints: the code encrypted to the target bundle, the clientSignature object.
 	r = p.ok("otp_init_v2", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
-	otpID, bundle := r.str("otpId"), r.str("otpEncryptionTargetBundle")
+	otpID, bundle := r.Str("otpId"), r.Str("otpEncryptionTargetBundle")
 	code2 := p.lastCode(email)
 	device2, device2Pub := p256Key(t)
-	enc, err := custody.SealOTPCode(bundle, code2, device2Pub, p.s.PublicKeys().OTPPublicKey)
+	enc, err := custody.SealOTPCode(bundle, code2, device2Pub, p.Server.PublicKeys().OTPPublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok2 := p.ok("otp_verify_v2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc}).str("verificationToken")
+	tok2 := p.ok("otp_verify_v2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc}).Str("verificationToken")
 	claims, err := tokenClaimsForTest(tok2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess2Priv, sess2Pub := p.newKey()
+	sess2Priv, sess2Pub := p.NewKey()
 	msg := fmt.Sprintf(`{"login":{"publicKey":%q},"tokenId":%q,"type":"USAGE_TYPE_LOGIN"}`, sess2Pub, claims.ID)
-	if r := p.call("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub}, nil); r.status != 400 || !strings.Contains(r.str("message"), "clientSignature") {
-		t.Fatalf("otp_login_v2 without a signature: %d %s", r.status, r.raw)
+	if r := p.call("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub}, nil); r.Status != 400 || !strings.Contains(r.Str("message"), "clientSignature") {
+		t.Fatalf("otp_login_v2 without a signature: %d %s", r.Status, r.Raw)
 	}
 	r = p.ok("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub, "organizationId": subID, "invalidateExisting": true,
 		"clientSignature": map[string]any{"publicKey": device2Pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device2, []byte(msg))}})
-	if sc2, err := session.Parse(r.str("session"), p.s.Keys.Public(custody.Notarizer), p.clock()); err != nil || sc2.OrganizationID != subID {
+	if sc2, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc2.OrganizationID != subID {
 		t.Fatalf("v2 session %+v, %v", sc2, err)
 	}
-	mustOK(t, p.client(subID, sess2Priv).query("whoami", nil))
+	servertest.MustOK(t, p.Client(subID, sess2Priv).Query("whoami", nil))
 
 	// Wrong codes: the engine's "Invalid OTP code" comes through; the third burns the code.
 	r = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email})
-	otpID = r.str("otpId")
+	otpID = r.Str("otpId")
 	code3 := p.lastCode(email)
 	for i := 0; i < 3; i++ {
 		r := p.call("otp_verify", map[string]any{"otpId": otpID, "otpCode": fmt.Sprintf("0000000%d", i)}, nil)
-		if r.status != 400 || !strings.Contains(r.str("message"), "Invalid OTP code") {
-			t.Fatalf("wrong code %d: %d %s", i, r.status, r.raw)
+		if r.Status != 400 || !strings.Contains(r.Str("message"), "Invalid OTP code") {
+			t.Fatalf("wrong code %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	if r := p.call("otp_verify", map[string]any{"otpId": otpID, "otpCode": code3}, nil); r.status == 200 {
-		t.Fatalf("the right code after three wrong ones: %s", r.raw)
+	if r := p.call("otp_verify", map[string]any{"otpId": otpID, "otpCode": code3}, nil); r.Status == 200 {
+		t.Fatalf("the right code after three wrong ones: %s", r.Raw)
 	}
 
 	// Bad input is a 400 naming the field; SMS is not an enabled provider here.
@@ -407,17 +401,17 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 		{"otp_verify_v2", `not json`, "body"},
 	} {
 		r := p.call(c.op, c.body, nil)
-		if r.status != 400 || !strings.Contains(r.str("message"), c.field) {
-			t.Errorf("%s %v: %d %s", c.op, c.body, r.status, r.raw)
+		if r.Status != 400 || !strings.Contains(r.Str("message"), c.field) {
+			t.Errorf("%s %v: %d %s", c.op, c.body, r.Status, r.Raw)
 		}
 	}
-	if r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100"}, nil); r.status != 403 || r.str("details", "0", "turnkeyErrorCode") != "PROVIDER_NOT_ENABLED" {
-		t.Errorf("SMS not enabled: %d %s", r.status, r.raw)
+	if r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100"}, nil); r.Status != 403 || r.Str("details", "0", "turnkeyErrorCode") != "PROVIDER_NOT_ENABLED" {
+		t.Errorf("SMS not enabled: %d %s", r.Status, r.Raw)
 	}
 
 	// No code and no proxy key in the logs or the database.
-	db := append(readAll(t, p.s.cfg.DataDir), p.logs.Bytes()...)
-	scalar := proxyScalar(t, p.harness, p.cfgID)
+	db := append(p.DatabaseBytes(), p.logs.Bytes()...)
+	scalar := proxyScalar(t, p.Harness, p.cfgID)
 	for _, secret := range []string{code, code2, code3, string(scalar), hex.EncodeToString(scalar), base64.StdEncoding.EncodeToString(scalar)} {
 		if bytes.Contains(db, []byte(secret)) {
 			t.Errorf("secret %q is in the logs or the database", secret)
@@ -434,11 +428,11 @@ func TestProxyPassesEngineErrorsThrough(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	r := p.call("signup", map[string]any{"userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32)}},
 		"authenticators": []any{}, "oauthProviders": []any{}}, nil)
-	direct := p.root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
+	direct := p.root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "a@example.com", "userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32), "curveType": "API_KEY_CURVE_P256"}},
 			"authenticators": []any{}, "oauthProviders": []any{}}}})
-	if r.status != direct.status || r.str("message") != direct.str("message") || r.status != 400 {
-		t.Fatalf("proxy %d %s, API %d %s", r.status, r.raw, direct.status, direct.raw)
+	if r.Status != direct.Status || r.Str("message") != direct.Str("message") || r.Status != 400 {
+		t.Fatalf("proxy %d %s, API %d %s", r.Status, r.Raw, direct.Status, direct.Raw)
 	}
 }
 
@@ -462,28 +456,28 @@ func base64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeSt
 // answers, errors included.
 func TestProxyRemoteCoordinator(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
-	p.s.ProxyServer.Coordinator = authproxy.NewRemote(p.url + "/")
-	_, carolPub := p.newKey()
+	p.Server.ProxyServer.Coordinator = authproxy.NewRemote(p.URL + "/")
+	_, carolPub := p.NewKey()
 	r := p.ok("signup", map[string]any{"userEmail": "carol@example.com", "authenticators": []any{}, "oauthProviders": []any{},
 		"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": carolPub, "curveType": "API_KEY_CURVE_P256"}},
 		"wallet": map[string]any{"walletName": "main", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32",
 			"path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
-	if !strings.HasPrefix(r.str("wallet", "addresses", "0"), "0x") {
-		t.Fatalf("signup over HTTP: %s", r.raw)
+	if !strings.HasPrefix(r.Str("wallet", "addresses", "0"), "0x") {
+		t.Fatalf("signup over HTTP: %s", r.Raw)
 	}
-	if a := p.ok("account", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": carolPub}); a.str("organizationId") != r.str("organizationId") {
-		t.Fatalf("account over HTTP: %s", a.raw)
+	if a := p.ok("account", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": carolPub}); a.Str("organizationId") != r.Str("organizationId") {
+		t.Fatalf("account over HTTP: %s", a.Raw)
 	}
-	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.status != 404 && r.status != 400 {
-		t.Fatalf("engine error over HTTP: %d %s", r.status, r.raw)
+	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.Status != 404 && r.Status != 400 {
+		t.Fatalf("engine error over HTTP: %d %s", r.Status, r.Raw)
 	}
 	// An unreachable coordinator is a 503, not a hang or a 500.
-	p.s.ProxyServer.Coordinator = authproxy.NewRemote("http://127.0.0.1:1")
-	if r := p.call("account", map[string]any{"filterType": "EMAIL", "filterValue": "carol@example.com"}, nil); r.status != 503 {
-		t.Fatalf("unreachable coordinator: %d %s", r.status, r.raw)
+	p.Server.ProxyServer.Coordinator = authproxy.NewRemote("http://127.0.0.1:1")
+	if r := p.call("account", map[string]any{"filterType": "EMAIL", "filterValue": "carol@example.com"}, nil); r.Status != 503 {
+		t.Fatalf("unreachable coordinator: %d %s", r.Status, r.Raw)
 	}
 	for _, bad := range []string{"ftp://x", "not a url", "http://", "https://h/?q=1"} {
-		if checkCoordinatorURL(bad) == nil {
+		if server.CheckCoordinatorURL(bad) == nil {
 			t.Errorf("coordinator URL %q accepted", bad)
 		}
 	}
@@ -495,9 +489,9 @@ func TestProxyRemoteCoordinator(t *testing.T) {
 func TestProxySignupWithVerificationToken(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	verified := func(email string) (*ecdsa.PrivateKey, string, string) {
-		otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email}).str("otpId")
+		otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email}).Str("otpId")
 		device, devicePub := p256Key(t)
-		tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(email), "publicKey": devicePub}).str("verificationToken")
+		tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(email), "publicKey": devicePub}).Str("verificationToken")
 		return device, devicePub, tok
 	}
 	device, devicePub, tok := verified("dave@example.com")
@@ -521,31 +515,31 @@ func TestProxySignupWithVerificationToken(t *testing.T) {
 		field string
 	}{"a signature over other bytes", wrongSig, "signature"})
 	for _, c := range refused {
-		if r := p.call("signup", c.body, nil); r.status != 400 || !strings.Contains(r.str("message"), c.field) {
-			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		if r := p.call("signup", c.body, nil); r.Status != 400 || !strings.Contains(r.Str("message"), c.field) {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
 		}
 	}
 	// The token usage form of core's signUpWithOtp.
 	body := base("dave@example.com")
 	msg := fmt.Sprintf(`{"signupV2":{"email":"dave@example.com"},"tokenId":%q,"type":"USAGE_TYPE_SIGNUP"}`, claims.ID)
 	body["clientSignature"] = map[string]any{"publicKey": devicePub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device, []byte(msg))}
-	subID := p.ok("signup_v2", body).str("organizationId")
+	subID := p.ok("signup_v2", body).Str("organizationId")
 	// The login after it uses the token.
-	_, sessPub := p.newKey()
+	_, sessPub := p.NewKey()
 	r := p.ok("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signRaw(t, device, []byte(tok))})
-	if sc, err := session.Parse(r.str("session"), p.s.Keys.Public(custody.Notarizer), p.clock()); err != nil || sc.OrganizationID != subID {
+	if sc, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc.OrganizationID != subID {
 		t.Fatalf("login after sign-up: %+v %v", sc, err)
 	}
 	// A used token signs nobody up.
-	if r := p.call("signup", base("dave@example.com"), nil); r.status != 400 || !strings.Contains(r.str("message"), "already used") {
-		t.Fatalf("sign-up with a used token: %d %s", r.status, r.raw)
+	if r := p.call("signup", base("dave@example.com"), nil); r.Status != 400 || !strings.Contains(r.Str("message"), "already used") {
+		t.Fatalf("sign-up with a used token: %d %s", r.Status, r.Raw)
 	}
 	// The spec's hex form over the token, for a second user.
 	device2, _, tok2 := verified("frank@example.com")
 	body = map[string]any{"userEmail": "frank@example.com", "verificationToken": tok2, "client_signature": signDER(t, device2, []byte(tok2)),
 		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}
-	if r := p.ok("signup", body); r.str("organizationId") == "" {
-		t.Fatalf("sign-up with the hex signature: %s", r.raw)
+	if r := p.ok("signup", body); r.Str("organizationId") == "" {
+		t.Fatalf("sign-up with the hex signature: %s", r.Raw)
 	}
 }
 
@@ -553,11 +547,11 @@ func TestProxySignupWithVerificationToken(t *testing.T) {
 // unsealed to stamp, the stamp verified and the query run in process.
 func BenchmarkProxyAccount(b *testing.B) {
 	out, _ := notify.NewOutbox(filepath.Join(b.TempDir(), "outbox.jsonl"))
-	h := newHarnessWith(b, func(c *Config) { c.Emailer = out })
-	ps := httptest.NewServer(h.s.ProxyServer.Handler())
+	h := servertest.New(b, servertest.WithConfig(func(c *server.Config) { c.Emailer = out }))
+	ps := httptest.NewServer(h.Server.ProxyServer.Handler())
 	b.Cleanup(ps.Close)
-	_, created := h.rootOrg("Acme")
-	cfg, err := h.s.Proxy.Enable(context.Background(), created.OrganizationID, authproxy.DefaultSettings())
+	_, created := h.RootOrg("Acme")
+	cfg, err := h.Server.Proxy.Enable(context.Background(), created.OrganizationID, authproxy.DefaultSettings())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -580,11 +574,11 @@ func BenchmarkProxyAccount(b *testing.B) {
 
 // proxyScalar opens a configuration's sealed proxy key, for tests that look for it where it
 // must not be.
-func proxyScalar(t *testing.T, h *harness, cfgID string) []byte {
+func proxyScalar(t *testing.T, h *servertest.Harness, cfgID string) []byte {
 	t.Helper()
 	ctx := context.Background()
 	var rec store.Record
-	if err := h.s.Store.View(ctx, func(r store.Reader) error {
+	if err := h.Server.Store.View(ctx, func(r store.Reader) error {
 		var err error
 		rec, err = r.Get(ctx, authproxy.KindConfig, cfgID)
 		return err
@@ -598,7 +592,7 @@ func proxyScalar(t *testing.T, h *harness, cfgID string) []byte {
 	if err := json.Unmarshal(rec.Data, &st); err != nil {
 		t.Fatal(err)
 	}
-	scalar, err := h.s.Keyring.Open(st.SealedProxyKey, custody.Binding{OrgID: st.OrgID, Kind: authproxy.KindConfig, ID: cfgID})
+	scalar, err := h.Server.Keyring.Open(st.SealedProxyKey, custody.Binding{OrgID: st.OrgID, Kind: authproxy.KindConfig, ID: cfgID})
 	if err != nil || len(scalar) != 32 {
 		t.Fatalf("proxy key: %d bytes, %v", len(scalar), err)
 	}
@@ -609,12 +603,12 @@ func proxyScalar(t *testing.T, h *harness, cfgID string) []byte {
 // is refused by the proxy, naming the field.
 func TestProxyLoginOutsideItsOrganization(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
-	_, other := p.rootOrg("Other")
-	_, pub := p.newKey()
-	for _, org := range []string{other.OrganizationID, p.org.OrganizationID, "00000000-0000-4000-8000-000000000000"} {
+	_, other := p.RootOrg("Other")
+	_, pub := p.NewKey()
+	for _, org := range []string{other.OrganizationID, p.Org.OrganizationID, "00000000-0000-4000-8000-000000000000"} {
 		r := p.call("oauth_login", map[string]any{"oidcToken": "x.y.z", "publicKey": pub, "organizationId": org}, nil)
-		if r.status != 400 || !strings.Contains(r.str("message"), "organizationId") {
-			t.Errorf("oauth_login in %s: %d %s", org, r.status, r.raw)
+		if r.Status != 400 || !strings.Contains(r.Str("message"), "organizationId") {
+			t.Errorf("oauth_login in %s: %d %s", org, r.Status, r.Raw)
 		}
 	}
 }

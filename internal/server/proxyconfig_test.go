@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -8,56 +8,55 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // proxyClient stamps requests with an organization's proxy key, as the auth proxy does.
 type proxyClient struct {
-	h   *harness
+	h   *servertest.Harness
 	cfg *authproxy.Config
-	org string
+	Org string
 }
 
-func (p *proxyClient) post(path string, body []byte) response {
-	p.h.t.Helper()
-	cfg, err := p.h.s.Proxy.ByConfigID(context.Background(), p.cfg.ID)
+func (p *proxyClient) Post(path string, body []byte) servertest.Response {
+	p.h.T.Helper()
+	cfg, err := p.h.Server.Proxy.ByConfigID(context.Background(), p.cfg.ID)
 	if err != nil {
-		p.h.t.Fatal(err)
+		p.h.T.Fatal(err)
 	}
-	name, value, err := p.h.s.Proxy.Stamp(cfg, body)
+	name, value, err := p.h.Server.Proxy.Stamp(cfg, body)
 	if err != nil {
-		p.h.t.Fatal(err)
+		p.h.T.Fatal(err)
 	}
-	return p.h.raw(path, body, map[string]string{name: value})
+	return p.h.Post(path, body, map[string]string{name: value})
 }
 
-func (p *proxyClient) submit(op, typ string, params any) response {
-	p.h.t.Helper()
+func (p *proxyClient) Submit(op, typ string, params any) servertest.Response {
+	p.h.T.Helper()
 	b, _ := json.Marshal(params)
-	body := fmt.Appendf(nil, `{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, b, p.org, p.h.clock().UnixMilli(), typ)
-	return p.post("/public/v1/submit/"+op, body)
+	body := fmt.Appendf(nil, `{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, b, p.Org, p.h.Now().UnixMilli(), typ)
+	return p.Post("/public/v1/submit/"+op, body)
 }
 
-func (p *proxyClient) query(op string, params map[string]any) response {
-	p.h.t.Helper()
-	params["organizationId"] = p.org
+func (p *proxyClient) Query(op string, params map[string]any) servertest.Response {
+	p.h.T.Helper()
+	params["organizationId"] = p.Org
 	b, _ := json.Marshal(params)
-	return p.post("/public/v1/query/"+op, b)
+	return p.Post("/public/v1/query/"+op, b)
 }
 
 // TestProxyConfigLifecycle: enable creates the proxy user and key; update changes settings;
 // disable removes the user and key; enable again gives a new key under the same config id.
 func TestProxyConfigLifecycle(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
 	ctx := context.Background()
-	m := h.s.Proxy
+	m := h.Server.Proxy
 
 	if _, err := m.Get(ctx, created.OrganizationID); apierr.From(err).Code != apierr.NotFound {
 		t.Fatalf("Get before enable: %v", err)
@@ -88,11 +87,11 @@ func TestProxyConfigLifecycle(t *testing.T) {
 		t.Fatalf("the config's JSON carries the key: %s", b)
 	}
 	// The proxy user and its key are visible to the organization, the key as a P-256 API key.
-	r := root.query("get_user", map[string]any{"userId": c.ProxyUserID})
-	mustOK(t, r)
-	if r.str("user", "userName") != authproxy.ProxyUserName || r.str("user", "apiKeys", "0", "credential", "type") != "CREDENTIAL_TYPE_API_KEY_P256" ||
-		r.str("user", "apiKeys", "0", "credential", "publicKey") != c.ProxyPublicKey {
-		t.Fatalf("proxy user: %s", r.raw)
+	r := root.Query("get_user", map[string]any{"userId": c.ProxyUserID})
+	servertest.MustOK(t, r)
+	if r.Str("user", "userName") != authproxy.ProxyUserName || r.Str("user", "apiKeys", "0", "credential", "type") != "CREDENTIAL_TYPE_API_KEY_P256" ||
+		r.Str("user", "apiKeys", "0", "credential", "publicKey") != c.ProxyPublicKey {
+		t.Fatalf("proxy user: %s", r.Raw)
 	}
 	if byID, err := m.ByConfigID(ctx, c.ID); err != nil || byID.OrgID != created.OrganizationID {
 		t.Fatalf("ByConfigID: %+v, %v", byID, err)
@@ -115,7 +114,7 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	}
 
 	// Disable: the user and key are gone; the proxy key no longer stamps anything.
-	p := &proxyClient{h: h, cfg: c, org: created.OrganizationID}
+	p := &proxyClient{h: h, cfg: c, Org: created.OrganizationID}
 	d, err := m.Disable(ctx, created.OrganizationID)
 	if err != nil || d.Settings.Enabled || d.ProxyUserID != "" || d.ID != c.ID {
 		t.Fatalf("disable: %+v, %v", d, err)
@@ -123,8 +122,8 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	if _, _, err := m.Stamp(d, []byte("{}")); err != authproxy.ErrDisabled {
 		t.Fatalf("stamp with a disabled config: %v", err)
 	}
-	if r := root.query("get_user", map[string]any{"userId": c.ProxyUserID}); r.status != http.StatusNotFound {
-		t.Fatalf("proxy user after disable: %d %s", r.status, r.raw)
+	if r := root.Query("get_user", map[string]any{"userId": c.ProxyUserID}); r.Status != http.StatusNotFound {
+		t.Fatalf("proxy user after disable: %d %s", r.Status, r.Raw)
 	}
 	// Enable again: same config id, new user and key.
 	e, err := m.Enable(ctx, created.OrganizationID, d.Settings)
@@ -132,15 +131,15 @@ func TestProxyConfigLifecycle(t *testing.T) {
 		t.Fatalf("re-enable: %+v, %v", e, err)
 	}
 	p.cfg = e
-	r = p.query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "nobody@example.com"})
-	mustOK(t, r)
+	r = p.Query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "nobody@example.com"})
+	servertest.MustOK(t, r)
 
 	// A sub-organization cannot have a proxy; an unknown organization is a 404.
-	sub := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
+	sub := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
 		"subOrganizationName": "sub", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}}})
-	mustOK(t, sub)
-	subID := sub.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
+	servertest.MustOK(t, sub)
+	subID := sub.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
 	if _, err := m.Enable(ctx, subID, authproxy.DefaultSettings()); err == nil || !strings.Contains(err.Error(), "sub-organization") {
 		t.Fatalf("enable on a sub-org: %v", err)
 	}
@@ -154,24 +153,24 @@ func TestProxyConfigLifecycle(t *testing.T) {
 // voting or reading the organization's data, whatever the organization's policies say.
 func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 	h, _ := otpHarness(t)
-	root, created := h.rootOrg("Acme")
+	root, created := h.RootOrg("Acme")
 	ctx := context.Background()
-	c, err := h.s.Proxy.Enable(ctx, created.OrganizationID, authproxy.DefaultSettings())
+	c, err := h.Server.Proxy.Enable(ctx, created.OrganizationID, authproxy.DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxyClient{h: h, cfg: c, org: created.OrganizationID}
+	p := &proxyClient{h: h, cfg: c, Org: created.OrganizationID}
 
 	// A wallet and a policy that allows everything to everyone: the proxy still cannot use them.
-	r := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "treasury",
+	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "treasury",
 		"accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
-	mustOK(t, r)
-	walletID := r.str("activity", "result", "createWalletResult", "walletId")
-	addr := r.str("activity", "result", "createWalletResult", "addresses", "0")
-	r = root.submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "allow all", "effect": "EFFECT_ALLOW", "condition": "true", "consensus": "true", "notes": "n"})
-	mustOK(t, r)
+	servertest.MustOK(t, r)
+	walletID := r.Str("activity", "result", "createWalletResult", "walletId")
+	addr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
+	r = root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "allow all", "effect": "EFFECT_ALLOW", "condition": "true", "consensus": "true", "notes": "n"})
+	servertest.MustOK(t, r)
 
-	_, targetPub := h.newKey()
+	_, targetPub := h.NewKey()
 	refused := []struct {
 		op, typ string
 		params  any
@@ -185,44 +184,44 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 		{"delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{}},
 	}
 	for _, x := range refused {
-		r := p.submit(x.op, x.typ, x.params)
-		if r.status != http.StatusForbidden || !strings.Contains(r.str("message"), "auth proxy key") {
-			t.Errorf("%s by the proxy key: %d %s", x.op, r.status, r.raw)
+		r := p.Submit(x.op, x.typ, x.params)
+		if r.Status != http.StatusForbidden || !strings.Contains(r.Str("message"), "auth proxy key") {
+			t.Errorf("%s by the proxy key: %d %s", x.op, r.Status, r.Raw)
 		}
 	}
 	for _, q := range []string{"list_wallets", "list_users", "whoami", "list_policies", "list_activities", "get_organization"} {
-		if r := p.query(q, map[string]any{}); r.status != http.StatusForbidden {
-			t.Errorf("query %s by the proxy key: %d %s", q, r.status, r.raw)
+		if r := p.Query(q, map[string]any{}); r.Status != http.StatusForbidden {
+			t.Errorf("query %s by the proxy key: %d %s", q, r.Status, r.Raw)
 		}
 	}
 
 	// What it may do: sign a user up, send a code, look users up.
-	_, endUserPub := h.newKey()
-	r = p.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
+	_, endUserPub := h.NewKey()
+	r = p.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
 		"subOrganizationName": "alice", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
 			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}}})
-	mustOK(t, r)
-	subID := r.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
-	r = p.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
-	mustOK(t, r)
-	r = p.query("list_suborgs", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": endUserPub})
-	mustOK(t, r)
-	if r.str("organizationIds", "0") != subID {
-		t.Fatalf("lookup: %s", r.raw)
+	servertest.MustOK(t, r)
+	subID := r.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
+	r = p.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	servertest.MustOK(t, r)
+	r = p.Query("list_suborgs", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": endUserPub})
+	servertest.MustOK(t, r)
+	if r.Str("organizationIds", "0") != subID {
+		t.Fatalf("lookup: %s", r.Raw)
 	}
 	// The e-mail address the proxy key wrote without a verification token is unproven: it
 	// matches no look-up.
-	r = p.query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "alice@example.com"})
-	mustOK(t, r)
-	if r.str("organizationIds", "0") != "" {
-		t.Fatalf("an unproven e-mail address matched a look-up: %s", r.raw)
+	r = p.Query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "alice@example.com"})
+	servertest.MustOK(t, r)
+	if r.Str("organizationIds", "0") != "" {
+		t.Fatalf("an unproven e-mail address matched a look-up: %s", r.Raw)
 	}
 	// In the new sub-organization the proxy key (a parent credential) can do nothing else either.
-	p.org = subID
-	r = p.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{}})
-	if r.status != http.StatusForbidden {
-		t.Fatalf("create_wallet in the sub-org by the proxy key: %d %s", r.status, r.raw)
+	p.Org = subID
+	r = p.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{}})
+	if r.Status != http.StatusForbidden {
+		t.Fatalf("create_wallet in the sub-org by the proxy key: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -230,23 +229,16 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 // clear: the stored configuration holds it sealed, and neither its bytes nor its hex appear in
 // the file.
 func TestProxyKeyNotInDatabase(t *testing.T) {
-	h := newHarness(t)
-	_, created := h.rootOrg("Acme")
+	h := servertest.New(t, servertest.SQLite())
+	_, created := h.RootOrg("Acme")
 	ctx := context.Background()
-	c, err := h.s.Proxy.Enable(ctx, created.OrganizationID, authproxy.DefaultSettings())
+	c, err := h.Server.Proxy.Enable(ctx, created.OrganizationID, authproxy.DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
 	scalar := proxyScalar(t, h, c.ID)
-	h.s.Close()
-	var db []byte
-	for _, f := range []string{DatabaseFile, DatabaseFile + "-wal"} {
-		b, _ := os.ReadFile(filepath.Join(h.s.cfg.DataDir, f))
-		db = append(db, b...)
-	}
-	if len(db) == 0 {
-		t.Fatal("no database file")
-	}
+	h.Server.Close()
+	db := h.DatabaseBytes()
 	for _, secret := range [][]byte{scalar, []byte(hex.EncodeToString(scalar)), []byte(base64.StdEncoding.EncodeToString(scalar))} {
 		if bytes.Contains(db, secret) {
 			t.Fatal("the proxy's private key is in the database file in the clear")

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // SEND_TRANSACTION_STATUS_UPDATES: an endpoint of the top-level organization hears of a send's
@@ -33,28 +36,28 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 		},
 	})
 	recv := newHookRecorder(t)
-	h := newHarnessWith(t, func(c *Config) {
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
 		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL}
 		c.LoopbackWebhooks = true
-	})
-	h.s.Webhooks.Poll = 20 * time.Millisecond
+	}))
+	h.Server.Webhooks.Poll = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); h.s.Webhooks.Run(ctx) }()
-	go func() { defer wg.Done(); h.s.chain.Follow(ctx, h.s.Webhooks.Wake) }()
+	go func() { defer wg.Done(); h.Server.Webhooks.Run(ctx) }()
+	go func() { defer wg.Done(); h.Server.ChainDeps().Follow(ctx, h.Server.Webhooks.Wake) }()
 	defer func() { cancel(); wg.Wait() }()
 
-	root, created := h.rootOrg("Acme")
-	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sends",
+	root, created := h.RootOrg("Acme")
+	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sends",
 		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}))
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
 	tx, _ := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 1,
 		GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)})
 	raw, _ := tx.MarshalBinary()
-	r := root.submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"})
-	mustOK(t, r)
+	r := root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"})
+	servertest.MustOK(t, r)
 	mined.Store(true)
 	bodies := recv.waitFor(2, 15*time.Second, "SEND_TRANSACTION_STATUS_UPDATES")
 	if len(bodies) < 2 {
@@ -65,7 +68,7 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 		msg := b["msg"].(map[string]any)
 		statuses = append(statuses, msg["status"].(string))
 		if b["type"] != "transaction:status" || b["organizationId"] != created.OrganizationID || b["parentOrganizationId"] != created.OrganizationID ||
-			msg["activityId"] != r.str("activity", "id") || msg["caip2"] != "eip155:11155111" || msg["idempotencyKey"] == "" {
+			msg["activityId"] != r.Str("activity", "id") || msg["caip2"] != "eip155:11155111" || msg["idempotencyKey"] == "" {
 			t.Fatalf("body: %v", b)
 		}
 		if msg["status"] == "INCLUDED" && !strings.EqualFold(msg["txHash"].(string), tx.Hash().Hex()) {
@@ -76,12 +79,12 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 		t.Fatalf("statuses %v", statuses)
 	}
 	// Billing-scoped: a sub-organization cannot subscribe.
-	subPriv, subPub := h.newKey()
-	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "sub", "rootQuorumThreshold": 1,
+	subPriv, subPub := h.NewKey()
+	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "sub", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}},
 			"authenticators": []any{}, "oauthProviders": []any{}}}})
-	mustOK(t, s)
-	sub := h.client(s.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId"), subPriv)
-	wantError(t, sub.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "x",
+	servertest.MustOK(t, s)
+	sub := h.Client(s.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId"), subPriv)
+	servertest.WantError(t, sub.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "x",
 		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}), http.StatusForbidden, 7, "billing")
 }

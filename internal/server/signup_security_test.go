@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/session"
 )
 
@@ -22,81 +24,81 @@ import (
 func TestProxySignupPreHijack(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	const victim = "victim@example.com"
-	attackerPriv, attackerPub := p.newKey()
+	attackerPriv, attackerPub := p.NewKey()
 	planted := p.ok("signup", map[string]any{"userEmail": victim, "userName": "victim", "authenticators": []any{}, "oauthProviders": []any{},
-		"apiKeys": []any{map[string]any{"apiKeyName": "mine", "publicKey": attackerPub, "curveType": "API_KEY_CURVE_P256"}}}).str("organizationId")
+		"apiKeys": []any{map[string]any{"apiKeyName": "mine", "publicKey": attackerPub, "curveType": "API_KEY_CURVE_P256"}}}).Str("organizationId")
 	if planted == "" {
 		t.Fatal("the attacker's sign-up (with a credential) should still create a sub-organization")
 	}
 	lookup := func(filter, value string) string {
-		return p.ok("account", map[string]any{"filterType": filter, "filterValue": value}).str("organizationId")
+		return p.ok("account", map[string]any{"filterType": filter, "filterValue": value}).Str("organizationId")
 	}
 	if got := lookup("EMAIL", victim); got != "" {
 		t.Fatalf("an unproven address matched the account look-up: %s", got)
 	}
-	if r := p.root.query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": victim}); r.str("organizationIds", "0") != "" {
-		t.Fatalf("an unproven address matched list_suborgs: %s", r.raw)
+	if r := p.root.Query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": victim}); r.Str("organizationIds", "0") != "" {
+		t.Fatalf("an unproven address matched list_suborgs: %s", r.Raw)
 	}
 
 	// The victim proves the address: still nothing to log in to.
-	otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim}).str("otpId")
+	otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim}).Str("otpId")
 	device, devicePub := p256Key(t)
-	tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim), "public_key": devicePub}).str("verificationToken")
-	_, sessPub := p.newKey()
+	tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim), "public_key": devicePub}).Str("verificationToken")
+	_, sessPub := p.NewKey()
 	sig := signDER(t, device, []byte(tok))
-	if r := p.call("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}, nil); r.status != http.StatusNotFound {
-		t.Fatalf("otp_login found an unproven address: %d %s", r.status, r.raw)
+	if r := p.call("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}, nil); r.Status != http.StatusNotFound {
+		t.Fatalf("otp_login found an unproven address: %d %s", r.Status, r.Raw)
 	}
 	// Naming the planted sub-organization does not help: its user's address is unproven.
 	r := p.call("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig, "organizationId": planted}, nil)
-	if r.status == http.StatusOK {
-		t.Fatalf("otp_login into the planted sub-organization: %s", r.raw)
+	if r.Status == http.StatusOK {
+		t.Fatalf("otp_login into the planted sub-organization: %s", r.Raw)
 	}
 	mine := p.ok("signup", map[string]any{"userEmail": victim, "userName": "victim", "apiKeys": []any{}, "authenticators": []any{},
-		"oauthProviders": []any{}, "verificationToken": tok, "client_signature": sig}).str("organizationId")
+		"oauthProviders": []any{}, "verificationToken": tok, "client_signature": sig}).Str("organizationId")
 	if mine == planted || lookup("EMAIL", victim) != mine {
 		t.Fatalf("the victim's verified sign-up: %s (planted %s), look-up %s", mine, planted, lookup("EMAIL", victim))
 	}
-	sess := p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}).str("session")
-	if sc, err := session.Parse(sess, p.s.Keys.Public(custody.Notarizer), p.clock()); err != nil || sc.OrganizationID != mine {
+	sess := p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}).Str("session")
+	if sc, err := session.Parse(sess, p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc.OrganizationID != mine {
 		t.Fatalf("the victim's session: %+v %v", sc, err)
 	}
-	if r := p.client(mine, attackerPriv).query("whoami", nil); r.status == http.StatusOK {
-		t.Fatalf("the attacker's key works in the victim's sub-organization: %s", r.raw)
+	if r := p.Client(mine, attackerPriv).Query("whoami", nil); r.Status == http.StatusOK {
+		t.Fatalf("the attacker's key works in the victim's sub-organization: %s", r.Raw)
 	}
 
 	// Inside the planted sub-organization the attacker is root: changing their own user's
 	// address to another victim's, without a token, leaves it unproven too.
-	attacker := p.client(planted, attackerPriv)
-	userID := attacker.query("whoami", nil).str("userId")
+	attacker := p.Client(planted, attackerPriv)
+	userID := attacker.Query("whoami", nil).Str("userId")
 	const victim2 = "second@example.com"
-	mustOK(t, attacker.submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2}))
+	servertest.MustOK(t, attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2}))
 	if got := lookup("EMAIL", victim2); got != "" {
 		t.Fatalf("an address a sub-organization's user set without a token matched: %s", got)
 	}
 	// With a verification token for exactly that address (issued by the parent, as the proxy
 	// issues them), the address is proven and the token used up.
-	otpID = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim2}).str("otpId")
-	tok2 := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim2)}).str("verificationToken")
-	wrong := attacker.submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": "third@example.com",
+	otpID = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim2}).Str("otpId")
+	tok2 := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim2)}).Str("verificationToken")
+	wrong := attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": "third@example.com",
 		"verificationToken": tok2})
-	wantError(t, wrong, 400, 3, "verificationToken")
-	mustOK(t, attacker.submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
+	servertest.WantError(t, wrong, 400, 3, "verificationToken")
+	servertest.MustOK(t, attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
 		"verificationToken": tok2}))
 	if got := lookup("EMAIL", victim2); got != planted {
 		t.Fatalf("a proven address did not match: %q", got)
 	}
-	again := attacker.submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
+	again := attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
 		"verificationToken": tok2})
-	wantError(t, again, 400, 3, "already used")
+	servertest.WantError(t, again, 400, 3, "already used")
 
 	// The organization's own backend vouches for what it writes (Turnkey's e-mail auth
 	// examples create sub-organizations with addresses this way).
-	created := p.root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
+	created := p.root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
 		"subOrganizationName": "backend", "rootQuorumThreshold": 1, "rootUsers": []any{map[string]any{"userName": "b",
 			"userEmail": "backend@example.com", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}}})
-	mustOK(t, created)
-	if got := lookup("EMAIL", "backend@example.com"); got != created.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId") {
+	servertest.MustOK(t, created)
+	if got := lookup("EMAIL", "backend@example.com"); got != created.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId") {
 		t.Fatalf("a backend-created address did not match: %q", got)
 	}
 }
@@ -112,12 +114,12 @@ func TestProxySignupNeedsACredentialOrProof(t *testing.T) {
 		map[string]any{"userPhoneNumber": "+14155550100"},
 	} {
 		r := p.call("signup", body, nil)
-		if r.status != http.StatusBadRequest || !strings.Contains(r.str("message"), "credential") {
-			t.Errorf("%v: %d %s", body, r.status, r.raw)
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.Str("message"), "credential") {
+			t.Errorf("%v: %d %s", body, r.Status, r.Raw)
 		}
 	}
-	if r := p.root.query("list_suborgs", map[string]any{}); r.status != http.StatusOK || len(r.body["organizationIds"].([]any)) != 0 {
-		n := r.raw
+	if r := p.root.Query("list_suborgs", map[string]any{}); r.Status != http.StatusOK || len(r.Body["organizationIds"].([]any)) != 0 {
+		n := r.Raw
 		t.Fatalf("refused sign-ups created sub-organizations: %s", n)
 	}
 }
@@ -127,14 +129,14 @@ func TestProxySignupNeedsACredentialOrProof(t *testing.T) {
 // configurable (0 lifts it).
 func TestProxyRateLimitsPerAddress(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
-	signup := func(i int, headers map[string]string) response {
-		_, pub := p.newKey()
+	signup := func(i int, headers map[string]string) servertest.Response {
+		_, pub := p.NewKey()
 		return p.call("signup", map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
 			"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}}, headers)
 	}
 	burst := authproxy.DefaultSignupRate.Count
 	var wg sync.WaitGroup
-	results := make([]response, burst+5)
+	results := make([]servertest.Response, burst+5)
 	for i := range results {
 		wg.Add(1)
 		go func(i int) {
@@ -146,16 +148,16 @@ func TestProxyRateLimitsPerAddress(t *testing.T) {
 	wg.Wait()
 	ok, limited := 0, 0
 	for _, r := range results {
-		switch r.status {
+		switch r.Status {
 		case http.StatusOK:
 			ok++
 		case http.StatusTooManyRequests:
 			limited++
-			if r.str("details", "0", "turnkeyErrorCode") != "RATE_LIMITED" {
-				t.Errorf("429 without RATE_LIMITED: %s", r.raw)
+			if r.Str("details", "0", "turnkeyErrorCode") != "RATE_LIMITED" {
+				t.Errorf("429 without RATE_LIMITED: %s", r.Raw)
 			}
 		default:
-			t.Errorf("unexpected %d %s", r.status, r.raw)
+			t.Errorf("unexpected %d %s", r.Status, r.Raw)
 		}
 	}
 	if ok != burst || limited != 5 {
@@ -166,17 +168,17 @@ func TestProxyRateLimitsPerAddress(t *testing.T) {
 		p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "u" + strconv.Itoa(i) + "@example.com"})
 	}
 	r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "late@example.com"}, nil)
-	if r.status != http.StatusTooManyRequests || r.str("message") == "" {
-		t.Fatalf("otp_init past the limit: %d %s", r.status, r.raw)
+	if r.Status != http.StatusTooManyRequests || r.Str("message") == "" {
+		t.Fatalf("otp_init past the limit: %d %s", r.Status, r.Raw)
 	}
 	// Time refills the bucket.
-	p.advance(time.Minute)
-	mustOK(t, signup(100, nil))
+	p.Advance(time.Minute)
+	servertest.MustOK(t, signup(100, nil))
 
 	// Configured off, nothing is limited.
-	off := newProxyHarnessWith(t, proxySettings(), func(c *Config) { c.ProxySignupRate = &authproxy.Rate{} })
+	off := newProxyHarness(t, proxySettings(), servertest.WithConfig(func(c *server.Config) { c.ProxySignupRate = &authproxy.Rate{} }))
 	for i := 0; i < burst+3; i++ {
-		_, pub := off.newKey()
+		_, pub := off.NewKey()
 		off.ok("signup", map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
 			"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}})
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/server"
 )
 
 // testCA is a certificate authority for TLS tests.
@@ -96,11 +97,11 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 	strangerPair, _ := tls.X509KeyPair(strangerCert, strangerKey)
 
 	var logs lockedBuffer
-	files := TLSFiles{CertFile: certFile, KeyFile: keyFile}
-	s, err := Open(context.Background(), Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
+	files := server.TLSFiles{CertFile: certFile, KeyFile: keyFile}
+	s, err := server.Open(context.Background(), server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
 		DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 		APITLS: files, ProxyTLS: files, MetricsTLS: files,
-		DashboardTLS: TLSFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile},
+		DashboardTLS: server.TLSFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile},
 		Log:          slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
@@ -211,26 +212,30 @@ func TestConfigurationRefusedBeforeAnythingIsWritten(t *testing.T) {
 	writeFile(t, other, otherKey)
 	for _, tc := range []struct {
 		name string
-		cfg  func(*Config)
+		cfg  func(*server.Config)
 		want string
 	}{
-		{"certificate without key", func(c *Config) { c.APITLS = TLSFiles{CertFile: cert} }, "api listener: give both"},
-		{"key without certificate", func(c *Config) { c.ProxyTLS = TLSFiles{KeyFile: key} }, "proxy listener: give both"},
-		{"client CA without TLS", func(c *Config) { c.DashboardTLS = TLSFiles{ClientCAFile: cert} }, "client certificates need TLS"},
-		{"missing certificate file", func(c *Config) { c.MetricsTLS = TLSFiles{CertFile: filepath.Join(dir, "nope.pem"), KeyFile: key} }, "metrics listener"},
-		{"key of another certificate", func(c *Config) { c.APITLS = TLSFiles{CertFile: cert, KeyFile: other} }, "api listener"},
-		{"client CA file without certificates", func(c *Config) { c.DashboardTLS = TLSFiles{CertFile: cert, KeyFile: key, ClientCAFile: key} }, "holds no PEM certificate"},
-		{"coordinator URL", func(c *Config) { c.CoordinatorURL = "ftp://x" }, "--coordinator-url"},
-		{"issuer URL", func(c *Config) { c.OIDCIssuerURL = "http://public.example/oidc" }, "--oidc-issuer-url"},
-		{"assets file", func(c *Config) { c.AssetsFile = filepath.Join(dir, "missing.json") }, "missing.json"},
-		{"prices file", func(c *Config) { c.PricesFile = filepath.Join(dir, "missing-prices.json") }, "missing-prices.json"},
-		{"QuorumOS versions", func(c *Config) { c.TVCQOSVersions = []string{"a b"} }, ""},
+		{"certificate without key", func(c *server.Config) { c.APITLS = server.TLSFiles{CertFile: cert} }, "api listener: give both"},
+		{"key without certificate", func(c *server.Config) { c.ProxyTLS = server.TLSFiles{KeyFile: key} }, "proxy listener: give both"},
+		{"client CA without TLS", func(c *server.Config) { c.DashboardTLS = server.TLSFiles{ClientCAFile: cert} }, "client certificates need TLS"},
+		{"missing certificate file", func(c *server.Config) {
+			c.MetricsTLS = server.TLSFiles{CertFile: filepath.Join(dir, "nope.pem"), KeyFile: key}
+		}, "metrics listener"},
+		{"key of another certificate", func(c *server.Config) { c.APITLS = server.TLSFiles{CertFile: cert, KeyFile: other} }, "api listener"},
+		{"client CA file without certificates", func(c *server.Config) {
+			c.DashboardTLS = server.TLSFiles{CertFile: cert, KeyFile: key, ClientCAFile: key}
+		}, "holds no PEM certificate"},
+		{"coordinator URL", func(c *server.Config) { c.CoordinatorURL = "ftp://x" }, "--coordinator-url"},
+		{"issuer URL", func(c *server.Config) { c.OIDCIssuerURL = "http://public.example/oidc" }, "--oidc-issuer-url"},
+		{"assets file", func(c *server.Config) { c.AssetsFile = filepath.Join(dir, "missing.json") }, "missing.json"},
+		{"prices file", func(c *server.Config) { c.PricesFile = filepath.Join(dir, "missing-prices.json") }, "missing-prices.json"},
+		{"QuorumOS versions", func(c *server.Config) { c.TVCQOSVersions = []string{"a b"} }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
-			cfg := Config{DataDir: data, Dev: true, APIAddr: "127.0.0.1:0"}
+			cfg := server.Config{DataDir: data, Dev: true, APIAddr: "127.0.0.1:0"}
 			tc.cfg(&cfg)
-			s, err := Open(context.Background(), cfg)
+			s, err := server.Open(context.Background(), cfg)
 			if err == nil {
 				s.Close()
 				t.Fatal("opened")
@@ -258,7 +263,7 @@ func TestRunReleasesListenersWhenOneFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	s, err := Open(context.Background(), Config{DataDir: t.TempDir(), Dev: true, APIAddr: apiAddr, ProxyAddr: "127.0.0.1:0",
+	s, err := server.Open(context.Background(), server.Config{DataDir: t.TempDir(), Dev: true, APIAddr: apiAddr, ProxyAddr: "127.0.0.1:0",
 		DashboardAddr: taken.Addr().String(), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

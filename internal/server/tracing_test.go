@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
 
@@ -147,25 +148,25 @@ func TestTracesOverOTLP(t *testing.T) {
 		t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT is set but tracing is off")
 	}
 
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
-	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
-	mustOK(t, w)
-	addr := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	servertest.MustOK(t, w)
+	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 
 	payload := make([]byte, 32)
 	_, _ = rand.Read(payload)
-	body := root.submitBody("ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": hex.EncodeToString(payload),
+	body := root.SubmitBody("ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": hex.EncodeToString(payload),
 		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	stampName, stampValue, err := root.st.Stamp(body)
+	stampName, stampValue, err := root.Stamper.Stamp(body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	traceID, clientSpan := "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	r := h.raw("/public/v1/submit/sign_raw_payload", body, map[string]string{stampName: stampValue,
+	r := h.Post("/public/v1/submit/sign_raw_payload", body, map[string]string{stampName: stampValue,
 		"traceparent": "00-" + traceID + "-" + clientSpan + "-01"})
-	mustOK(t, r)
-	sig := r.str("activity", "result", "signRawPayloadResult", "r") + r.str("activity", "result", "signRawPayloadResult", "s")
+	servertest.MustOK(t, r)
+	sig := r.Str("activity", "result", "signRawPayloadResult", "r") + r.Str("activity", "result", "signRawPayloadResult", "s")
 
 	// Shutting down flushes.
 	if err := shutdown(ctx); err != nil {
@@ -234,7 +235,7 @@ func TestTracesOverOTLP(t *testing.T) {
 
 	// Nothing secret or client-written in any span: attributes, events, links, status.
 	secrets := map[string]string{"request body": string(body), "stamp": stampValue, "payload": hex.EncodeToString(payload),
-		"signature": sig, "API private key": root.priv, "API public key": root.pub}
+		"signature": sig, "API private key": root.Priv, "API public key": root.Pub}
 	for _, s := range spans {
 		var vals []string
 		for _, a := range s.Attributes {
@@ -280,13 +281,13 @@ func TestTracedErrorsCarryCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = shutdown(ctx) })
-	h := newHarness(t)
-	root, _ := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
 	marker := "0xfeedfacefeedfacefeedfacefeedfacefeedface"
-	r := root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": marker, "payload": "00",
+	r := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": marker, "payload": "00",
 		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
-	if r.status == http.StatusOK {
-		t.Fatalf("signing with an unknown key succeeded: %s", r.raw)
+	if r.Status == http.StatusOK {
+		t.Fatalf("signing with an unknown key succeeded: %s", r.Raw)
 	}
 	if err := shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -312,8 +313,8 @@ func TestTracedErrorsCarryCodes(t *testing.T) {
 	if req.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Fatalf("refused request's span status %v", req.GetStatus())
 	}
-	if got := attrString(req.Attributes, "http.response.status_code"); got != fmt.Sprint(r.status) {
-		t.Fatalf("status code attribute %q, response %d", got, r.status)
+	if got := attrString(req.Attributes, "http.response.status_code"); got != fmt.Sprint(r.Status) {
+		t.Fatalf("status code attribute %q, servertest.Response %d", got, r.Status)
 	}
 }
 
@@ -331,23 +332,23 @@ func TestTracedDenialAndVote(t *testing.T) {
 	col, shutdown := tracedTo(t)
 	ctx := context.Background()
 
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
-	alicePriv, alicePub := h.newKey()
-	u := root.submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	alicePriv, alicePub := h.NewKey()
+	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
 		map[string]any{"apiKeyName": "a", "publicKey": alicePub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
-	mustOK(t, u)
-	aliceID := u.str("activity", "result", "createUsersResult", "userIds", "0")
-	alice := h.client(created.OrganizationID, alicePriv)
+	servertest.MustOK(t, u)
+	aliceID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
+	alice := h.Client(created.OrganizationID, alicePriv)
 	// Alice is not a root user yet: nothing allows her to create a wallet.
-	wantError(t, alice.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": testAccounts[:1]}),
+	servertest.WantError(t, alice.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]}),
 		http.StatusForbidden, 7, "denied request implicitly")
-	mustOK(t, root.submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}}))
-	r := root.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "needs two", "userIds": []string{}})
-	if r.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
-		t.Fatalf("want CONSENSUS_NEEDED: %s", r.raw)
+	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}}))
+	r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "needs two", "userIds": []string{}})
+	if r.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("want CONSENSUS_NEEDED: %s", r.Raw)
 	}
-	mustOK(t, alice.submit("approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": r.str("activity", "fingerprint")}))
+	servertest.MustOK(t, alice.Submit("approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": r.Str("activity", "fingerprint")}))
 	if err := shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/tvc"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -68,139 +70,141 @@ func tvcDeploymentParams(appID string) map[string]any {
 }
 
 // manifestOf reads a deployment's manifest bytes as a client would.
-func manifestOf(t *testing.T, c *client, depID string) ([]byte, response) {
+func manifestOf(t *testing.T, c *servertest.Client, depID string) ([]byte, servertest.Response) {
 	t.Helper()
-	g := c.query("get_tvc_deployment", map[string]any{"deploymentId": depID})
-	mustOK(t, g)
-	raw, err := base64.StdEncoding.DecodeString(g.str("tvcDeployment", "manifest", "manifest"))
+	g := c.Query("get_tvc_deployment", map[string]any{"deploymentId": depID})
+	servertest.MustOK(t, g)
+	raw, err := base64.StdEncoding.DecodeString(g.Str("tvcDeployment", "manifest", "manifest"))
 	if err != nil || len(raw) == 0 {
-		t.Fatalf("manifest: %v: %s", err, g.raw)
+		t.Fatalf("manifest: %v: %s", err, g.Raw)
 	}
 	return raw, g
 }
 
 func TestTVCLifecycle(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
 	op1, op2, op3, outsider := newTVCOperator(t), newTVCOperator(t), newTVCOperator(t), newTVCOperator(t)
 
 	// An app with a new 2-of-2 manifest set and a new 1-of-1 share set.
-	r := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
+	r := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
 		"manifestSetParams": map[string]any{"name": "approvers", "threshold": 2, "newOperators": []any{
 			map[string]any{"name": "alice", "publicKey": op1.pub}, map[string]any{"name": "bob", "publicKey": op2.pub}}},
 		"shareSetParams": map[string]any{"name": "holders", "threshold": 1, "newOperators": []any{map[string]any{"name": "carol", "publicKey": op3.pub}}},
 		"enableEgress":   true})
-	mustOK(t, r)
-	res := func(r response, f string) string { return r.str("activity", "result", "createTvcAppResult", f) }
+	servertest.MustOK(t, r)
+	res := func(r servertest.Response, f string) string {
+		return r.Str("activity", "result", "createTvcAppResult", f)
+	}
 	appID, manifestSetID := res(r, "appId"), res(r, "manifestSetId")
 	var msOps, ssOps []string
 	_ = json.Unmarshal([]byte(res(r, "manifestSetOperatorIds")), &msOps)
 	_ = json.Unmarshal([]byte(res(r, "shareSetOperatorIds")), &ssOps)
 	if appID == "" || len(msOps) != 2 || len(ssOps) != 1 || res(r, "manifestSetThreshold") != "2" || res(r, "shareSetThreshold") != "1" {
-		t.Fatalf("create_tvc_app result: %s", r.raw)
+		t.Fatalf("create_tvc_app result: %s", r.Raw)
 	}
 	// Names are unique in the organization.
-	dup := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
+	dup := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
 		"manifestSetId": manifestSetID, "shareSetId": manifestSetID})
-	wantError(t, dup, http.StatusConflict, 6, "parameters.name")
+	servertest.WantError(t, dup, http.StatusConflict, 6, "parameters.name")
 
 	// A second app reuses the manifest set and names an existing operator for its share set.
-	r2 := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "second", "quorumPublicKey": op3.pub,
+	r2 := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "second", "quorumPublicKey": op3.pub,
 		"manifestSetId": manifestSetID, "shareSetParams": map[string]any{"name": "reuse", "threshold": 1, "existingOperatorIds": []string{ssOps[0]}},
 		"enableDebugModeDeployments": true})
-	mustOK(t, r2)
+	servertest.MustOK(t, r2)
 	app2 := res(r2, "appId")
 	if res(r2, "manifestSetId") != manifestSetID || !strings.Contains(res(r2, "shareSetOperatorIds"), ssOps[0]) {
-		t.Fatalf("second app: %s", r2.raw)
+		t.Fatalf("second app: %s", r2.Raw)
 	}
 
-	g := root.query("get_tvc_app", map[string]any{"tvcAppId": appID})
-	mustOK(t, g)
-	if g.str("tvcApp", "name") != "signer" || g.str("tvcApp", "quorumPublicKey") != op3.pub || g.str("tvcApp", "enableEgress") != "true" ||
-		g.str("tvcApp", "manifestSet", "operators", "1", "publicKey") != op2.pub || g.str("tvcApp", "shareSet", "threshold") != "1" ||
-		g.str("tvcApp", "publicDomain") != "app-"+appID+tvc.PublicDomainSuffix || g.str("tvcApp", "liveDeploymentId") != "" ||
-		g.str("tvcApp", "organizationId") != created.OrganizationID || g.str("tvcApp", "enableDebugModeDeployments") != "false" {
-		t.Fatalf("get_tvc_app: %s", g.raw)
+	g := root.Query("get_tvc_app", map[string]any{"tvcAppId": appID})
+	servertest.MustOK(t, g)
+	if g.Str("tvcApp", "name") != "signer" || g.Str("tvcApp", "quorumPublicKey") != op3.pub || g.Str("tvcApp", "enableEgress") != "true" ||
+		g.Str("tvcApp", "manifestSet", "operators", "1", "publicKey") != op2.pub || g.Str("tvcApp", "shareSet", "threshold") != "1" ||
+		g.Str("tvcApp", "publicDomain") != "app-"+appID+tvc.PublicDomainSuffix || g.Str("tvcApp", "liveDeploymentId") != "" ||
+		g.Str("tvcApp", "organizationId") != created.OrganizationID || g.Str("tvcApp", "enableDebugModeDeployments") != "false" {
+		t.Fatalf("get_tvc_app: %s", g.Raw)
 	}
-	l := root.query("list_tvc_apps", nil)
-	mustOK(t, l)
-	if n := len(l.body["tvcApps"].([]any)); n != 2 {
-		t.Fatalf("list_tvc_apps: %s", l.raw)
+	l := root.Query("list_tvc_apps", nil)
+	servertest.MustOK(t, l)
+	if n := len(l.Body["tvcApps"].([]any)); n != 2 {
+		t.Fatalf("list_tvc_apps: %s", l.Raw)
 	}
 
 	// A deployment records the container spec and a manifest derived from it.
 	dparams := tvcDeploymentParams(appID)
 	dparams["pivotContainerEncryptedPullSecret"] = "c2VjcmV0LWJsb2I="
-	d := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dparams)
-	mustOK(t, d)
-	dep1, manifestID := d.str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.str("activity", "result", "createTvcDeploymentResult", "manifestId")
-	if dep1 == "" || manifestID == "" || strings.Contains(string(d.raw), "c2VjcmV0LWJsb2I=") {
-		t.Fatalf("create_tvc_deployment (the pull secret must not be echoed): %s", d.raw)
+	d := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dparams)
+	servertest.MustOK(t, d)
+	dep1, manifestID := d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	if dep1 == "" || manifestID == "" || strings.Contains(string(d.Raw), "c2VjcmV0LWJsb2I=") {
+		t.Fatalf("create_tvc_deployment (the pull secret must not be echoed): %s", d.Raw)
 	}
 	manifest, gd := manifestOf(t, root, dep1)
-	if gd.str("tvcDeployment", "appId") != appID || gd.str("tvcDeployment", "manifest", "id") != manifestID ||
-		gd.str("tvcDeployment", "pivotContainer", "hasPullSecret") != "true" || gd.str("tvcDeployment", "pivotContainer", "args", "1") != "3000" ||
-		gd.str("tvcDeployment", "delete") != "false" || gd.str("tvcDeployment", "manifestSet", "id") != manifestSetID ||
-		gd.str("tvcDeployment", "qosVersion") != "v0.4.0" || gd.str("tvcDeployment", "manifestApprovals") != "[]" {
-		t.Fatalf("get_tvc_deployment: %s", gd.raw)
+	if gd.Str("tvcDeployment", "appId") != appID || gd.Str("tvcDeployment", "manifest", "id") != manifestID ||
+		gd.Str("tvcDeployment", "pivotContainer", "hasPullSecret") != "true" || gd.Str("tvcDeployment", "pivotContainer", "args", "1") != "3000" ||
+		gd.Str("tvcDeployment", "delete") != "false" || gd.Str("tvcDeployment", "manifestSet", "id") != manifestSetID ||
+		gd.Str("tvcDeployment", "qosVersion") != "v0.4.0" || gd.Str("tvcDeployment", "manifestApprovals") != "[]" {
+		t.Fatalf("get_tvc_deployment: %s", gd.Raw)
 	}
 	var m tvc.Manifest
 	if err := json.Unmarshal(manifest, &m); err != nil || m.Format != tvc.ManifestFormat || m.DeploymentID != dep1 || m.Pivot.Digest != strings.Repeat("ab", 32) ||
-		len(m.ManifestSet.Members) != 2 || m.ManifestSet.Threshold != 2 || !m.Runtime.EnableEgress || m.Runtime.Replicas != 1 || m.Nonce != h.clock().Unix() {
+		len(m.ManifestSet.Members) != 2 || m.ManifestSet.Threshold != 2 || !m.Runtime.EnableEgress || m.Runtime.Replicas != 1 || m.Nonce != h.Now().Unix() {
 		t.Fatalf("manifest %s: %v", manifest, err)
 	}
 
 	// Each helper moves the clock on, so a repeated request is a new activity, not a replay.
-	live := func(dep string) response {
-		h.advance(time.Millisecond)
-		return root.submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": dep})
+	live := func(dep string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": dep})
 	}
-	approve := func(approvals ...map[string]any) response {
-		return root.submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID, "approvals": approvals})
+	approve := func(approvals ...map[string]any) servertest.Response {
+		return root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID, "approvals": approvals})
 	}
-	wantError(t, live(dep1), http.StatusBadRequest, 9, "0 of the 2 manifest approvals")
+	servertest.WantError(t, live(dep1), http.StatusBadRequest, 9, "0 of the 2 manifest approvals")
 
 	// Approvals: only valid signatures by members of the manifest set, once each.
-	wantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": outsider.sign(t, manifest, false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	wantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, []byte("something else"), false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	wantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": "zz"}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	wantError(t, approve(map[string]any{"operatorId": ssOps[0], "signature": op3.sign(t, manifest, false)}), http.StatusBadRequest, 3, "not in the manifest set")
-	wantError(t, approve(map[string]any{"operatorId": "5b1c6a0e-0000-4000-8000-000000000000", "signature": op1.sign(t, manifest, false)}), http.StatusNotFound, 5, "parameters.approvals[0].operatorId")
+	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": outsider.sign(t, manifest, false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
+	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, []byte("something else"), false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
+	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": "zz"}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
+	servertest.WantError(t, approve(map[string]any{"operatorId": ssOps[0], "signature": op3.sign(t, manifest, false)}), http.StatusBadRequest, 3, "not in the manifest set")
+	servertest.WantError(t, approve(map[string]any{"operatorId": "5b1c6a0e-0000-4000-8000-000000000000", "signature": op1.sign(t, manifest, false)}), http.StatusNotFound, 5, "parameters.approvals[0].operatorId")
 	// A batch with one bad approval stores none of it.
-	wantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)},
+	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)},
 		map[string]any{"operatorId": msOps[1], "signature": op1.sign(t, manifest, false)}), http.StatusBadRequest, 3, "parameters.approvals[1].signature")
 	a := approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)})
-	mustOK(t, a)
-	wantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, true)}), http.StatusConflict, 6, "already approved")
-	wantError(t, live(dep1), http.StatusBadRequest, 9, "1 of the 2 manifest approvals")
-	mustOK(t, approve(map[string]any{"operatorId": msOps[1], "signature": op2.sign(t, manifest, true)}))
+	servertest.MustOK(t, a)
+	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, true)}), http.StatusConflict, 6, "already approved")
+	servertest.WantError(t, live(dep1), http.StatusBadRequest, 9, "1 of the 2 manifest approvals")
+	servertest.MustOK(t, approve(map[string]any{"operatorId": msOps[1], "signature": op2.sign(t, manifest, true)}))
 	_, gd = manifestOf(t, root, dep1)
-	if gd.str("tvcDeployment", "manifestApprovals", "0", "id") != a.str("activity", "result", "createTvcManifestApprovalsResult", "approvalIds", "0") ||
-		gd.str("tvcDeployment", "manifestApprovals", "1", "operator", "name") != "bob" || gd.str("tvcDeployment", "manifestApprovals", "0", "manifestId") != manifestID {
-		t.Fatalf("approvals: %s", gd.raw)
+	if gd.Str("tvcDeployment", "manifestApprovals", "0", "id") != a.Str("activity", "result", "createTvcManifestApprovalsResult", "approvalIds", "0") ||
+		gd.Str("tvcDeployment", "manifestApprovals", "1", "operator", "name") != "bob" || gd.Str("tvcDeployment", "manifestApprovals", "0", "manifestId") != manifestID {
+		t.Fatalf("approvals: %s", gd.Raw)
 	}
-	mustOK(t, live(dep1))
-	if g := root.query("get_tvc_app", map[string]any{"tvcAppId": appID}); g.str("tvcApp", "liveDeploymentId") != dep1 {
-		t.Fatalf("live deployment: %s", g.raw)
+	servertest.MustOK(t, live(dep1))
+	if g := root.Query("get_tvc_app", map[string]any{"tvcAppId": appID}); g.Str("tvcApp", "liveDeploymentId") != dep1 {
+		t.Fatalf("live deployment: %s", g.Raw)
 	}
 
 	// The live deployment cannot be deleted.
-	del := func(dep string) response {
-		h.advance(time.Millisecond)
-		return root.submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
+	del := func(dep string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
 	}
-	restore := func(dep string) response {
-		h.advance(time.Millisecond)
-		return root.submit("restore_tvc_deployment", "ACTIVITY_TYPE_RESTORE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
+	restore := func(dep string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("restore_tvc_deployment", "ACTIVITY_TYPE_RESTORE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
 	}
-	wantError(t, del(dep1), http.StatusBadRequest, 9, "is the live deployment")
+	servertest.WantError(t, del(dep1), http.StatusBadRequest, 9, "is the live deployment")
 
 	// A second deployment in the same second gets a later nonce; it can be deleted and restored.
 	p2 := tvcDeploymentParams(appID)
 	p2["replicas"] = 3
-	d2 := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p2)
-	mustOK(t, d2)
-	dep2 := d2.str("activity", "result", "createTvcDeploymentResult", "deploymentId")
+	d2 := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p2)
+	servertest.MustOK(t, d2)
+	dep2 := d2.Str("activity", "result", "createTvcDeploymentResult", "deploymentId")
 	m2, _ := manifestOf(t, root, dep2)
 	var mm tvc.Manifest
 	_ = json.Unmarshal(m2, &mm)
@@ -209,76 +213,76 @@ func TestTVCLifecycle(t *testing.T) {
 	}
 	explicit := tvcDeploymentParams(appID)
 	explicit["nonce"] = m.Nonce
-	wantError(t, root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", explicit), http.StatusConflict, 6, "parameters.nonce")
+	servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", explicit), http.StatusConflict, 6, "parameters.nonce")
 
-	mustOK(t, del(dep2))
-	wantError(t, del(dep2), http.StatusBadRequest, 9, "already deleted")
-	wantError(t, live(dep2), http.StatusBadRequest, 9, "is deleted")
-	d2Manifest := root.query("get_tvc_deployment", map[string]any{"deploymentId": dep2}).str("tvcDeployment", "manifest", "id")
-	wantError(t, root.submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": d2Manifest,
+	servertest.MustOK(t, del(dep2))
+	servertest.WantError(t, del(dep2), http.StatusBadRequest, 9, "already deleted")
+	servertest.WantError(t, live(dep2), http.StatusBadRequest, 9, "is deleted")
+	d2Manifest := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}).Str("tvcDeployment", "manifest", "id")
+	servertest.WantError(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": d2Manifest,
 		"approvals": []any{map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, m2, false)}}}), http.StatusBadRequest, 9, "is deleted")
-	if g := root.query("get_tvc_deployment", map[string]any{"deploymentId": dep2}); g.str("tvcDeployment", "delete") != "true" {
-		t.Fatalf("deleted deployment: %s", g.raw)
+	if g := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}); g.Str("tvcDeployment", "delete") != "true" {
+		t.Fatalf("deleted deployment: %s", g.Raw)
 	}
 
 	// The status is the record state: nothing ever runs.
-	st := root.query("get_app_status", map[string]any{"appId": appID})
-	mustOK(t, st)
-	if st.str("appStatus", "targetedDeploymentId") != dep1 || st.str("appStatus", "deployments", "0", "deploymentId") != dep1 ||
-		st.str("appStatus", "deployments", "0", "desiredReplicas") != "1" || st.str("appStatus", "deployments", "0", "readyReplicas") != "0" ||
-		st.str("appStatus", "deployments", "1", "desiredReplicas") != "0" {
-		t.Fatalf("get_app_status: %s", st.raw)
+	st := root.Query("get_app_status", map[string]any{"appId": appID})
+	servertest.MustOK(t, st)
+	if st.Str("appStatus", "targetedDeploymentId") != dep1 || st.Str("appStatus", "deployments", "0", "deploymentId") != dep1 ||
+		st.Str("appStatus", "deployments", "0", "desiredReplicas") != "1" || st.Str("appStatus", "deployments", "0", "readyReplicas") != "0" ||
+		st.Str("appStatus", "deployments", "1", "desiredReplicas") != "0" {
+		t.Fatalf("get_app_status: %s", st.Raw)
 	}
 
-	mustOK(t, restore(dep2))
-	wantError(t, restore(dep2), http.StatusBadRequest, 9, "is not deleted")
-	ld := root.query("list_tvc_app_deployments", map[string]any{"appId": appID})
-	mustOK(t, ld)
-	if ds := ld.body["tvcDeployments"].([]any); len(ds) != 2 || ld.str("tvcDeployments", "0", "id") != dep1 || ld.str("tvcDeployments", "1", "delete") != "false" {
-		t.Fatalf("list_tvc_app_deployments: %s", ld.raw)
+	servertest.MustOK(t, restore(dep2))
+	servertest.WantError(t, restore(dep2), http.StatusBadRequest, 9, "is not deleted")
+	ld := root.Query("list_tvc_app_deployments", map[string]any{"appId": appID})
+	servertest.MustOK(t, ld)
+	if ds := ld.Body["tvcDeployments"].([]any); len(ds) != 2 || ld.Str("tvcDeployments", "0", "id") != dep1 || ld.Str("tvcDeployments", "1", "delete") != "false" {
+		t.Fatalf("list_tvc_app_deployments: %s", ld.Raw)
 	}
-	if st := root.query("get_app_status", map[string]any{"appId": appID}); st.str("appStatus", "deployments", "1", "desiredReplicas") != "3" {
-		t.Fatalf("restored status: %s", st.raw)
+	if st := root.Query("get_app_status", map[string]any{"appId": appID}); st.Str("appStatus", "deployments", "1", "desiredReplicas") != "3" {
+		t.Fatalf("restored status: %s", st.Raw)
 	}
 
 	// Another organization sees none of it and cannot deploy to it.
-	other, _ := h.rootOrg("Other")
-	wantError(t, other.query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
-	wantError(t, other.query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
-	wantError(t, other.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID)), http.StatusNotFound, 5, "parameters.appId")
-	wantError(t, other.submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep2}), http.StatusNotFound, 5, "parameters.deploymentId")
-	wantError(t, other.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "x", "quorumPublicKey": op3.pub,
+	other, _ := h.RootOrg("Other")
+	servertest.WantError(t, other.Query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
+	servertest.WantError(t, other.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
+	servertest.WantError(t, other.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID)), http.StatusNotFound, 5, "parameters.appId")
+	servertest.WantError(t, other.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep2}), http.StatusNotFound, 5, "parameters.deploymentId")
+	servertest.WantError(t, other.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "x", "quorumPublicKey": op3.pub,
 		"manifestSetId": manifestSetID, "shareSetId": manifestSetID}), http.StatusNotFound, 5, "parameters.manifestSetId")
-	if l := other.query("list_tvc_apps", nil); l.str("tvcApps") != "[]" {
-		t.Fatalf("other org's apps: %s", l.raw)
+	if l := other.Query("list_tvc_apps", nil); l.Str("tvcApps") != "[]" {
+		t.Fatalf("other org's apps: %s", l.Raw)
 	}
 
 	// Debug-mode deployments only on apps that allow them.
 	dbg := tvcDeploymentParams(appID)
 	dbg["debugMode"] = true
-	wantError(t, root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg), http.StatusBadRequest, 3, "parameters.debugMode")
+	servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg), http.StatusBadRequest, 3, "parameters.debugMode")
 	dbg["appId"] = app2
-	mustOK(t, root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg))
+	servertest.MustOK(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg))
 
 	// Deleting the app takes its deployments; the shared operator sets stay for the other app.
-	da := root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID})
-	mustOK(t, da)
-	if da.str("activity", "result", "deleteTvcAppAndDeploymentsResult", "appId") != appID {
-		t.Fatalf("delete app: %s", da.raw)
+	da := root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID})
+	servertest.MustOK(t, da)
+	if da.Str("activity", "result", "deleteTvcAppAndDeploymentsResult", "appId") != appID {
+		t.Fatalf("delete app: %s", da.Raw)
 	}
-	wantError(t, root.query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
-	wantError(t, root.query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
-	wantError(t, root.query("list_tvc_app_deployments", map[string]any{"appId": appID}), http.StatusNotFound, 5, "TVC app not found")
-	h.advance(time.Millisecond)
-	wantError(t, root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusNotFound, 5, "parameters.appId")
-	if g := root.query("get_tvc_app", map[string]any{"tvcAppId": app2}); g.str("tvcApp", "manifestSet", "operators", "0", "name") != "alice" {
-		t.Fatalf("second app after delete: %s", g.raw)
+	servertest.WantError(t, root.Query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
+	servertest.WantError(t, root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
+	servertest.WantError(t, root.Query("list_tvc_app_deployments", map[string]any{"appId": appID}), http.StatusNotFound, 5, "TVC app not found")
+	h.Advance(time.Millisecond)
+	servertest.WantError(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusNotFound, 5, "parameters.appId")
+	if g := root.Query("get_tvc_app", map[string]any{"tvcAppId": app2}); g.Str("tvcApp", "manifestSet", "operators", "0", "name") != "alice" {
+		t.Fatalf("second app after delete: %s", g.Raw)
 	}
 	// The first app's own share set went with it; its operator carol stays, named by the
 	// second app's share set. Deleting the second app leaves no sets or operators behind.
 	count := func(kind string) int {
 		var n int
-		if err := h.s.Store.View(context.Background(), func(rd store.Reader) (err error) {
+		if err := h.Server.Store.View(context.Background(), func(rd store.Reader) (err error) {
 			n, err = rd.Count(context.Background(), kind, created.OrganizationID, 0)
 			return err
 		}); err != nil {
@@ -289,8 +293,8 @@ func TestTVCLifecycle(t *testing.T) {
 	if s, o := count(tvc.KindOperatorSet), count(tvc.KindOperator); s != 2 || o != 3 {
 		t.Fatalf("after deleting the first app: %d sets, %d operators", s, o)
 	}
-	h.advance(time.Millisecond)
-	mustOK(t, root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": app2}))
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": app2}))
 	for _, kind := range tvc.OwnedKinds {
 		if n := count(kind); n != 0 {
 			t.Fatalf("%d %s records left after deleting every app", n, kind)
@@ -298,16 +302,16 @@ func TestTVCLifecycle(t *testing.T) {
 	}
 
 	// Without configured versions, any version label is recorded and none is advertised.
-	q := root.query("get_tvc_qos_versions", nil)
-	mustOK(t, q)
-	if q.str("availableVersions") != "[]" || q.str("latestVersion") != "" {
-		t.Fatalf("get_tvc_qos_versions: %s", q.raw)
+	q := root.Query("get_tvc_qos_versions", nil)
+	servertest.MustOK(t, q)
+	if q.Str("availableVersions") != "[]" || q.Str("latestVersion") != "" {
+		t.Fatalf("get_tvc_qos_versions: %s", q.Raw)
 	}
 }
 
 func TestTVCValidation(t *testing.T) {
-	h := newHarnessWith(t, func(c *Config) { c.TVCQOSVersions = []string{"v0.3.0", "v0.4.0"} })
-	root, _ := h.rootOrg("Acme")
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.TVCQOSVersions = []string{"v0.3.0", "v0.4.0"} }))
+	root, _ := h.RootOrg("Acme")
 	op1, op2 := newTVCOperator(t), newTVCOperator(t)
 	set := func(threshold int, ops ...tvcOperator) map[string]any {
 		var n []any
@@ -319,17 +323,17 @@ func TestTVCValidation(t *testing.T) {
 	appParams := func() map[string]any {
 		return map[string]any{"name": "app", "quorumPublicKey": op1.pub, "manifestSetParams": set(1, op1), "shareSetParams": set(1, op2)}
 	}
-	r := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", appParams())
-	mustOK(t, r)
-	appID := r.str("activity", "result", "createTvcAppResult", "appId")
-	msID := r.str("activity", "result", "createTvcAppResult", "manifestSetId")
-	opID := r.str("activity", "result", "createTvcAppResult", "manifestSetOperatorIds", "0")
+	r := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", appParams())
+	servertest.MustOK(t, r)
+	appID := r.Str("activity", "result", "createTvcAppResult", "appId")
+	msID := r.Str("activity", "result", "createTvcAppResult", "manifestSetId")
+	opID := r.Str("activity", "result", "createTvcAppResult", "manifestSetOperatorIds", "0")
 
 	// The configured QOS versions are advertised, the last as the latest.
-	q := root.query("get_tvc_qos_versions", nil)
-	mustOK(t, q)
-	if q.str("availableVersions") != `["v0.3.0","v0.4.0"]` || q.str("latestVersion") != "v0.4.0" {
-		t.Fatalf("get_tvc_qos_versions: %s", q.raw)
+	q := root.Query("get_tvc_qos_versions", nil)
+	servertest.MustOK(t, q)
+	if q.Str("availableVersions") != `["v0.3.0","v0.4.0"]` || q.Str("latestVersion") != "v0.4.0" {
+		t.Fatalf("get_tvc_qos_versions: %s", q.Raw)
 	}
 
 	missing := "5b1c6a0e-0000-4000-8000-000000000000"
@@ -385,15 +389,15 @@ func TestTVCValidation(t *testing.T) {
 		t.Run("create_tvc_app/"+tc.name, func(t *testing.T) {
 			p := appParams()
 			tc.edit(p)
-			h.advance(time.Millisecond)
-			wantError(t, root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p), tc.status, tc.code, tc.substr)
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p), tc.status, tc.code, tc.substr)
 		})
 	}
 	// Compressed keys and QuorumOS key pairs (encryption point, then signing point) are accepted.
 	p := appParams()
 	p["name"], p["quorumPublicKey"] = "keys", op1.pub+op2.pub
 	p["manifestSetParams"].(map[string]any)["newOperators"] = []any{map[string]any{"name": "c", "publicKey": compressed(op1)}}
-	mustOK(t, root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p))
+	servertest.MustOK(t, root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p))
 
 	for _, tc := range []struct {
 		name   string
@@ -436,8 +440,8 @@ func TestTVCValidation(t *testing.T) {
 		t.Run("create_tvc_deployment/"+tc.name, func(t *testing.T) {
 			p := tvcDeploymentParams(appID)
 			tc.edit(p)
-			h.advance(time.Millisecond)
-			wantError(t, root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p), tc.status, tc.code, tc.substr)
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p), tc.status, tc.code, tc.substr)
 		})
 	}
 	// Digest with a sha256: prefix, an image by digest on a registry with a port.
@@ -445,7 +449,7 @@ func TestTVCValidation(t *testing.T) {
 	d["expectedPivotDigest"] = "sha256:" + strings.Repeat("AB", 32)
 	d["pivotContainerImageUrl"] = "localhost:5000/acme/my_pivot__x/app-1@sha256:" + strings.Repeat("0f", 32)
 	d["pivotArgs"] = []string{}
-	mustOK(t, root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", d))
+	servertest.MustOK(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", d))
 
 	for _, tc := range []struct {
 		op, typ string
@@ -467,21 +471,21 @@ func TestTVCValidation(t *testing.T) {
 		{"delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{}, 400, 3, "parameters.appId"},
 	} {
 		t.Run(tc.op+"/"+tc.substr, func(t *testing.T) {
-			h.advance(time.Millisecond)
-			wantError(t, root.submit(tc.op, tc.typ, tc.params), tc.status, tc.code, tc.substr)
+			h.Advance(time.Millisecond)
+			servertest.WantError(t, root.Submit(tc.op, tc.typ, tc.params), tc.status, tc.code, tc.substr)
 		})
 	}
 	// An app with nothing live reports no targeted deployment.
-	st := root.query("get_app_status", map[string]any{"appId": appID})
-	mustOK(t, st)
-	if st.str("appStatus", "appId") != appID || st.str("appStatus", "targetedDeploymentId") != "" || len(st.body["appStatus"].(map[string]any)["deployments"].([]any)) != 1 {
-		t.Fatalf("get_app_status without a live deployment: %s", st.raw)
+	st := root.Query("get_app_status", map[string]any{"appId": appID})
+	servertest.MustOK(t, st)
+	if st.Str("appStatus", "appId") != appID || st.Str("appStatus", "targetedDeploymentId") != "" || len(st.Body["appStatus"].(map[string]any)["deployments"].([]any)) != 1 {
+		t.Fatalf("get_app_status without a live deployment: %s", st.Raw)
 	}
 	// An empty approval list for an existing manifest.
-	dep := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
-	mustOK(t, dep)
-	mid := dep.str("activity", "result", "createTvcDeploymentResult", "manifestId")
-	wantError(t, root.submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": mid, "approvals": []any{}}), 400, 3, "parameters.approvals")
+	dep := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
+	servertest.MustOK(t, dep)
+	mid := dep.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	servertest.WantError(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": mid, "approvals": []any{}}), 400, 3, "parameters.approvals")
 
 	for _, tc := range []struct {
 		op     string
@@ -499,9 +503,9 @@ func TestTVCValidation(t *testing.T) {
 		{"get_app_status", map[string]any{"appId": missing}, 404, "TVC app not found"},
 	} {
 		t.Run(tc.op+"/"+tc.substr, func(t *testing.T) {
-			r := root.query(tc.op, tc.params)
-			if r.status != tc.status || !strings.Contains(r.str("message"), tc.substr) {
-				t.Fatalf("status %d: %s", r.status, r.raw)
+			r := root.Query(tc.op, tc.params)
+			if r.Status != tc.status || !strings.Contains(r.Str("message"), tc.substr) {
+				t.Fatalf("status %d: %s", r.Status, r.Raw)
 			}
 		})
 	}
@@ -510,50 +514,50 @@ func TestTVCValidation(t *testing.T) {
 // TestTVCPoliciesAndSubOrganizations: the TVC activities are governed by policies like any
 // other, and a deleted sub-organization takes its TVC records with it.
 func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
-	h := newHarness(t)
-	root, created := h.rootOrg("Acme")
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
 	op := newTVCOperator(t)
-	bobPriv, bobPub := h.newKey()
-	u := root.submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
+	bobPriv, bobPub := h.NewKey()
+	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
 		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
-	mustOK(t, u)
-	bobID := u.str("activity", "result", "createUsersResult", "userIds", "0")
-	bob := h.client(created.OrganizationID, bobPriv)
+	servertest.MustOK(t, u)
+	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
+	bob := h.Client(created.OrganizationID, bobPriv)
 	app := map[string]any{"name": "a", "quorumPublicKey": op.pub,
 		"manifestSetParams": map[string]any{"name": "m", "threshold": 1, "newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}}},
 		"shareSetParams":    map[string]any{"name": "s", "threshold": 1, "newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}}}}
-	wantError(t, bob.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app), http.StatusForbidden, 7, "denied")
-	mustOK(t, root.submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "bob runs TVC apps", "effect": "EFFECT_ALLOW",
+	servertest.WantError(t, bob.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app), http.StatusForbidden, 7, "denied")
+	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "bob runs TVC apps", "effect": "EFFECT_ALLOW",
 		"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": "activity.type == 'ACTIVITY_TYPE_CREATE_TVC_APP' || activity.resource == 'TVC_DEPLOYMENT' && activity.action == 'CREATE'", "notes": "delegated"}))
-	h.advance(time.Millisecond)
-	r := bob.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
-	mustOK(t, r)
-	appID := r.str("activity", "result", "createTvcAppResult", "appId")
-	d := bob.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
-	mustOK(t, d)
+	h.Advance(time.Millisecond)
+	r := bob.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
+	servertest.MustOK(t, r)
+	appID := r.Str("activity", "result", "createTvcAppResult", "appId")
+	d := bob.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
+	servertest.MustOK(t, d)
 	// Deleting is not in bob's policy.
-	wantError(t, bob.submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": d.str("activity", "result", "createTvcDeploymentResult", "deploymentId")}), http.StatusForbidden, 7, "denied")
-	wantError(t, bob.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusForbidden, 7, "denied")
+	servertest.WantError(t, bob.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId")}), http.StatusForbidden, 7, "denied")
+	servertest.WantError(t, bob.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusForbidden, 7, "denied")
 
 	// A sub-organization's TVC records go with it.
-	subPriv, subPub := h.newKey()
-	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
+	subPriv, subPub := h.NewKey()
+	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "child", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "apiKeys": []any{
 			map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 	})
-	mustOK(t, s)
-	subID := s.str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
-	sub := h.client(subID, subPriv)
-	r = sub.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
-	mustOK(t, r)
-	mustOK(t, sub.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(r.str("activity", "result", "createTvcAppResult", "appId"))))
+	servertest.MustOK(t, s)
+	subID := s.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
+	sub := h.Client(subID, subPriv)
+	r = sub.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
+	servertest.MustOK(t, r)
+	servertest.MustOK(t, sub.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(r.Str("activity", "result", "createTvcAppResult", "appId"))))
 	// The parent reads the sub-organization's apps.
-	if l := h.client(subID, root.priv).query("list_tvc_apps", nil); l.status != http.StatusOK || len(l.body["tvcApps"].([]any)) != 1 {
-		t.Fatalf("parent reading sub-org apps: %s", l.raw)
+	if l := h.Client(subID, root.Priv).Query("list_tvc_apps", nil); l.Status != http.StatusOK || len(l.Body["tvcApps"].([]any)) != 1 {
+		t.Fatalf("parent reading sub-org apps: %s", l.Raw)
 	}
-	mustOK(t, sub.submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
-	err := h.s.Store.View(context.Background(), func(rd store.Reader) error {
+	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
+	err := h.Server.Store.View(context.Background(), func(rd store.Reader) error {
 		for _, kind := range tvc.OwnedKinds {
 			n, err := rd.Count(context.Background(), kind, subID, 0)
 			if err != nil {
@@ -574,29 +578,29 @@ func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
 // approval is a sign_raw_payload of the manifest by its signing account, and that approval is
 // accepted and counts toward going live.
 func TestTVCOperatorFromWallet(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Acme")
-	mk := func(p map[string]any) response {
-		h.advance(time.Millisecond)
-		return root.submit("create_tvc_operator", "ACTIVITY_TYPE_CREATE_TVC_OPERATOR", p)
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Acme")
+	mk := func(p map[string]any) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("create_tvc_operator", "ACTIVITY_TYPE_CREATE_TVC_OPERATOR", p)
 	}
 	r := mk(map[string]any{"operatorName": "hsm-1", "walletName": "operators", "path": "m/44'/1'/0'"})
-	mustOK(t, r)
-	res := func(f string) string { return r.str("activity", "result", "createTvcOperatorResult", f) }
+	servertest.MustOK(t, r)
+	res := func(f string) string { return r.Str("activity", "result", "createTvcOperatorResult", f) }
 	opID, walletID, enc, sign := res("operatorId"), res("walletId"), res("encryptPublicKey"), res("signPublicKey")
 	if opID == "" || walletID == "" || len(enc) != 130 || len(sign) != 130 || enc == sign {
-		t.Fatalf("create_tvc_operator: %s", r.raw)
+		t.Fatalf("create_tvc_operator: %s", r.Raw)
 	}
-	accts := root.query("list_wallet_accounts", map[string]any{"walletId": walletID})
-	mustOK(t, accts)
-	if accts.str("accounts", "0", "path") != "m/44'/1'/0'/0" || accts.str("accounts", "1", "address") != sign || accts.str("accounts", "1", "curve") != "CURVE_P256" {
-		t.Fatalf("operator accounts: %s", accts.raw)
+	accts := root.Query("list_wallet_accounts", map[string]any{"walletId": walletID})
+	servertest.MustOK(t, accts)
+	if accts.Str("accounts", "0", "path") != "m/44'/1'/0'/0" || accts.Str("accounts", "1", "address") != sign || accts.Str("accounts", "1", "curve") != "CURVE_P256" {
+		t.Fatalf("operator accounts: %s", accts.Raw)
 	}
 	// A second operator reuses the wallet under another path.
 	r2 := mk(map[string]any{"operatorName": "hsm-2", "walletId": walletID, "path": "m/44'/1'/1'"})
-	mustOK(t, r2)
-	if r2.str("activity", "result", "createTvcOperatorResult", "walletId") != walletID {
-		t.Fatalf("reused wallet: %s", r2.raw)
+	servertest.MustOK(t, r2)
+	if r2.Str("activity", "result", "createTvcOperatorResult", "walletId") != walletID {
+		t.Fatalf("reused wallet: %s", r2.Raw)
 	}
 
 	for _, c := range []struct {
@@ -610,30 +614,30 @@ func TestTVCOperatorFromWallet(t *testing.T) {
 		{map[string]any{"operatorName": " ", "walletName": "w", "path": "m/0'"}, 400, "parameters.operatorName"},
 		{map[string]any{"operatorName": "x", "walletId": "5b1c6a0e-0000-4000-8000-000000000000", "path": "m/0'"}, 404, "wallet"},
 	} {
-		wantError(t, mk(c.params), c.status, map[int]int{400: 3, 404: 5}[c.status], c.field)
+		servertest.WantError(t, mk(c.params), c.status, map[int]int{400: 3, 404: 5}[c.status], c.field)
 	}
 
 	// The wallet-backed operator approves a manifest through sign_raw_payload.
-	app := root.submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": enc,
+	app := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": enc,
 		"manifestSetParams": map[string]any{"name": "approvers", "threshold": 1, "existingOperatorIds": []string{opID}},
 		"shareSetParams":    map[string]any{"name": "holders", "threshold": 1, "existingOperatorIds": []string{opID}}})
-	mustOK(t, app)
-	appID := app.str("activity", "result", "createTvcAppResult", "appId")
-	d := root.submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
-	mustOK(t, d)
-	depID, manifestID := d.str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	servertest.MustOK(t, app)
+	appID := app.Str("activity", "result", "createTvcAppResult", "appId")
+	d := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
+	servertest.MustOK(t, d)
+	depID, manifestID := d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
 	manifest, _ := manifestOf(t, root, depID)
-	s := root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": sign,
+	s := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": sign,
 		"payload": hex.EncodeToString(manifest), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_SHA256"})
-	mustOK(t, s)
-	sig := s.str("activity", "result", "signRawPayloadResult", "r") + s.str("activity", "result", "signRawPayloadResult", "s")
-	mustOK(t, root.submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID,
+	servertest.MustOK(t, s)
+	sig := s.Str("activity", "result", "signRawPayloadResult", "r") + s.Str("activity", "result", "signRawPayloadResult", "s")
+	servertest.MustOK(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID,
 		"approvals": []any{map[string]any{"operatorId": opID, "signature": sig}}}))
-	mustOK(t, root.submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": depID}))
+	servertest.MustOK(t, root.Submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": depID}))
 
 	// Deleting the app keeps the operator: it was made on its own, for any app.
-	mustOK(t, root.submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}))
-	if err := h.s.Store.View(context.Background(), func(r store.Reader) error {
+	servertest.MustOK(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}))
+	if err := h.Server.Store.View(context.Background(), func(r store.Reader) error {
 		_, err := r.Get(context.Background(), tvc.KindOperator, opID)
 		return err
 	}); err != nil {

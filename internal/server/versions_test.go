@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -84,8 +85,8 @@ func minimal(defs map[string]map[string]any, schema map[string]any, depth int) a
 // typed registration now refuses to start with such a gap, and this test proves every version
 // runs.
 func TestEveryVersionWithAMinimalValidIntent(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Versions")
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Versions")
 	defs := swaggerDefs(t)
 	n := 0
 	for _, op := range wire.Ops {
@@ -99,15 +100,15 @@ func TestEveryVersionWithAMinimalValidIntent(t *testing.T) {
 					continue
 				}
 				params := minimal(defs, schema, 0)
-				h.advance(time.Millisecond)
-				r := root.submit(op.Path, v.Type, params)
+				h.Advance(time.Millisecond)
+				r := root.Submit(op.Path, v.Type, params)
 				n++
-				if r.status >= 500 && r.status != http.StatusNotImplemented {
+				if r.Status >= 500 && r.Status != http.StatusNotImplemented {
 					b, _ := json.Marshal(params)
-					t.Errorf("%s %s: %d %s\nparameters: %s", op.Path, v.Type, r.status, r.raw, b)
+					t.Errorf("%s %s: %d %s\nparameters: %s", op.Path, v.Type, r.Status, r.Raw, b)
 				}
-				if r.status == http.StatusBadRequest && strings.Contains(string(r.raw), "is required") && !strings.Contains(string(r.raw), "parameters.") {
-					t.Errorf("%s %s: the minimal body misses an envelope member: %s", op.Path, v.Type, r.raw)
+				if r.Status == http.StatusBadRequest && strings.Contains(string(r.Raw), "is required") && !strings.Contains(string(r.Raw), "parameters.") {
+					t.Errorf("%s %s: the minimal body misses an envelope member: %s", op.Path, v.Type, r.Raw)
 				}
 			}
 		case wire.Query:
@@ -121,12 +122,12 @@ func TestEveryVersionWithAMinimalValidIntent(t *testing.T) {
 			if body == nil {
 				body = map[string]any{}
 			}
-			body["organizationId"] = root.org
-			r := root.query(op.Path, body)
+			body["organizationId"] = root.Org
+			r := root.Query(op.Path, body)
 			n++
-			if r.status >= 500 && r.status != http.StatusNotImplemented {
+			if r.Status >= 500 && r.Status != http.StatusNotImplemented {
 				b, _ := json.Marshal(body)
-				t.Errorf("query %s: %d %s\nbody: %s", op.Path, r.status, r.raw, b)
+				t.Errorf("query %s: %d %s\nbody: %s", op.Path, r.Status, r.Raw, b)
 			}
 		}
 	}
@@ -199,8 +200,8 @@ func setAt(v any, path []any, val any) any {
 // type version in the swagger, "" is either accepted by validation (and the handler answers
 // without a 5xx), or refused as required for the reason wire.EmptyRefused gives.
 func TestEmptyRequiredStrings(t *testing.T) {
-	h := newHarness(t)
-	root, _ := h.rootOrg("Empty")
+	h := servertest.New(t)
+	root, _ := h.RootOrg("Empty")
 	defs := swaggerDefs(t)
 	accepted := map[string]bool{}
 	for _, m := range wire.EmptyAccepted {
@@ -224,25 +225,25 @@ func TestEmptyRequiredStrings(t *testing.T) {
 			for _, m := range members {
 				member := m.path[len(m.path)-1].(string)
 				params := setAt(minimal(defs, defs[def], 0), m.path, "")
-				h.advance(time.Millisecond)
-				r := root.submit(op.Path, v.Type, params)
+				h.Advance(time.Millisecond)
+				r := root.Submit(op.Path, v.Type, params)
 				tried++
-				missing := strings.Contains(r.str("message"), "."+member+" is required")
+				missing := strings.Contains(r.Str("message"), "."+member+" is required")
 				switch {
-				case r.status == http.StatusNotImplemented && strings.Contains(r.str("message"), "/public/v1/submit/"):
+				case r.Status == http.StatusNotImplemented && strings.Contains(r.Str("message"), "/public/v1/submit/"):
 					// The operation is not served: nothing is validated.
-				case r.status >= 500 && r.status != http.StatusNotImplemented:
-					t.Errorf("%s %s with %v empty: %d %s", op.Path, v.Type, m.path, r.status, r.raw)
+				case r.Status >= 500 && r.Status != http.StatusNotImplemented:
+					t.Errorf("%s %s with %v empty: %d %s", op.Path, v.Type, m.path, r.Status, r.Raw)
 				case wire.EmptyRefused[m.key] != "":
 					refused++
-					if r.status != http.StatusBadRequest {
+					if r.Status != http.StatusBadRequest {
 						t.Errorf("%s %s: %v (%s) is refused when empty: %s, but answered %d %s", op.Path, v.Type, m.path, m.key,
-							wire.EmptyRefused[m.key], r.status, r.raw)
+							wire.EmptyRefused[m.key], r.Status, r.Raw)
 					}
 				case accepted[m.key]:
 					passed++
 					if missing {
-						t.Errorf("%s %s: an empty %v (%s) is refused as missing: %s", op.Path, v.Type, m.path, m.key, r.raw)
+						t.Errorf("%s %s: an empty %v (%s) is refused as missing: %s", op.Path, v.Type, m.path, m.key, r.Raw)
 					}
 				default:
 					t.Errorf("%s %s: %v (%s) is in neither wire.EmptyRefused nor wire.EmptyAccepted", op.Path, v.Type, m.path, m.key)

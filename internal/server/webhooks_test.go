@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -8,15 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
 )
 
 // receiver checks deliveries as a receiver written for Turnkey does: the Ed25519 signature over
@@ -90,50 +89,40 @@ func (rc *receiver) count() int {
 // A burst of activities, with Latchkey restarted in the middle: the receiver gets every event
 // exactly once, signed with the server's webhook key.
 func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
-	dir := t.TempDir()
-	mk := filepath.Join(dir, "mk")
-	if _, err := custody.GenerateMasterKeyFile(mk); err != nil {
-		t.Fatal(err)
-	}
-	open := func() (*harness, context.CancelFunc, chan struct{}) {
-		s, err := Open(context.Background(), Config{DataDir: dir, MasterKeyFile: mk, LoopbackWebhooks: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &harness{t: t, s: s, now: time.Now().UTC()}
-		s.API.Now, s.Engine.Services().Now = h.clock, h.clock
-		srv := httptest.NewServer(s.API.Handler())
-		h.url = srv.URL
-		s.Webhooks.Poll = 20 * time.Millisecond
+	cfg := servertest.NewConfig(t)
+	cfg.LoopbackWebhooks = true
+	open := func() (*servertest.Harness, context.CancelFunc, chan struct{}) {
+		h := servertest.Start(t, cfg)
+		h.Freeze()
+		h.Server.Webhooks.Poll = 20 * time.Millisecond
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { s.Webhooks.Run(ctx); close(done) }()
-		t.Cleanup(srv.Close)
+		go func() { h.Server.Webhooks.Run(ctx); close(done) }()
 		return h, cancel, done
 	}
 	a, stopA, doneA := open()
-	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, a.url), events: make(chan struct{}, 1)}
+	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, a.URL), events: make(chan struct{}, 1)}
 	recvSrv := httptest.NewServer(rc)
 	defer recvSrv.Close()
-	root, created := a.rootOrg("Acme")
-	wantError(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
+	root, created := a.RootOrg("Acme")
+	servertest.WantError(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
 		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}), http.StatusBadRequest, 3, "needs a chain provider")
-	wantError(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
+	servertest.WantError(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
 		"subscriptions": []any{map[string]any{"eventType": "PIZZA_UPDATES"}}}), http.StatusBadRequest, 3, "unknown event type")
-	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r"}))
-	l := root.query("list_webhook_endpoints", nil)
-	if l.str("webhookEndpoints", "0", "url") != recvSrv.URL || l.str("webhookEndpoints", "0", "isActive") != "true" {
-		t.Fatalf("list_webhook_endpoints: %s", l.raw)
+	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r"}))
+	l := root.Query("list_webhook_endpoints", nil)
+	if l.Str("webhookEndpoints", "0", "url") != recvSrv.URL || l.Str("webhookEndpoints", "0", "isActive") != "true" {
+		t.Fatalf("list_webhook_endpoints: %s", l.Raw)
 	}
 	const n = 30
-	submit := func(h *harness, from, to int) {
-		c := h.client(created.OrganizationID, root.priv)
+	submit := func(h *servertest.Harness, from, to int) {
+		c := h.Client(created.OrganizationID, root.Priv)
 		var wg sync.WaitGroup
 		for i := from; i < to; i++ {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				mustOK(t, c.submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}}))
+				servertest.MustOK(t, c.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}}))
 			}(i)
 		}
 		wg.Wait()
@@ -143,9 +132,9 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 	stopA()
 	<-doneA
 	submit(a, 0, n/2)
-	a.s.Close()
+	a.Close()
 	b, stopB, doneB := open()
-	defer func() { stopB(); <-doneB; b.s.Close() }()
+	defer func() { stopB(); <-doneB; b.Close() }()
 	submit(b, n/2, n)
 	deadline := time.After(20 * time.Second)
 	for rc.count() < n {
@@ -172,33 +161,33 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 // pattern: a sub-organization's CONSENSUS_NEEDED reaches the parent's endpoint), with the
 // parent as X-Turnkey-Organization-Id and the sub-organization in the body.
 func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
-	h := newHarnessWith(t, func(c *Config) { c.LoopbackWebhooks = true })
-	h.s.Webhooks.Poll = 20 * time.Millisecond
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.LoopbackWebhooks = true }))
+	h.Server.Webhooks.Poll = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.s.Webhooks.Run(ctx); close(done) }()
+	go func() { h.Server.Webhooks.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, h.url), events: make(chan struct{}, 8), orgs: map[string]int{}}
+	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, h.URL), events: make(chan struct{}, 8), orgs: map[string]int{}}
 	recvSrv := httptest.NewServer(rc)
 	defer recvSrv.Close()
-	root, parent := h.rootOrg("Parent")
-	mustOK(t, root.submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "co-signer",
+	root, parent := h.RootOrg("Parent")
+	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "co-signer",
 		"subscriptions": []any{map[string]any{"eventType": "ACTIVITY_UPDATES"}}}))
 	// A sub-organization whose two root users must both approve.
-	priv1, pub1 := h.newKey()
-	_, pub2 := h.newKey()
+	priv1, pub1 := h.NewKey()
+	_, pub2 := h.NewKey()
 	user := func(name, pub string) map[string]any {
 		return map[string]any{"userName": name, "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}},
 			"authenticators": []any{}, "oauthProviders": []any{}}
 	}
-	s := root.submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "end user",
+	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "end user",
 		"rootQuorumThreshold": 2, "rootUsers": []any{user("u1", pub1), user("u2", pub2)}})
-	mustOK(t, s)
-	subID := s.str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
-	h.advance(time.Millisecond)
-	pending := h.client(subID, priv1).submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
-	if pending.str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
-		t.Fatalf("want CONSENSUS_NEEDED: %s", pending.raw)
+	servertest.MustOK(t, s)
+	subID := s.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
+	h.Advance(time.Millisecond)
+	pending := h.Client(subID, priv1).Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
+	if pending.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+		t.Fatalf("want CONSENSUS_NEEDED: %s", pending.Raw)
 	}
 	deadline := time.After(10 * time.Second)
 	for {
@@ -219,7 +208,7 @@ func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
 	if len(rc.bad) > 0 {
 		t.Fatalf("a delivery failed the receiver's checks: %s", rc.bad[0])
 	}
-	if rc.seen[pending.str("activity", "id")] != 1 {
-		t.Fatalf("the sub-organization's activity was delivered %d times", rc.seen[pending.str("activity", "id")])
+	if rc.seen[pending.Str("activity", "id")] != 1 {
+		t.Fatalf("the sub-organization's activity was delivered %d times", rc.seen[pending.Str("activity", "id")])
 	}
 }
