@@ -175,6 +175,10 @@ func (h *Harness) Advance(d time.Duration) {
 	h.mu.Unlock()
 }
 
+// OnSQLite reports whether the store is the data directory's SQLite database (DatabaseBytes
+// can be read).
+func (h *Harness) OnSQLite() bool { return h.Config.DatabaseURL == "" }
+
 // DatabaseBytes is the content of the SQLite database and its write-ahead log, for tests that
 // look for secrets in the clear. It fails the test when there is no such file: a harness on
 // PostgreSQL (pass SQLite to New).

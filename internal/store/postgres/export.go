@@ -89,7 +89,7 @@ func (r *reader) eachRecord(ctx context.Context, kind string, fn func(store.Reco
 	defer rows.Close()
 	var fnErr error
 	err = sqlcore.ScanExport(rows.Next, rows.Scan, func(rec store.Record, k []store.Key) error {
-		fnErr = fn(rec, k)
+		fnErr = fn(rec, decodeKeys(k))
 		return fnErr
 	})
 	if fnErr != nil {

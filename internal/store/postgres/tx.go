@@ -76,7 +76,8 @@ type reader struct {
 func newReader(q querier, forUpdate bool) *reader {
 	r := &reader{q: q, Reader: sqlcore.Reader{
 		Conn: pgConn{q}, Driver: "postgres", Ph: sqlcore.Dollar, Queries: readQueries,
-		NoLimit: nil, // LIMIT NULL: no limit
+		NoLimit:  nil, // LIMIT NULL: no limit
+		KeyValue: encodeKeyValue,
 	}}
 	if forUpdate {
 		r.GetSuffix = " FOR UPDATE"
@@ -163,7 +164,7 @@ func keyArrays(keys []store.Key) (names, values []string, uniq []bool) {
 	values = make([]string, len(keys))
 	uniq = make([]bool, len(keys))
 	for i, k := range keys {
-		names[i], values[i], uniq[i] = k.Name, k.Value, k.Unique
+		names[i], values[i], uniq[i] = k.Name, encodeKeyValue(k.Value), k.Unique
 	}
 	return names, values, uniq
 }

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UniqueKeyTaken", testUniqueKeyTaken},
 		{"PutReplacesKeys", testPutReplacesKeys},
 		{"LookupNonUniqueKey", testLookupNonUnique},
+		{"KeyValuesHoldAnyString", testKeyValuesHoldAnyString},
 		{"ListOrderAndPaging", testListPaging},
 		{"ActivityFingerprints", testActivityFingerprints},
 		{"ListActivitiesFilters", testListActivities},
@@ -1289,5 +1290,55 @@ wait:
 	}
 	if s.Dialect() == "postgres" && finishedWhileHeld != readers {
 		t.Fatalf("only %d of %d NoLock reads finished while another transaction held the row: they queued behind its lock", finishedWhileHeld, readers)
+	}
+}
+
+// Key values are any string: a NUL inside one (an OAuth identity joins its parts with NUL),
+// non-ASCII text, a value that looks like a driver's own encoding. Each is stored, found by
+// Lookup, held unique, and exported as it was put.
+func testKeyValuesHoldAnyString(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	values := []string{"https://issuer.example\x00subject\x00aud", "\x00", "\x01b64:AA==", "\x01b64:", "ünïcødé ✓", "plain"}
+	update(t, s, func(tx store.Tx) error {
+		for i, v := range values {
+			id := fmt.Sprintf("k%d", i)
+			if err := tx.Insert(ctx, rec("ident", id, "o1", base, ""), store.Key{Name: "ident.subject", Value: v, Unique: true},
+				store.Key{Name: "ident.tag", Value: v}); err != nil {
+				return fmt.Errorf("insert %q: %w", v, err)
+			}
+		}
+		return nil
+	})
+	for i, v := range values {
+		if got := strings.Join(lookup(t, s, "ident.subject", v), " "); got != fmt.Sprintf("ident/k%d@o1", i) {
+			t.Fatalf("Lookup(%q) = %q", v, got)
+		}
+	}
+	err := s.Update(ctx, func(tx store.Tx) error {
+		return tx.Insert(ctx, rec("ident", "dup", "o1", base, ""), store.Key{Name: "ident.subject", Value: values[0], Unique: true})
+	})
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("a taken unique key holding NUL: %v", err)
+	}
+	ex, ok := s.(store.Exporter)
+	if !ok {
+		return
+	}
+	seen := map[string]bool{}
+	if err := ex.EachRecord(ctx, "ident", func(r store.Record, keys []store.Key) error {
+		for _, k := range keys {
+			seen[k.Name+"="+k.Value] = true
+		}
+		if len(keys) != 2 || keys[0].Name != "ident.subject" || keys[0].Value != keys[1].Value {
+			return fmt.Errorf("exported keys of %s: %+v", r.ID, keys)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if !seen["ident.subject="+v] {
+			t.Fatalf("export lost the key value %q", v)
+		}
 	}
 }

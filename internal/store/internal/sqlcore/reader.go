@@ -45,6 +45,9 @@ type Reader struct {
 	GetSuffix string
 	// NoLimit is the LIMIT argument that means no limit (NULL on PostgreSQL, -1 on SQLite).
 	NoLimit any
+	// KeyValue, when set, is how the driver stores a key value (PostgreSQL encodes values its
+	// text type cannot hold); Lookup looks for that form.
+	KeyValue func(string) string
 }
 
 var _ store.Reader = (*Reader)(nil)
@@ -147,6 +150,9 @@ func (r *Reader) Count(ctx context.Context, kind, orgID string, atMost int) (int
 }
 
 func (r *Reader) Lookup(ctx context.Context, name, value string) ([]store.Ref, error) {
+	if r.KeyValue != nil {
+		value = r.KeyValue(value)
+	}
 	out, err := all(ctx, r.Conn, r.Queries.Lookup, []any{name, value}, func(scan func(...any) error) (ref store.Ref, err error) {
 		err = scan(&ref.Kind, &ref.ID, &ref.OrgID)
 		return ref, err
