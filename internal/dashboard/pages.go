@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
@@ -199,7 +200,7 @@ func (s *Server) search(ctx context.Context, r store.Reader, q string) ([]string
 		{directory.KeyOrgName, strings.ToLower(q), directory.KindOrganization},
 		{directory.KeyUserEmail, strings.ToLower(q), directory.KindUser},
 		{directory.KeyUserEmailUnproven, strings.ToLower(q), directory.KindUser},
-		{wallets.KeyAccountAddress, wallets.NormalizeAddress(q), wallets.KindAccount},
+		{wallets.KeyAccountAddress, address.Normalize(q), wallets.KindAccount},
 	} {
 		refs, err := r.Lookup(ctx, k.key, k.value)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
@@ -189,4 +190,14 @@ func parseKey(curve string, pk []byte) (key, error) {
 		return key{curve: curve, compressed: c, uncompressed: c}, nil
 	}
 	return key{}, fmt.Errorf("%w: %q", ErrInvalidCurve, curve)
+}
+
+// Normalize is the form an address is stored and looked up in: EVM-style hex addresses (0x…)
+// in lowercase, whatever their checksum casing; every other format as given (base58 and bech32
+// are case-sensitive or already lowercase).
+func Normalize(a string) string {
+	if strings.HasPrefix(a, "0x") || strings.HasPrefix(a, "0X") {
+		return strings.ToLower(a)
+	}
+	return a
 }

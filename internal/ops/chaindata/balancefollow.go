@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
@@ -225,7 +226,7 @@ func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint
 // balanceEvent queues a move's delivery when its address is a wallet account (not a private
 // key: as at Turnkey), for the endpoints of the account's top-level organization.
 func (d *Deps) balanceEvent(ctx context.Context, tx store.Tx, caip2, event, typ string, m balanceMove, block *evmBlock, now time.Time) error {
-	addr := wallets.NormalizeAddress(m.address)
+	addr := address.Normalize(m.address)
 	refs, err := tx.Lookup(ctx, wallets.KeyAccountAddress, addr)
 	if err != nil {
 		return err

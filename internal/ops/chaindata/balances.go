@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/chain/rpc"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
@@ -100,12 +101,12 @@ func (d *Deps) listAssets(q *activity.Read, in *wire.ListSupportedAssetsRequest)
 	return out, nil
 }
 
-// walletAddress checks address is one of the organization's wallet account addresses.
-func walletAddress(q *activity.Read, field, address string) (string, error) {
-	if address == "" {
+// walletAddress checks the given address is one of the organization's wallet account addresses.
+func walletAddress(q *activity.Read, field, given string) (string, error) {
+	if given == "" {
 		return "", apierr.Required(field)
 	}
-	addr := wallets.NormalizeAddress(strings.TrimSpace(address))
+	addr := address.Normalize(strings.TrimSpace(given))
 	ids, err := records.LookupIDs(q.Ctx, q.R, wallets.KeyAccountAddress, addr, wallets.KindAccount, q.OrgID)
 	if err != nil {
 		return "", err
@@ -114,9 +115,9 @@ func walletAddress(q *activity.Read, field, address string) (string, error) {
 		return addr, nil
 	}
 	if ids, err = records.LookupIDs(q.Ctx, q.R, wallets.KeyPrivKeyAddress, addr, wallets.KindPrivateKey, q.OrgID); err == nil && len(ids) > 0 {
-		return "", apierr.Invalid(field, "%s is a private key address; balances are served for wallet account addresses only", address)
+		return "", apierr.Invalid(field, "%s is a private key address; balances are served for wallet account addresses only", given)
 	}
-	return "", apierr.NotFoundf("%s: %s is not a wallet account address of organization %s", field, address, q.OrgID)
+	return "", apierr.NotFoundf("%s: %s is not a wallet account address of organization %s", field, given, q.OrgID)
 }
 
 func checkAddressFor(field, caip2, addr string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/store"
@@ -337,6 +338,8 @@ func SubOrgsMatching(ctx context.Context, r store.Reader, parentID, filterType, 
 		value = strings.ToLower(value)
 	case "PUBLIC_KEY":
 		value = strings.ToLower(strings.TrimPrefix(value, "0x"))
+	case "WALLET_ACCOUNT_ADDRESS":
+		value = address.Normalize(value) // checksummed or not, as clients send it
 	}
 	key, ok := suborgFilterKeys[filterType]
 	if !ok {

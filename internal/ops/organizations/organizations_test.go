@@ -292,8 +292,9 @@ func TestListSubOrganizations(t *testing.T) {
 		{"EMAIL", "BOB@example.com", bobOrg},
 		{"PUBLIC_KEY", oldPub, carolOrg},
 		{"WALLET_ACCOUNT_ADDRESS", strings.ToLower(addr), bobOrg},
+		{"WALLET_ACCOUNT_ADDRESS", addr, bobOrg}, // checksummed, as create_sub_organization answers it
 	} {
-		t.Run(tc.filter, func(t *testing.T) {
+		t.Run(tc.filter+"="+tc.value, func(t *testing.T) {
 			l := root.MustQuery("list_suborgs", map[string]any{"filterType": tc.filter, "filterValue": tc.value})
 			if l.Len("organizationIds") != 1 || l.Str("organizationIds", "0") != tc.want {
 				t.Fatalf("list_suborgs %s=%s: %s", tc.filter, tc.value, l.Raw)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/store"
@@ -62,7 +63,7 @@ func (d Deps) exportWallet(x *activity.Exec, in *wire.ExportWalletIntent) (any, 
 }
 
 func (d Deps) exportWalletAccount(x *activity.Exec, in *wire.ExportWalletAccountIntent) (any, error) {
-	ids, err := lookupIDs(x.Ctx, x.Tx, KeyAccountAddress, NormalizeAddress(in.Address), KindAccount, x.OrgID)
+	ids, err := lookupIDs(x.Ctx, x.Tx, KeyAccountAddress, address.Normalize(in.Address), KindAccount, x.OrgID)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -35,15 +36,6 @@ const (
 	KeyPKTagName      = "private_key_tag.name"      // unique: org/name
 	KeyPKTagMember    = "private_key_tag.member"    // private key id
 )
-
-// NormalizeAddress is how addresses are keyed: 0x-hex addresses lowercase (clients send
-// checksummed or not), everything else as given.
-func NormalizeAddress(a string) string {
-	if strings.HasPrefix(a, "0x") || strings.HasPrefix(a, "0X") {
-		return strings.ToLower(a)
-	}
-	return a
-}
 
 // Wallet is an HD wallet.
 type Wallet struct {
@@ -179,7 +171,7 @@ func saveWallet(ctx context.Context, tx store.Tx, w *Wallet) error {
 
 func saveAccount(ctx context.Context, tx store.Tx, a *Account) error {
 	err := save(ctx, tx, KindAccount, a.ID, a.OrgID, a.CreatedAt, a.UpdatedAt, a,
-		store.Key{Name: KeyAccountAddress, Value: NormalizeAddress(a.Address)},
+		store.Key{Name: KeyAccountAddress, Value: address.Normalize(a.Address)},
 		store.Key{Name: KeyAccountWallet, Value: a.WalletID},
 		store.Key{Name: KeyAccountPubKey, Value: a.PublicKey},
 		store.Key{Name: KeyAccountPath, Value: a.WalletID + "/" + a.Path + "/" + a.AddressFormat, Unique: true})
@@ -192,7 +184,7 @@ func saveAccount(ctx context.Context, tx store.Tx, a *Account) error {
 func savePrivateKey(ctx context.Context, tx store.Tx, k *PrivateKey) error {
 	keys := []store.Key{{Name: KeyPrivKeyName, Value: k.OrgID + "/" + k.Name, Unique: true}, {Name: KeyPrivKeyPubKey, Value: k.PublicKey}}
 	for _, a := range k.Addresses {
-		keys = append(keys, store.Key{Name: KeyPrivKeyAddress, Value: NormalizeAddress(a.Address)})
+		keys = append(keys, store.Key{Name: KeyPrivKeyAddress, Value: address.Normalize(a.Address)})
 	}
 	return save(ctx, tx, KindPrivateKey, k.ID, k.OrgID, k.CreatedAt, k.UpdatedAt, k, keys...)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/policy"
@@ -44,7 +45,7 @@ func ResolveSigner(ctx context.Context, r store.Reader, orgID, signWith string) 
 	if signWith == "" {
 		return nil, apierr.Required("parameters.signWith")
 	}
-	addr := NormalizeAddress(signWith)
+	addr := address.Normalize(signWith)
 	if ids, err := lookupIDs(ctx, r, KeyAccountAddress, addr, KindAccount, orgID); err != nil {
 		return nil, err
 	} else if len(ids) > 0 {
@@ -62,7 +63,7 @@ func ResolveSigner(ctx context.Context, r store.Reader, orgID, signWith string) 
 		}
 		format := ""
 		for _, a := range k.Addresses {
-			if NormalizeAddress(a.Address) == addr {
+			if address.Normalize(a.Address) == addr {
 				format = a.Format
 			}
 		}

@@ -374,7 +374,7 @@ func getWalletAccount(q *activity.Read, in *wire.GetWalletAccountRequest) (any, 
 		return nil, err
 	}
 	for _, a := range accts {
-		if (in.Address != "" && NormalizeAddress(a.Address) == NormalizeAddress(in.Address)) || (in.Address == "" && a.Path == in.Path) {
+		if (in.Address != "" && address.Normalize(a.Address) == address.Normalize(in.Address)) || (in.Address == "" && a.Path == in.Path) {
 			return wire.GetWalletAccountResponse{Account: a.ToWire()}, nil
 		}
 	}
