@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/custody/hd"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -316,10 +318,11 @@ func wrapKeyring(master *MasterKey, file keyringFile) ([]byte, error) {
 		return nil, err
 	}
 	defer wipe(plain)
-	a, err := newAEAD(master.k[:])
+	a, done, err := masterAEAD(master)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	nonce := make([]byte, a.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
@@ -342,10 +345,11 @@ func unwrapKeyring(master *MasterKey, data []byte) (keyringFile, error) {
 	if rec.MasterID != "" && rec.MasterID != master.ID() {
 		return keyringFile{}, wrongMasterKey{want: rec.MasterID, have: master.ID()}
 	}
-	a, err := newAEAD(master.k[:])
+	a, done, err := masterAEAD(master)
 	if err != nil {
 		return keyringFile{}, err
 	}
+	defer done()
 	if len(rec.Sealed) < a.NonceSize()+a.Overhead() {
 		return keyringFile{}, ErrWrongMasterKey
 	}
@@ -478,9 +482,38 @@ func (e wrongMasterKey) Error() string {
 func (e wrongMasterKey) Unwrap() error { return ErrWrongMasterKey }
 
 // ID is the master key's fingerprint: the first 8 bytes of an HMAC-SHA256 keyed by it, in hex.
-// It names a master key in the keyring record and in messages without revealing it.
+// It names a master key in the keyring record and in messages without revealing it (the HMAC
+// leaves no copy of the key's pads behind, as crypto/hmac would).
 func (m *MasterKey) ID() string {
-	return hex.EncodeToString(hmacSHA256(m.k[:], []byte("latchkey/master-key-id"))[:8])
+	var sum [32]byte
+	hd.HMACSHA256(&sum, m.k[:], []byte("latchkey/master-key-id"))
+	return hex.EncodeToString(sum[:8])
+}
+
+// masterAEAD is AES-256-GCM keyed by the master key, and a function that zeroes the cipher
+// values crypto/aes and crypto/cipher built from it (their expanded key begins with the key
+// itself, and neither package offers a way to clear it): call it when done, and do not use the
+// AEAD after.
+func masterAEAD(m *MasterKey) (cipher.AEAD, func(), error) {
+	block, err := aes.NewCipher(m.k[:])
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := cipher.NewGCM(block)
+	if err != nil {
+		zeroPointee(block)
+		return nil, nil, err
+	}
+	return a, func() { zeroPointee(a); zeroPointee(block) }, nil
+}
+
+// zeroPointee zeroes the value v points to (a pointer held in an interface, whatever its
+// package), through reflect so that the pointers it holds are cleared with the garbage
+// collector's write barriers.
+func zeroPointee(v any) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().CanSet() {
+		rv.Elem().SetZero()
+	}
 }
 
 // A MasterSource fetches the deployment's master key again: from its file, or by unwrapping the

@@ -197,17 +197,20 @@ func (t Transit) Wrap(ctx context.Context, m *MasterKey) (string, error) {
 
 // Unwrap has the transit engine decrypt the wrapped master key.
 func (t Transit) Unwrap(ctx context.Context, ciphertext string) (*MasterKey, error) {
+	// A []byte member: encoding/json decodes the base64 into it, so no string copy of the key
+	// is made, and call clears the answer's bytes.
 	var out struct {
 		Data struct {
-			Plaintext string `json:"plaintext"`
+			Plaintext []byte `json:"plaintext"`
 		} `json:"data"`
 	}
-	if err := t.call(ctx, "decrypt", map[string]string{"ciphertext": ciphertext}, &out); err != nil {
+	err := t.call(ctx, "decrypt", map[string]string{"ciphertext": ciphertext}, &out)
+	raw := out.Data.Plaintext
+	defer clear(raw)
+	if err != nil {
 		return nil, err
 	}
-	raw, err := base64.StdEncoding.DecodeString(out.Data.Plaintext)
-	defer clear(raw)
-	if err != nil || len(raw) != MasterKeySize {
+	if len(raw) != MasterKeySize {
 		return nil, errors.New("custody: transit decrypt answered something that is not a master key")
 	}
 	m := newMasterKey()
@@ -243,6 +246,7 @@ func (t Transit) call(ctx context.Context, op string, body any, out any) error {
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	defer clear(raw) // a decrypt answer holds the master key, in base64
 	if err != nil {
 		return fmt.Errorf("custody: transit %s: %w", op, err)
 	}

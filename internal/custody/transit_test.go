@@ -16,7 +16,7 @@ func TestTransitUnwrapRefusesBadAnswers(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
 		{"64 bytes", `{"data":{"plaintext":"` + base64.StdEncoding.EncodeToString(make([]byte, 64)) + `"}}`, "not a master key"},
 		{"31 bytes", `{"data":{"plaintext":"` + base64.StdEncoding.EncodeToString(make([]byte, 31)) + `"}}`, "not a master key"},
-		{"not base64", `{"data":{"plaintext":"%%%"}}`, "not a master key"},
+		{"not base64", `{"data":{"plaintext":"%%%"}}`, "unreadable answer"},
 		{"no data", `{}`, "not a master key"},
 		{"not JSON", `<html>`, "unreadable answer"},
 	} {

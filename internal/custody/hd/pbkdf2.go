@@ -149,3 +149,7 @@ func scrub(h hash.Hash) {
 	h.Write(zero[:])
 	h.Reset()
 }
+
+// HMACSHA256 sets out to HMAC-SHA256(key, data…) for at most 128 bytes of data, leaving nothing
+// derived from key in memory (custody names its master key by it).
+func HMACSHA256(out *[32]byte, key []byte, data ...[]byte) { hmacSHA256(out, key, data...) }
