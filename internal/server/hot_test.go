@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,34 @@ func TestRevokedKeyCachedByEveryProcess(t *testing.T) {
 		if got := c.query("whoami", nil); got.status != http.StatusUnauthorized {
 			t.Errorf("%s still accepts the deleted key: %d %s", name, got.status, got.raw)
 		}
+	}
+}
+
+// TestDeletedWalletSignsNoMore: the key sign_raw_payload resolves is served from memory, and a
+// deleted wallet's account is not: the next signature is refused without the cache's help.
+func TestDeletedWalletSignsNoMore(t *testing.T) {
+	h := newHarness(t)
+	root, _ := h.rootOrg("Acme")
+	w := root.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": testAccounts[:1]})
+	mustOK(t, w)
+	walletID := w.str("activity", "result", "createWalletResult", "walletId")
+	addr := w.str("activity", "result", "createWalletResult", "addresses", "0")
+	sign := func(payload string) response {
+		return root.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr,
+			"payload": payload, "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	}
+	mustOK(t, sign(strings.Repeat("01", 32)))
+	before := h.s.signers.Hits()
+	mustOK(t, sign(strings.Repeat("02", 32)))
+	if h.s.signers.Hits() == before {
+		t.Fatal("the second signature did not resolve its key from memory")
+	}
+	mustOK(t, root.submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}, "deleteWithoutExport": true}))
+	before = h.s.signers.Hits()
+	if r := sign(strings.Repeat("03", 32)); r.status == http.StatusOK {
+		t.Fatalf("signed with a deleted wallet's account: %s", r.raw)
+	}
+	if h.s.signers.Hits() != before {
+		t.Fatal("the deleted account was served from memory")
 	}
 }
