@@ -15,15 +15,23 @@
 //     written": nothing of theirs is served or stored. Their versions are bumped before Update
 //     returns, so a key revoked by a committed transaction is refused by the very next request.
 //   - Across PostgreSQL processes, the same Update sends the organizations' ids with
-//     pg_notify inside the transaction, and Listen (run by each process) bumps them on
-//     arrival. While the listening connection is down, or has not proven itself alive within
-//     the last second, nothing is served: staleness is bounded by the notification's delivery
-//     and never exceeds one second.
+//     pg_notify inside the transaction, and every process listens on a connection of its own
+//     (postgres.Listen) and bumps them on arrival. A cached value is served only after a round
+//     trip on that connection begun after the request asked (postgres.Barrier, one round trip
+//     shared by the requests waiting): PostgreSQL signals the listening backend before the
+//     notifying commit returns, and the backend sends the notification before it answers the
+//     round trip, so a change committed by another process before the request came is applied
+//     before the request is answered. While the connection is down, or has not completed a
+//     round trip within the last second, nothing is served or stored; on reconnection
+//     everything cached is dropped (notifications sent meanwhile are lost).
 //   - On SQLite, the commands that write beside a running serve (latchkey proxy, access,
 //     operator, keyring) are other processes with their own connections. The store's writer
-//     reads PRAGMA data_version on its own connection before every transaction it runs, and
-//     WatchSQLite makes it do so at least every 100 ms when idle; a change there means another
-//     process committed, and the whole cache is dropped.
+//     reads PRAGMA data_version on its own connection at the start of every transaction it
+//     runs, and Watch makes it run one at least every 100 ms (SQLitePoll) when idle; a change
+//     means another process committed, and the whole cache is dropped. This bounds, rather
+//     than removes, staleness after such a write: data_version is per connection and moves
+//     with this process's own commits on every other connection, so it cannot be checked per
+//     request without a writer transaction.
 //
 // A cached value is shared between requests: callers must treat it as immutable and copy
 // what they hand on to code that may modify it.

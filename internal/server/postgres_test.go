@@ -200,9 +200,9 @@ func TestDashboardSessionsAcrossProcesses(t *testing.T) {
 	}
 }
 
-// An API key deleted through one process is refused by the other at once (it holds no copy of
-// the credential to go stale), and by the process that deleted it: the guarantee a cache of
-// callers must keep (docs/performance.md).
+// An API key deleted through one process is refused by the other at once, and by the process
+// that deleted it, though both hold the resolved key in memory (package hot; proved by
+// TestRevokedKeyCachedByEveryProcess).
 func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
 	a, b := twoProcesses(t)
 	root, created := a.RootOrg("Acme")
