@@ -36,9 +36,6 @@ func Wrap(st store.Store, v *Versions, kinds ...string) *Store {
 	return s
 }
 
-// Unwrap returns the store under s.
-func (s *Store) Unwrap() store.Store { return s.Store }
-
 // Update runs fn as the wrapped store does. Every organization fn writes a watched record of is
 // marked as being written from that write until the commit has returned (committed or not),
 // and its version moves on before Update returns.
