@@ -119,21 +119,21 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 		}
 		return e.caller(publicKey), nil
 	}
-	key := callerKey(targetOrgID, publicKey)
-	if e, ok := res.Cache.c.Get(ctx, key); ok {
-		if err := res.checkAPIKey(e.k, publicKey, curve); err != nil {
-			return nil, err
+	e, err := res.Cache.c.Load(ctx, callerKey(targetOrgID, publicKey), targetOrgID, func(also func(string)) (*resolvedKey, error) {
+		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, also)
+		if err == nil {
+			e.prepare()
 		}
-		return e.caller(publicKey), nil
-	}
-	v := res.Cache.c.Versions()
-	tok := v.Token(targetOrgID)
-	e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, func(parentID string) { tok.Add(v, parentID) })
+		return e, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	e.prepare()
-	res.Cache.c.Put(key, tok, e)
+	// A cached key was checked for the request that read it; this one may name another curve,
+	// and the key may have expired since.
+	if err := res.checkAPIKey(e.k, publicKey, curve); err != nil {
+		return nil, err
+	}
 	return e.caller(publicKey), nil
 }
 

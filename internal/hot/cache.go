@@ -74,3 +74,20 @@ func (c *Cache[V]) Put(key string, t Token, val V) {
 		c.n.Add(1)
 	}
 }
+
+// Load returns the value under key, or reads it and caches it. read is called with a function
+// to capture the state of a further organization the value depends on (the parent, once the
+// first organization is read), before the reads that depend on it; org is captured before
+// read is called. Errors are returned and never cached.
+func (c *Cache[V]) Load(ctx context.Context, key, org string, read func(also func(org string)) (V, error)) (V, error) {
+	if v, ok := c.Get(ctx, key); ok {
+		return v, nil
+	}
+	t := c.v.Token(org)
+	v, err := read(func(o string) { t.Add(c.v, o) })
+	if err != nil {
+		return v, err
+	}
+	c.Put(key, t, v)
+	return v, nil
+}

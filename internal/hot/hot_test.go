@@ -130,107 +130,108 @@ func (f *fixture) waitHit(ctx context.Context, want int) {
 	}
 }
 
+// eachStore runs test on every driver available.
+func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) { test(t, open) })
+	}
+}
+
+// cached opens a "process" on open whose cache serves the thing's value n.
+func cached(t *testing.T, open func() store.Store, n int) *fixture {
+	f := newFixture(t, open())
+	f.put(kindThing, n)
+	f.waitHit(context.Background(), n)
+	return f
+}
+
+// put writes the thing (or another kind) through the fixture's store.
+func (f *fixture) put(kind string, n int) {
+	f.t.Helper()
+	if err := put(context.Background(), f.st, kind, n); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // TestNeverServesAfterCommit: readers racing a writer never get a value older than the last
 // Update that has returned, and the cache is used in between.
 func TestNeverServesAfterCommit(t *testing.T) {
-	for name, open := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			f := newFixture(t, open())
-			if err := put(ctx, f.st, kindThing, 0); err != nil {
-				t.Fatal(err)
-			}
-			f.waitHit(ctx, 0)
-			var committed atomic.Int64
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					for {
-						select {
-						case <-done:
-							return
-						default:
-						}
-						c := committed.Load()
-						n, err := f.read(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if int64(n) < c {
-							t.Errorf("served %d after the Update writing %d returned", n, c)
-							return
-						}
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 0)
+		var committed atomic.Int64
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
 					}
-				})
-			}
-			for i := 1; i <= 100; i++ {
-				if err := put(ctx, f.st, kindThing, i); err != nil {
-					t.Fatal(err)
+					c := committed.Load()
+					n, err := f.read(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if int64(n) < c {
+						t.Errorf("served %d after the Update writing %d returned", n, c)
+						return
+					}
 				}
-				committed.Store(int64(i))
-				time.Sleep(time.Millisecond)
-			}
-			close(done)
-			wg.Wait()
-			f.waitHit(ctx, 100)
-		})
-	}
+			})
+		}
+		for i := 1; i <= 100; i++ {
+			f.put(kindThing, i)
+			committed.Store(int64(i))
+			time.Sleep(time.Millisecond)
+		}
+		close(done)
+		wg.Wait()
+		f.waitHit(ctx, 100)
+	})
 }
 
 // TestUnwatchedKindsKeepTheCache: writing a kind the cache does not hold (an activity's
 // records) leaves it valid; a failed Update of a watched kind invalidates, harmlessly.
 func TestUnwatchedKindsKeepTheCache(t *testing.T) {
-	for name, open := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			f := newFixture(t, open())
-			if err := put(ctx, f.st, kindThing, 1); err != nil {
-				t.Fatal(err)
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 1)
+		f.put(kindOther, 2)
+		before := f.cache.Hits()
+		if n, err := f.read(ctx); err != nil || n != 1 || f.cache.Hits() != before+1 {
+			t.Fatalf("after another kind's write: %d, %v, hit %v", n, err, f.cache.Hits() > before)
+		}
+		boom := errors.New("boom")
+		err := f.st.Update(ctx, func(tx store.Tx) error {
+			now := time.Now().UTC()
+			if err := tx.Put(ctx, store.Record{Kind: kindThing, ID: "a", OrgID: org, Data: []byte("9"), CreatedAt: now, UpdatedAt: now}); err != nil {
+				return err
 			}
-			f.waitHit(ctx, 1)
-			if err := put(ctx, f.st, kindOther, 2); err != nil {
-				t.Fatal(err)
-			}
-			before := f.cache.Hits()
-			if n, err := f.read(ctx); err != nil || n != 1 || f.cache.Hits() != before+1 {
-				t.Fatalf("after another kind's write: %d, %v, hit %v", n, err, f.cache.Hits() > before)
-			}
-			boom := errors.New("boom")
-			err := f.st.Update(ctx, func(tx store.Tx) error {
-				now := time.Now().UTC()
-				if err := tx.Put(ctx, store.Record{Kind: kindThing, ID: "a", OrgID: org, Data: []byte("9"), CreatedAt: now, UpdatedAt: now}); err != nil {
-					return err
-				}
-				return boom
-			})
-			if !errors.Is(err, boom) {
-				t.Fatal(err)
-			}
-			f.waitHit(ctx, 1)
+			return boom
 		})
-	}
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		f.waitHit(ctx, 1)
+	})
 }
 
 // TestDeleteInvalidates: Delete names no organization; the wrapper finds it.
 func TestDeleteInvalidates(t *testing.T) {
-	for name, open := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			f := newFixture(t, open())
-			if err := put(ctx, f.st, kindThing, 1); err != nil {
-				t.Fatal(err)
-			}
-			f.waitHit(ctx, 1)
-			if err := f.st.Update(ctx, func(tx store.Tx) error { return tx.Delete(ctx, kindThing, "a") }); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.read(ctx); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("read after delete: %v, want not found", err)
-			}
-		})
-	}
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 1)
+		if err := f.st.Update(ctx, func(tx store.Tx) error { return tx.Delete(ctx, kindThing, "a") }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.read(ctx); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("read after delete: %v, want not found", err)
+		}
+	})
 }
 
 // TestAnotherProcessWrites: a second store on the same data (another process: the CLI beside
@@ -238,38 +239,30 @@ func TestDeleteInvalidates(t *testing.T) {
 // serves the old value once the write has committed (the barrier); on SQLite it stops within
 // the writer's look-out (SQLitePoll).
 func TestAnotherProcessWrites(t *testing.T) {
-	for name, open := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			f := newFixture(t, open())
-			other := newFixture(t, open())
-			if err := put(ctx, f.st, kindThing, 1); err != nil {
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 1)
+		other := newFixture(t, open())
+		other.put(kindThing, 2)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := f.read(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			f.waitHit(ctx, 1)
-			if err := put(ctx, other.st, kindThing, 2); err != nil {
-				t.Fatal(err)
+			if n == 2 {
+				break
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				n, err := f.read(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 2 {
-					break
-				}
-				if name == "postgres" {
-					t.Fatalf("served %d after the other process's write of 2 committed", n)
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the other process's write was never seen")
-				}
-				time.Sleep(5 * time.Millisecond)
+			if f.st.Dialect() == "postgres" {
+				t.Fatalf("served %d after the other process's write of 2 committed", n)
 			}
-			f.waitHit(ctx, 2)
-		})
-	}
+			if time.Now().After(deadline) {
+				t.Fatal("the other process's write was never seen")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		f.waitHit(ctx, 2)
+	})
 }
 
 // TestDownServesNothing: while the listener is down nothing is served or stored.

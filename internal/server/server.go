@@ -168,7 +168,7 @@ type Server struct {
 	Store store.Store
 	// Hot versions the organizations' records held in memory (package hot).
 	Hot       *hot.Versions
-	signers   *wallets.Signers // the signing keys held in memory (hot.go)
+	Signers   *wallets.Signers // the signing keys held in memory (hot.go)
 	Keyring   *custody.Keyring
 	Keys      *custody.ServerKeys
 	Custodian *custody.Custodian
@@ -472,8 +472,8 @@ func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
 func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
-	s.signers = wallets.NewSigners(s.Hot)
-	wd := wallets.Deps{Custodian: s.Custodian, Signers: s.signers}
+	s.Signers = wallets.NewSigners(s.Hot)
+	wd := wallets.Deps{Custodian: s.Custodian, Signers: s.Signers}
 	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
 	s.chain.Store, s.chain.Log = s.Store, s.Log
 	// Arguments are evaluated in order: the operations register in this order.

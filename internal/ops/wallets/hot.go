@@ -28,15 +28,7 @@ func (d Deps) resolveSigner(ctx context.Context, r store.Reader, orgID, signWith
 	if _, inTx := r.(store.Tx); d.Signers == nil || inTx {
 		return ResolveSigner(ctx, r, orgID, signWith)
 	}
-	key := orgID + "\x00" + signWith
-	if k, ok := d.Signers.c.Get(ctx, key); ok {
-		return k, nil
-	}
-	tok := d.Signers.c.Versions().Token(orgID)
-	k, err := ResolveSigner(ctx, r, orgID, signWith)
-	if err != nil {
-		return nil, err
-	}
-	d.Signers.c.Put(key, tok, k)
-	return k, nil
+	return d.Signers.c.Load(ctx, orgID+"\x00"+signWith, orgID, func(func(string)) (*SigningKey, error) {
+		return ResolveSigner(ctx, r, orgID, signWith)
+	})
 }
