@@ -321,3 +321,29 @@ func TestPayload(t *testing.T) {
 		t.Errorf("a long list is sent as %d bytes, want me:*", len(p))
 	}
 }
+
+// TestOptionalCapabilities: what the drivers offer beside store.Store (the keyring's scan, the
+// dashboard's totals) is still offered behind Wrap.
+func TestOptionalCapabilities(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 1)
+		var st store.Store = f.st
+		ck, ok := st.(interface {
+			CountKind(ctx context.Context, kind string) (int, error)
+		})
+		if !ok {
+			t.Fatal("no CountKind behind Wrap")
+		}
+		if n, err := ck.CountKind(ctx, kindThing); err != nil || n != 1 {
+			t.Fatalf("CountKind = %d, %v", n, err)
+		}
+		ex, ok := st.(store.Exporter)
+		if !ok {
+			t.Fatal("no Exporter behind Wrap")
+		}
+		if kinds, err := ex.RecordKinds(ctx); err != nil || kinds[kindThing] != 1 {
+			t.Fatalf("RecordKinds = %v, %v", kinds, err)
+		}
+	})
+}
