@@ -119,7 +119,7 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 		}
 		return e.caller(publicKey), nil
 	}
-	e, err := res.Cache.c.Load(ctx, callerKey(targetOrgID, publicKey), targetOrgID, func(also func(string)) (*resolvedKey, error) {
+	e, err := res.Cache.Load(ctx, callerKey(targetOrgID, publicKey), targetOrgID, func(also func(string)) (*resolvedKey, error) {
 		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, also)
 		if err == nil {
 			e.prepare()

@@ -10,15 +10,10 @@ import (
 // API key and its user), decoded, per (organization, public key), valid while neither
 // organization has changed (package hot). Only resolutions that found the key are kept: a key
 // added later is always looked for in the store.
-type CallerCache struct{ c *hot.Cache[*resolvedKey] }
+type CallerCache = hot.Cache[*resolvedKey]
 
 // NewCallerCache returns an empty cache over v.
-func NewCallerCache(v *hot.Versions) *CallerCache {
-	return &CallerCache{c: hot.NewCache[*resolvedKey](v, 0)}
-}
-
-// Hits is how many resolutions the cache has served.
-func (c *CallerCache) Hits() int64 { return c.c.Hits() }
+func NewCallerCache(v *hot.Versions) *CallerCache { return hot.NewCache[*resolvedKey](v, 0) }
 
 // resolvedKey is shared by every request that hits it: never modified, copied into each Caller.
 type resolvedKey struct {

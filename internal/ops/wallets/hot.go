@@ -10,15 +10,10 @@ import (
 // Signers holds resolved signing keys (ResolveSigner's answer: the account or private key, its
 // public data and sealed key) per (organization, signWith), valid while the organization's
 // records are unchanged (package hot). Only keys found are kept.
-type Signers struct{ c *hot.Cache[*SigningKey] }
+type Signers = hot.Cache[*SigningKey]
 
 // NewSigners returns an empty cache over v.
-func NewSigners(v *hot.Versions) *Signers {
-	return &Signers{c: hot.NewCache[*SigningKey](v, 0)}
-}
-
-// Hits is how many resolutions the cache has served.
-func (s *Signers) Hits() int64 { return s.c.Hits() }
+func NewSigners(v *hot.Versions) *Signers { return hot.NewCache[*SigningKey](v, 0) }
 
 // resolveSigner is ResolveSigner through d.Signers when r reads committed data (a transaction's
 // reads may include its own uncommitted writes, which are never cached). The key returned is
@@ -28,7 +23,7 @@ func (d Deps) resolveSigner(ctx context.Context, r store.Reader, orgID, signWith
 	if _, inTx := r.(store.Tx); d.Signers == nil || inTx {
 		return ResolveSigner(ctx, r, orgID, signWith)
 	}
-	return d.Signers.c.Load(ctx, orgID+"\x00"+signWith, orgID, func(func(string)) (*SigningKey, error) {
+	return d.Signers.Load(ctx, orgID+"\x00"+signWith, orgID, func(func(string)) (*SigningKey, error) {
 		return ResolveSigner(ctx, r, orgID, signWith)
 	})
 }
