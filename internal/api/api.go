@@ -61,7 +61,10 @@ type Server struct {
 	// sub-organizations; nil refuses attested stamps as not supported.
 	Attested func(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error)
 	// OIDC serves Latchkey's own OIDC issuer documents under /oidc/ (discovery and JWKS).
-	OIDC     http.Handler
+	OIDC http.Handler
+	// Callers, when set, keeps API-key resolutions in memory (directory.CallerCache); the
+	// Store's writes must then go through hot.Wrap with the same Versions.
+	Callers  *directory.CallerCache
 	started  time.Time
 	served   atomic.Int64
 	draining atomic.Bool
@@ -370,7 +373,7 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 	if orgID == "" {
 		return nil, apierr.Required("organizationId")
 	}
-	res := directory.Resolver{Now: s.Now}
+	res := directory.Resolver{Now: s.Now, Cache: s.Callers}
 	var caller *directory.Caller
 	err := s.Store.View(ctx, func(r store.Reader) error {
 		var err error

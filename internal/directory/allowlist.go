@@ -15,6 +15,18 @@ type IPAllowlist struct {
 	parsed  []netip.Prefix
 }
 
+// parse fills parsed from Rules, once.
+func (l *IPAllowlist) parse() {
+	if l == nil || l.parsed != nil {
+		return
+	}
+	for _, r := range l.Rules {
+		if p, err := netip.ParsePrefix(r.CIDR); err == nil {
+			l.parsed = append(l.parsed, p.Masked())
+		}
+	}
+}
+
 // IPRule is one allowed CIDR block.
 type IPRule struct {
 	CIDR      string    `json:"cidr"`
@@ -31,13 +43,7 @@ func (l *IPAllowlist) Allows(addr netip.Addr, known bool) bool {
 	if !known {
 		return l.OnError == "ALLOW"
 	}
-	if l.parsed == nil {
-		for _, r := range l.Rules {
-			if p, err := netip.ParsePrefix(r.CIDR); err == nil {
-				l.parsed = append(l.parsed, p.Masked())
-			}
-		}
-	}
+	l.parse()
 	addr = addr.Unmap()
 	for _, p := range l.parsed {
 		if p.Contains(addr) {

@@ -73,10 +73,20 @@ const (
 )
 
 // Resolver finds the caller for a verified credential.
-type Resolver struct{ Now func() time.Time }
+type Resolver struct {
+	Now func() time.Time
+	// Cache, when set, holds API-key resolutions (ResolveAPIKey); the Reader given must then
+	// read committed data (Store.View), never a transaction's own writes.
+	Cache *CallerCache
+}
 
 // target loads the organization a request names and its parent.
 func target(ctx context.Context, r store.Reader, orgID string) (*Organization, *Organization, error) {
+	return targetNoting(ctx, r, orgID, nil)
+}
+
+// targetNoting is target that calls beforeParent with the parent's id before it reads it.
+func targetNoting(ctx context.Context, r store.Reader, orgID string, beforeParent func(string)) (*Organization, *Organization, error) {
 	if orgID == "" {
 		return nil, nil, apierr.Required("organizationId")
 	}
@@ -89,6 +99,9 @@ func target(ctx context.Context, r store.Reader, orgID string) (*Organization, *
 	}
 	var parent *Organization
 	if t.ParentID != "" {
+		if beforeParent != nil {
+			beforeParent(t.ParentID)
+		}
 		if parent, err = LoadOrganization(ctx, r, t.ParentID); err != nil {
 			return nil, nil, err
 		}
@@ -99,7 +112,34 @@ func target(ctx context.Context, r store.Reader, orgID string) (*Organization, *
 // ResolveAPIKey finds the API key publicKey (lowercase hex, of curve) in the target organization
 // or, failing that, in its parent, and returns the caller it belongs to.
 func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrgID, publicKey, curve string) (*Caller, error) {
-	t, parent, err := target(ctx, r, targetOrgID)
+	if res.Cache == nil {
+		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, nil)
+		if err != nil {
+			return nil, err
+		}
+		return e.caller(publicKey), nil
+	}
+	e, err := res.Cache.Load(ctx, callerKey(targetOrgID, publicKey), targetOrgID, func(also func(string)) (*resolvedKey, error) {
+		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, also)
+		if err == nil {
+			e.prepare()
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A cached key was checked for the request that read it; this one may name another curve,
+	// and the key may have expired since.
+	if err := res.checkAPIKey(e.k, publicKey, curve); err != nil {
+		return nil, err
+	}
+	return e.caller(publicKey), nil
+}
+
+// readAPIKey reads what ResolveAPIKey resolves from the store.
+func (res Resolver) readAPIKey(ctx context.Context, r store.Reader, targetOrgID, publicKey, curve string, beforeParent func(string)) (*resolvedKey, error) {
+	t, parent, err := targetNoting(ctx, r, targetOrgID, beforeParent)
 	if err != nil {
 		return nil, err
 	}
@@ -117,15 +157,25 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 		}
 		return nil, err
 	}
+	if err := res.checkAPIKey(k, publicKey, curve); err != nil {
+		return nil, err
+	}
+	u, err := LoadUser(ctx, r, k.OrgID, k.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return &resolvedKey{t: t, parent: parent, k: k, u: u}, nil
+}
+
+// checkAPIKey refuses a key of another curve or expired.
+func (res Resolver) checkAPIKey(k *APIKey, publicKey, curve string) error {
 	if k.Curve != curve {
-		return nil, apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s (no key on curve %s)", msgKeyNotFound, publicKey, curve)
+		return apierr.Unauth("PUBLIC_KEY_NOT_FOUND", "%s: %s (no key on curve %s)", msgKeyNotFound, publicKey, curve)
 	}
 	if k.Expired(res.Now()) {
-		return nil, apierr.Unauth("API_KEY_EXPIRED", "%s%s", msgKeyExpired, publicKey)
+		return apierr.Unauth("API_KEY_EXPIRED", "%s%s", msgKeyExpired, publicKey)
 	}
-	c := &Caller{Target: t, CredentialID: k.ID, CredentialType: k.CredentialType, PublicKey: publicKey, SessionProfileID: k.SessionProfileID,
-		KeyAllowlist: k.IPAllowlist}
-	return c, res.finish(ctx, r, c, k.OrgID, k.UserID, parent)
+	return nil
 }
 
 // ResolveAuthenticator finds the passkey credentialID in the target organization or its parent.

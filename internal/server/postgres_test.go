@@ -200,9 +200,8 @@ func TestDashboardSessionsAcrossProcesses(t *testing.T) {
 	}
 }
 
-// An API key deleted through one process is refused by the other at once (it holds no copy of
-// the credential to go stale), and by the process that deleted it: the guarantee a cache of
-// callers must keep (docs/performance.md).
+// An API key deleted through one process is refused by the other at once, and by the process
+// that deleted it, though both served it from memory before (package hot).
 func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
 	a, b := twoProcesses(t)
 	root, created := a.RootOrg("Acme")
@@ -212,9 +211,9 @@ func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
 	servertest.MustOK(t, r)
 	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
 	viaA, viaB := a.Client(created.OrganizationID, priv), b.Client(created.OrganizationID, priv)
-	// Both processes have served the key (and would have cached it, if they cached).
-	servertest.MustOK(t, viaA.Query("whoami", nil))
-	servertest.MustOK(t, viaB.Query("whoami", nil))
+	for _, c := range []*servertest.Client{viaA, viaB} {
+		servedFromMemory(t, c)
+	}
 	servertest.MustOK(t, root.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}))
 	for name, c := range map[string]*servertest.Client{"the deleting process": viaA, "the other process": viaB} {
 		if got := c.Query("whoami", nil); got.Status != http.StatusUnauthorized {

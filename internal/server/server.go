@@ -28,6 +28,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/messages"
 	"github.com/latchkey/latchkey/internal/metrics"
 	"github.com/latchkey/latchkey/internal/notify"
@@ -163,8 +164,11 @@ type Config struct {
 
 // Server is one assembled Latchkey.
 type Server struct {
-	cfg       Config
-	Store     store.Store
+	cfg   Config
+	Store store.Store
+	// Hot versions the organizations' records held in memory (package hot).
+	Hot       *hot.Versions
+	Signers   *wallets.Signers // the signing keys held in memory (hot.go)
 	Keyring   *custody.Keyring
 	Keys      *custody.ServerKeys
 	Custodian *custody.Custodian
@@ -361,10 +365,11 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	st, err := openStore(ctx, cfg, m)
+	raw, err := openStore(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
+	st := s.hotStore(raw)
 	s.Store = st
 	opened := false
 	defer func() {
@@ -427,7 +432,8 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		return b
 	}
 	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wellKnown, WebhookJWKS: webhooks.JWKS(s.Keys),
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) }}
+		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) },
+		Callers: directory.NewCallerCache(s.Hot)}
 	s.API.Attested = otp.Attested{OTPKeys: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) }, Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
@@ -466,7 +472,8 @@ func (s *Server) webAuthnPolicy() stamp.WebAuthnPolicy {
 func (s *Server) registry() *activity.Registry {
 	reg := activity.NewRegistry()
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
-	wd := wallets.Deps{Custodian: s.Custodian}
+	s.Signers = wallets.NewSigners(s.Hot)
+	wd := wallets.Deps{Custodian: s.Custodian, Signers: s.Signers}
 	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
 	s.chain.Store, s.chain.Log = s.Store, s.Log
 	// Arguments are evaluated in order: the operations register in this order.

@@ -247,7 +247,7 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 	if len(payloads) == 0 {
 		return nil, apierr.Invalid("parameters.payloads", "at least one payload is required")
 	}
-	k, err := ResolveSigner(x.Ctx, x.R, x.OrgID, signWith)
+	k, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
 	}

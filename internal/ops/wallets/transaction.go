@@ -107,7 +107,7 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	if err != nil || len(raw) == 0 {
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "must be the hex of the unsigned transaction")
 	}
-	k, err := ResolveSigner(x.Ctx, x.R, x.OrgID, signWith)
+	k, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
 	}

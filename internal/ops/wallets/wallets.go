@@ -20,6 +20,8 @@ import (
 // Deps are what these operations need.
 type Deps struct {
 	Custodian *custody.Custodian
+	// Signers, when set, keeps the keys signing activities resolve in memory (hot.go).
+	Signers *Signers
 }
 
 // Limits per organization (Turnkey's documented ones).

@@ -45,6 +45,7 @@ type writer struct {
 	maxBatch int
 	batch    []*job
 	onCommit func(n int, d time.Duration)
+	foreign  foreignWatch // other processes' commits (foreign.go)
 
 	// Statistics, for tests and metrics.
 	commits  atomic.Int64 // committed batch transactions
@@ -126,6 +127,7 @@ func (w *writer) runBatch(first *job) {
 	if err := w.exec(qBeginImmediate); err != nil {
 		fatal = fmt.Errorf("sqlite: begin: %w", err)
 	} else {
+		w.foreign.check(w.conn)
 		fatal = w.runJob(first, false)
 		if fatal == nil && first.failed() {
 			guarded, fatal = true, w.restart(batch)

@@ -1,0 +1,50 @@
+package hot
+
+import (
+	"context"
+	"errors"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// The drivers' optional capabilities, passed through Wrap so that code asking a store for them
+// (the keyring's scan, the dashboard's totals) still finds them. Both drivers have them all.
+
+var errNotOffered = errors.New("hot: the wrapped store does not offer this")
+
+var _ store.Exporter = (*Store)(nil)
+
+// RecordKinds is store.Exporter's, of the wrapped store.
+func (s *Store) RecordKinds(ctx context.Context) (map[string]int, error) {
+	if ex, ok := s.Store.(store.Exporter); ok {
+		return ex.RecordKinds(ctx)
+	}
+	return nil, errNotOffered
+}
+
+// EachRecord is store.Exporter's, of the wrapped store.
+func (s *Store) EachRecord(ctx context.Context, kind string, fn func(rec store.Record, keys []store.Key) error) error {
+	if ex, ok := s.Store.(store.Exporter); ok {
+		return ex.EachRecord(ctx, kind, fn)
+	}
+	return errNotOffered
+}
+
+// EachActivity is store.Exporter's, of the wrapped store.
+func (s *Store) EachActivity(ctx context.Context, fn func(store.Activity) error) error {
+	if ex, ok := s.Store.(store.Exporter); ok {
+		return ex.EachActivity(ctx, fn)
+	}
+	return errNotOffered
+}
+
+// CountKind counts the records of kind in every organization (the dashboard's totals), in the
+// wrapped store.
+func (s *Store) CountKind(ctx context.Context, kind string) (int, error) {
+	if ck, ok := s.Store.(interface {
+		CountKind(ctx context.Context, kind string) (int, error)
+	}); ok {
+		return ck.CountKind(ctx, kind)
+	}
+	return 0, errNotOffered
+}
