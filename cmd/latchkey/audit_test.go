@@ -55,7 +55,10 @@ func TestCommandsWriteTheAuditLog(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, errb.String())
 		}
 	}
-	s, err := server.Open(ctx, server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.Open(
+		ctx,
+		server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

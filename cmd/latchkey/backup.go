@@ -26,14 +26,20 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *databaseURL != "" {
-		return usageError{"backup copies an embedded (SQLite) deployment; back up PostgreSQL with pg_dump (docs/operations.md)"}
+		return usageError{
+			"backup copies an embedded (SQLite) deployment; back up PostgreSQL with pg_dump (docs/operations.md)",
+		}
 	}
 	if *to == "" {
 		return usageError{"--to is required: the file to write the snapshot to"}
 	}
 	db := filepath.Join(*dataDir, server.DatabaseFile)
 	if fi, err := os.Stat(db); err != nil || fi.Size() == 0 {
-		return fmt.Errorf("no Latchkey deployment in %s (%s not found or empty; is --data-dir right?)", *dataDir, server.DatabaseFile)
+		return fmt.Errorf(
+			"no Latchkey deployment in %s (%s not found or empty; is --data-dir right?)",
+			*dataDir,
+			server.DatabaseFile,
+		)
 	}
 	st, err := sqlite.Open(ctx, db, sqlite.Options{})
 	if err != nil {

@@ -31,7 +31,13 @@ type api struct {
 func (a *api) submit(op, typ string, params any) map[string]any {
 	a.t.Helper()
 	p, _ := json.Marshal(params)
-	body := fmt.Sprintf(`{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`, typ, time.Now().UnixMilli(), a.org, p)
+	body := fmt.Sprintf(
+		`{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`,
+		typ,
+		time.Now().UnixMilli(),
+		a.org,
+		p,
+	)
 	st, err := stamp.NewP256Stamper(a.priv)
 	if err != nil {
 		a.t.Fatal(err)
@@ -82,8 +88,12 @@ func TestBackupAndRestore(t *testing.T) {
 	var created map[string]string
 	_ = json.Unmarshal(out.Bytes(), &created)
 	a, stop := serveDir(t, dir, mk, created["organizationId"], priv)
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "kept", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	w := a.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "kept", "accounts": []any{map[string]any{
+			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+	)
 	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
 
 	// Backed up while the deployment serves.
@@ -98,7 +108,8 @@ func TestBackupAndRestore(t *testing.T) {
 	if err := run(ctx, []string{"backup", "--data-dir", dir, "--to", snap}, io.Discard, io.Discard); err == nil {
 		t.Fatal("a backup over an existing file was accepted")
 	}
-	if err := run(ctx, []string{"backup", "--database-url", "postgres://x", "--to", "y"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "pg_dump") {
+	if err := run(ctx, []string{"backup", "--database-url", "postgres://x", "--to", "y"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "pg_dump") {
 		t.Fatalf("PostgreSQL backup: %v", err)
 	}
 
@@ -107,13 +118,18 @@ func TestBackupAndRestore(t *testing.T) {
 	if err := run(ctx, []string{"restore", "--data-dir", restored, "--from", snap}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"restore", "--data-dir", restored, "--from", snap}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := run(ctx, []string{"restore", "--data-dir", restored, "--from", snap}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a restore over a database: %v", err)
 	}
 	b, stop2 := serveDir(t, restored, mk, created["organizationId"], priv)
 	defer stop2()
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("ab", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	sig := b.submit(
+		"sign_raw_payload",
+		"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+		map[string]any{"signWith": addr, "payload": strings.Repeat("ab", 32),
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+	)
 	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
 		t.Fatalf("signature: %v", sig)
 	}

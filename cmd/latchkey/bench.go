@@ -23,26 +23,84 @@ import (
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	apiURL := fs.String("api-url", "http://127.0.0.1:8080", "base URL of the activity API (ignored with --embedded or --database-url)")
-	credsFile := fs.String("credentials", "./latchkey-data/dev-credentials.json", "API key file (organizationId, apiPrivateKey, curve), as serve --dev writes it")
-	embedded := fs.Bool("embedded", false, "start a Latchkey in this process on a new SQLite data directory (deleted afterwards) and load it")
-	databaseURL := fs.String("database-url", "", "start a Latchkey in this process on this PostgreSQL (use an empty database) and load it")
-	op := fs.String("op", "whoami", "operation: whoami, create_user_tag, sign_raw_payload or create_sub_organization (one root user, one Ethereum wallet)")
+	apiURL := fs.String(
+		"api-url",
+		"http://127.0.0.1:8080",
+		"base URL of the activity API (ignored with --embedded or --database-url)",
+	)
+	credsFile := fs.String(
+		"credentials",
+		"./latchkey-data/dev-credentials.json",
+		"API key file (organizationId, apiPrivateKey, curve), as serve --dev writes it",
+	)
+	embedded := fs.Bool(
+		"embedded",
+		false,
+		"start a Latchkey in this process on a new SQLite data directory (deleted afterwards) and load it",
+	)
+	databaseURL := fs.String(
+		"database-url",
+		"",
+		"start a Latchkey in this process on this PostgreSQL (use an empty database) and load it",
+	)
+	op := fs.String(
+		"op",
+		"whoami",
+		"operation: whoami, create_user_tag, sign_raw_payload or create_sub_organization (one root user, one Ethereum wallet)",
+	)
 	conc := fs.Int("concurrency", 1, "concurrent clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send load")
-	presign := fs.Int("presign", 0, "requests stamped before the measured window (0: 8,000 per second of --duration for activities, 4,096 for queries, which cycle)")
-	floorDur := fs.Duration("floor-duration", 2*time.Second, "how long to measure the crypto floor before the load (0: not measured)")
-	signWith := fs.String("sign-with", "", "sign_raw_payload: the wallet account address or private key id to sign with (empty: create a wallet first)")
-	curve := fs.String("curve", "secp256k1", "sign_raw_payload without --sign-with: secp256k1 (Ethereum account) or ed25519 (Solana account)")
-	nPolicies := fs.Int("policies", 0, "sign_raw_payload: sign as a new non-root user allowed by the last of this many policies (0: as the root user, which policies never restrict)")
-	seedN := fs.Int("seed", 0, "first create this many sub-organizations (each a root user with an API key and an Ethereum wallet), not measured: load against a full store")
-	cpuProfile := fs.String("cpuprofile", "", "with --embedded or --database-url: write a CPU profile of the measured window (server and client) to this file")
+	presign := fs.Int(
+		"presign",
+		0,
+		"requests stamped before the measured window (0: 8,000 per second of --duration for activities, 4,096 for queries, which cycle)",
+	)
+	floorDur := fs.Duration(
+		"floor-duration",
+		2*time.Second,
+		"how long to measure the crypto floor before the load (0: not measured)",
+	)
+	signWith := fs.String(
+		"sign-with",
+		"",
+		"sign_raw_payload: the wallet account address or private key id to sign with (empty: create a wallet first)",
+	)
+	curve := fs.String(
+		"curve",
+		"secp256k1",
+		"sign_raw_payload without --sign-with: secp256k1 (Ethereum account) or ed25519 (Solana account)",
+	)
+	nPolicies := fs.Int(
+		"policies",
+		0,
+		"sign_raw_payload: sign as a new non-root user allowed by the last of this many policies (0: as the root user, which policies never restrict)",
+	)
+	seedN := fs.Int(
+		"seed",
+		0,
+		"first create this many sub-organizations (each a root user with an API key and an Ethereum wallet), not measured: load against a full store",
+	)
+	cpuProfile := fs.String(
+		"cpuprofile",
+		"",
+		"with --embedded or --database-url: write a CPU profile of the measured window (server and client) to this file",
+	)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg := bench.Config{APIURL: *apiURL, Op: *op, Concurrency: *conc, Duration: *dur, SignWith: *signWith, Curve: *curve,
-		Policies: *nPolicies, Presign: *presign, FloorDuration: *floorDur, Seed: *seedN}
+	cfg := bench.Config{
+		APIURL:        *apiURL,
+		Op:            *op,
+		Concurrency:   *conc,
+		Duration:      *dur,
+		SignWith:      *signWith,
+		Curve:         *curve,
+		Policies:      *nPolicies,
+		Presign:       *presign,
+		FloorDuration: *floorDur,
+		Seed:          *seedN,
+	}
 	if *floorDur == 0 {
 		cfg.FloorDuration = -1
 	}
@@ -105,8 +163,11 @@ func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, std
 		return nil, err
 	}
 	limits, _ := parseLimits("users=unlimited,user-tags=unlimited,policies=unlimited")
-	s, err := server.Open(ctx, server.Config{DataDir: dir, DatabaseURL: databaseURL, MasterKeyFile: mk, APIAddr: "127.0.0.1:0",
-		Limits: limits, Log: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	s, err := server.Open(
+		ctx,
+		server.Config{DataDir: dir, DatabaseURL: databaseURL, MasterKeyFile: mk, APIAddr: "127.0.0.1:0",
+			Limits: limits, Log: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
+	)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -132,14 +193,22 @@ func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, std
 		stop()
 		return nil, err
 	}
-	c, err := s.CreateOrganization(ctx, server.OrgSpec{OrgName: "bench " + strconv.FormatInt(time.Now().UnixNano(), 36), UserName: "bench",
-		APIPublicKey: pub, APIKeyName: "bench"})
+	c, err := s.CreateOrganization(
+		ctx,
+		server.OrgSpec{OrgName: "bench " + strconv.FormatInt(time.Now().UnixNano(), 36), UserName: "bench",
+			APIPublicKey: pub, APIKeyName: "bench"},
+	)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	cfg.APIURL = s.APIURL()
-	cfg.Creds = &bench.Credentials{OrganizationID: c.OrganizationID, APIPublicKey: pub, APIPrivateKey: priv, Curve: string(stamp.CurveP256)}
+	cfg.Creds = &bench.Credentials{
+		OrganizationID: c.OrganizationID,
+		APIPublicKey:   pub,
+		APIPrivateKey:  priv,
+		Curve:          string(stamp.CurveP256),
+	}
 	return stop, nil
 }
 

@@ -45,7 +45,10 @@ compdef _latchkey latchkey
 	case "fish":
 		fmt.Fprintf(stdout, "# latchkey completion for fish: latchkey completion fish | source\n")
 		fmt.Fprintf(stdout, "complete -c latchkey -f -n __fish_use_subcommand -a '%s'\n", cmds)
-		fmt.Fprintf(stdout, "complete -c latchkey -n 'not __fish_use_subcommand' -a '(latchkey (commandline -opc)[2] -h 2>&1 | sed -n \"s/^  -\\([a-z0-9-]*\\).*/--\\1/p\")'\n")
+		fmt.Fprintf(
+			stdout,
+			"complete -c latchkey -n 'not __fish_use_subcommand' -a '(latchkey (commandline -opc)[2] -h 2>&1 | sed -n \"s/^  -\\([a-z0-9-]*\\).*/--\\1/p\")'\n",
+		)
 	default:
 		return usageError{fmt.Sprintf("completion: unknown shell %q (bash, zsh or fish)", args[0])}
 	}

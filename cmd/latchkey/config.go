@@ -52,7 +52,13 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) error {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return usageError{fmt.Sprintf("%s: line %d: the file must be a mapping of flag names to values (api-addr: 127.0.0.1:8080)", path, root.Line)}
+		return usageError{
+			fmt.Sprintf(
+				"%s: line %d: the file must be a mapping of flag names to values (api-addr: 127.0.0.1:8080)",
+				path,
+				root.Line,
+			),
+		}
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
@@ -77,8 +83,15 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) error {
 		case name == configFlag:
 			return usageError{at + ": a configuration file cannot name another"}
 		case secretFlags[name]:
-			return usageError{fmt.Sprintf("%s: %q is a secret: give it in %s or in a file named by %s_FILE, never in the configuration file",
-				at, name, EnvName(name), EnvName(name))}
+			return usageError{
+				fmt.Sprintf(
+					"%s: %q is a secret: give it in %s or in a file named by %s_FILE, never in the configuration file",
+					at,
+					name,
+					EnvName(name),
+					EnvName(name),
+				),
+			}
 		case f == nil:
 			return usageError{fmt.Sprintf("%s: unknown key %q%s", at, name, didYouMean(name, names, false))}
 		}

@@ -38,7 +38,10 @@ func writeConfig(t *testing.T, text string) string {
 // The configuration file gives any flag by name; a flag on the command line beats the
 // environment, which beats the file.
 func TestConfigFilePrecedence(t *testing.T) {
-	path := writeConfig(t, "# a comment\napi-addr: 0.0.0.0:9000\nlog-level: debug\ndata-dir: /from/file\ndev: true\nchain-rpc:\n  - eip155:1=https://a.example\n  - solana:mainnet=https://b.example\n")
+	path := writeConfig(
+		t,
+		"# a comment\napi-addr: 0.0.0.0:9000\nlog-level: debug\ndata-dir: /from/file\ndev: true\nchain-rpc:\n  - eip155:1=https://a.example\n  - solana:mainnet=https://b.example\n",
+	)
 	t.Setenv("LATCHKEY_LOG_LEVEL", "warn")
 	t.Setenv("LATCHKEY_DATA_DIR", "/from/env")
 	fs, vals, list, dev := configFlags()
@@ -90,11 +93,13 @@ func TestConfigFileRefusals(t *testing.T) {
 	}
 	// An empty file configures nothing; a missing one is an error.
 	fs, vals, _, _ := configFlags()
-	if err := parseFlags(fs, []string{"--config", writeConfig(t, "")}); err != nil || *vals["api-addr"] != "default-api-addr" {
+	if err := parseFlags(fs, []string{"--config", writeConfig(t, "")}); err != nil ||
+		*vals["api-addr"] != "default-api-addr" {
 		t.Fatalf("empty file: %v %q", err, *vals["api-addr"])
 	}
 	fs, _, _, _ = configFlags()
-	if err := parseFlags(fs, []string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}); err == nil || !strings.Contains(err.Error(), "--config") {
+	if err := parseFlags(fs, []string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}); err == nil ||
+		!strings.Contains(err.Error(), "--config") {
 		t.Fatalf("missing file: %v", err)
 	}
 }
@@ -104,7 +109,8 @@ func TestConfigFileRefusals(t *testing.T) {
 func TestSecretsOnlyFromTheEnvironment(t *testing.T) {
 	fs, _, _, _ := configFlags()
 	err := parseFlags(fs, []string{"--smtp-password", "hunter2"})
-	if err == nil || !strings.Contains(err.Error(), "LATCHKEY_SMTP_PASSWORD_FILE") || strings.Contains(err.Error(), "hunter2") {
+	if err == nil || !strings.Contains(err.Error(), "LATCHKEY_SMTP_PASSWORD_FILE") ||
+		strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("--smtp-password on the command line: %v", err)
 	}
 	secret := filepath.Join(t.TempDir(), "pw")
@@ -128,7 +134,10 @@ func TestServeConfigFileRefusedBeforeStart(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("the data directory was created: %v", err)
 	}
-	path = writeConfig(t, "data-dir: "+data+"\ndev: true\napi-addr: 127.0.0.1:0\ntls-cert-file: /no/such/cert.pem\ntls-key-file: /no/such/key.pem\n")
+	path = writeConfig(
+		t,
+		"data-dir: "+data+"\ndev: true\napi-addr: 127.0.0.1:0\ntls-cert-file: /no/such/cert.pem\ntls-key-file: /no/such/key.pem\n",
+	)
 	err = run(context.Background(), []string{"serve", "--config", path}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "TLS for the api listener") {
 		t.Fatalf("serve with a missing certificate: %v", err)
@@ -141,12 +150,21 @@ func TestServeConfigFileRefusedBeforeStart(t *testing.T) {
 // Every list flag accumulates: repeated, comma-separated, or a YAML list in the file.
 func TestListFlagsAccumulate(t *testing.T) {
 	fs, _, list, _ := configFlags()
-	if err := parseFlags(fs, []string{"--chain-rpc", "a", "--chain-rpc", "b, c"}); err != nil || list.String() != "a,b,c" {
+	if err := parseFlags(fs, []string{"--chain-rpc", "a", "--chain-rpc", "b, c"}); err != nil ||
+		list.String() != "a,b,c" {
 		t.Fatalf("repeated: %v %q", err, list.String())
 	}
 	// serve's list flags are all of the one type, so each takes a YAML list.
-	path := writeConfig(t, "webauthn-origins: [https://a.example, https://b.example]\ntrusted-proxies:\n  - 10.0.0.0/8\ndata-dir: x\n")
-	err := run(context.Background(), []string{"serve", "--config", path, "--api-addr", "bad address"}, io.Discard, io.Discard)
+	path := writeConfig(
+		t,
+		"webauthn-origins: [https://a.example, https://b.example]\ntrusted-proxies:\n  - 10.0.0.0/8\ndata-dir: x\n",
+	)
+	err := run(
+		context.Background(),
+		[]string{"serve", "--config", path, "--api-addr", "bad address"},
+		io.Discard,
+		io.Discard,
+	)
 	if err == nil || strings.Contains(err.Error(), "not a list") || strings.Contains(err.Error(), path) {
 		t.Fatalf("serve's list flags from a YAML list: %v", err)
 	}

@@ -70,7 +70,11 @@ func localKMSBinary(t *testing.T) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("building the KMS emulator (go install %s): %v\n%s", localKMSModule, err, out)
 		}
-		t.Skipf("no AWS KMS emulator: go install %s failed (%v); set LATCHKEY_TEST_LOCAL_KMS to a built local-kms", localKMSModule, err)
+		t.Skipf(
+			"no AWS KMS emulator: go install %s failed (%v); set LATCHKEY_TEST_LOCAL_KMS to a built local-kms",
+			localKMSModule,
+			err,
+		)
 	}
 	return bin
 }
@@ -81,8 +85,14 @@ func startLocalKMS(t *testing.T) string {
 	bin := localKMSBinary(t)
 	data := t.TempDir()
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT=0", "KMS_DATA_PATH="+data, "KMS_SEED_PATH="+filepath.Join(data, "no-seed.yaml"),
-		"KMS_REGION=eu-west-2", "KMS_ACCOUNT_ID=111122223333")
+	cmd.Env = append(
+		os.Environ(),
+		"PORT=0",
+		"KMS_DATA_PATH="+data,
+		"KMS_SEED_PATH="+filepath.Join(data, "no-seed.yaml"),
+		"KMS_REGION=eu-west-2",
+		"KMS_ACCOUNT_ID=111122223333",
+	)
 	logs, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +159,25 @@ func TestAWSKMSSeal(t *testing.T) {
 	otherARN := newKey("alias/other")
 
 	dir := t.TempDir()
-	seal := []string{"--data-dir", dir, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}
+	seal := []string{
+		"--data-dir",
+		dir,
+		"--seal",
+		"awskms",
+		"--awskms-key-id",
+		"alias/latchkey",
+		"--awskms-region",
+		"eu-west-2",
+		"--awskms-endpoint",
+		endpoint,
+	}
 	// Opened by the key's ARN (its region taken from the ARN) rather than the alias used at init.
-	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealAWSKMS, AWSKMS: custody.AWSKMS{KeyID: keyARN, Endpoint: endpoint}})
+	pub := sealLifecycle(
+		t,
+		dir,
+		seal,
+		server.Config{Seal: custody.SealAWSKMS, AWSKMS: custody.AWSKMS{KeyID: keyARN, Endpoint: endpoint}},
+	)
 
 	// The recorded ciphertext opens with Latchkey's encryption context only: KMS itself refuses
 	// it without, and refuses a blob of the same key made without that context.
@@ -181,22 +207,104 @@ func TestAWSKMSSeal(t *testing.T) {
 		return append([]string{"keys", "--data-dir", dir, "--seal", "awskms", "--awskms-region", "eu-west-2"}, flags...)
 	}
 	expectRefusals(t, []refusal{
-		{"another KMS key", nil, with("--awskms-key-id", otherARN, "--awskms-endpoint", endpoint), "unsealing the master key through awskms: custody: AWS KMS decrypt with key"},
-		{"an unknown alias", nil, with("--awskms-key-id", "alias/nope", "--awskms-endpoint", endpoint), "NotFoundException"},
-		{"an unreachable endpoint", nil, with("--awskms-key-id", "alias/latchkey", "--awskms-endpoint", closed), "unsealing the master key through awskms"},
+		{
+			"another KMS key",
+			nil,
+			with("--awskms-key-id", otherARN, "--awskms-endpoint", endpoint),
+			"unsealing the master key through awskms: custody: AWS KMS decrypt with key",
+		},
+		{
+			"an unknown alias",
+			nil,
+			with("--awskms-key-id", "alias/nope", "--awskms-endpoint", endpoint),
+			"NotFoundException",
+		},
+		{
+			"an unreachable endpoint",
+			nil,
+			with("--awskms-key-id", "alias/latchkey", "--awskms-endpoint", closed),
+			"unsealing the master key through awskms",
+		},
 		{"no key id", nil, with("--awskms-endpoint", endpoint), "--awskms-key-id is required"},
-		{"no region", nil, []string{"keys", "--data-dir", dir, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-endpoint", endpoint}, "no AWS region"},
-		{"plain http to a remote endpoint", nil, with("--awskms-key-id", "k", "--awskms-endpoint", "http://kms.example:4566"), "plain http only towards loopback"},
-		{"a file seal on an awskms deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, `held by a awskms seal (key "alias/latchkey"`},
-		{"--seal awskms on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}, "has no awskms seal record"},
-		{"both a file and awskms", nil, append(with("--awskms-key-id", "alias/latchkey", "--awskms-endpoint", endpoint), "--master-key-file", mk), "give no --master-key-file"},
-		{"transit's flags on an awskms deployment", map[string]string{"LATCHKEY_TRANSIT_TOKEN": "s.token"}, append([]string{"keys", "--seal", "transit", "--transit-addr", "http://127.0.0.1:1", "--transit-key", "k"}, "--data-dir", dir), "this deployment's seal is \"awskms\""},
+		{
+			"no region",
+			nil,
+			[]string{
+				"keys",
+				"--data-dir",
+				dir,
+				"--seal",
+				"awskms",
+				"--awskms-key-id",
+				"alias/latchkey",
+				"--awskms-endpoint",
+				endpoint,
+			},
+			"no AWS region",
+		},
+		{
+			"plain http to a remote endpoint",
+			nil,
+			with("--awskms-key-id", "k", "--awskms-endpoint", "http://kms.example:4566"),
+			"plain http only towards loopback",
+		},
+		{
+			"a file seal on an awskms deployment",
+			nil,
+			[]string{"keys", "--data-dir", dir, "--master-key-file", mk},
+			`held by a awskms seal (key "alias/latchkey"`,
+		},
+		{
+			"--seal awskms on a file deployment",
+			nil,
+			[]string{
+				"keys",
+				"--data-dir",
+				fileDeployment(t, pub, mk),
+				"--seal",
+				"awskms",
+				"--awskms-key-id",
+				"alias/latchkey",
+				"--awskms-region",
+				"eu-west-2",
+				"--awskms-endpoint",
+				endpoint,
+			},
+			"has no awskms seal record",
+		},
+		{
+			"both a file and awskms",
+			nil,
+			append(with("--awskms-key-id", "alias/latchkey", "--awskms-endpoint", endpoint), "--master-key-file", mk),
+			"give no --master-key-file",
+		},
+		{
+			"transit's flags on an awskms deployment",
+			map[string]string{"LATCHKEY_TRANSIT_TOKEN": "s.token"},
+			append(
+				[]string{"keys", "--seal", "transit", "--transit-addr", "http://127.0.0.1:1", "--transit-key", "k"},
+				"--data-dir",
+				dir,
+			),
+			"this deployment's seal is \"awskms\"",
+		},
 	}, "latchkey-test-secret-key")
 
 	// keyring rewrap moves a file deployment to awskms: afterwards KMS opens it, with the same
 	// server keys, and the old file no longer does.
 	moved := fileDeployment(t, pub, mk)
-	kmsFlags := []string{"--data-dir", moved, "--seal", "awskms", "--awskms-key-id", "alias/latchkey", "--awskms-region", "eu-west-2", "--awskms-endpoint", endpoint}
+	kmsFlags := []string{
+		"--data-dir",
+		moved,
+		"--seal",
+		"awskms",
+		"--awskms-key-id",
+		"alias/latchkey",
+		"--awskms-region",
+		"eu-west-2",
+		"--awskms-endpoint",
+		endpoint,
+	}
 	var before, after, rewrapped bytes.Buffer
 	if err := run(ctx, []string{"keys", "--data-dir", moved, "--master-key-file", mk}, &before, io.Discard); err != nil {
 		t.Fatal(err)
@@ -208,10 +316,12 @@ func TestAWSKMSSeal(t *testing.T) {
 		!strings.Contains(rewrapped.String(), `"seal":"awskms"`) {
 		t.Fatalf("rewrap to awskms: %v %s", err, rewrapped.String())
 	}
-	if err := run(ctx, append([]string{"keys"}, kmsFlags...), &after, io.Discard); err != nil || after.String() != before.String() {
+	if err := run(ctx, append([]string{"keys"}, kmsFlags...), &after, io.Discard); err != nil ||
+		after.String() != before.String() {
 		t.Fatalf("keys through awskms after the rewrap: %v\n%s\n%s", err, after.String(), before.String())
 	}
-	if err := run(ctx, []string{"keys", "--data-dir", moved, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "held by a awskms seal") {
+	if err := run(ctx, []string{"keys", "--data-dir", moved, "--master-key-file", mk}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "held by a awskms seal") {
 		t.Fatalf("the old file after the rewrap: %v", err)
 	}
 
@@ -225,14 +335,19 @@ func sealLifecycle(t *testing.T, dir string, seal []string, cfg server.Config) s
 	t.Helper()
 	ctx := context.Background()
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
-	created := initSealed(t, append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), dir)
+	created := initSealed(
+		t,
+		append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...),
+		dir,
+	)
 	var keys1, keys2 bytes.Buffer
 	if err := run(ctx, append([]string{"keys"}, seal...), &keys1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	cfg.DataDir = dir
 	signsAcrossRestart(t, cfg, created["organizationId"], priv)
-	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil || keys1.String() != keys2.String() {
+	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil ||
+		keys1.String() != keys2.String() {
 		t.Fatalf("server keys after restarts: %v\n%s\n%s", err, keys1.String(), keys2.String())
 	}
 	return pub
@@ -355,14 +470,16 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(code, map[string]any{"error": map[string]any{"code": code, "message": msg, "status": status}})
 	}
 	if r.URL.Path == "/token" { // the service-account key's JWT-bearer grant
-		if r.ParseForm(); r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.PostForm.Get("assertion") == "" {
+		if r.ParseForm(); r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" ||
+			r.PostForm.Get("assertion") == "" {
 			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "invalid_grant")
 			return
 		}
 		reply(http.StatusOK, map[string]any{"access_token": "ya29.stub", "expires_in": 3600, "token_type": "Bearer"})
 		return
 	}
-	if r.Method != http.MethodPost || r.URL.Query().Get("$alt") != "json;enum-encoding=int" || r.Header.Get("Content-Type") != "application/json" {
+	if r.Method != http.MethodPost || r.URL.Query().Get("$alt") != "json;enum-encoding=int" ||
+		r.Header.Get("Content-Type") != "application/json" {
 		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "unexpected request shape")
 		return
 	}
@@ -390,7 +507,11 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	aad, _ := base64.StdEncoding.DecodeString(in.AdditionalAuthenticatedData)
 	if in.AdditionalAuthenticatedDataCrc32c != crc32cString(aad) {
-		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "The checksum in field additional_authenticated_data_crc32c did not match the data in field additional_authenticated_data.")
+		fail(
+			http.StatusBadRequest,
+			"INVALID_ARGUMENT",
+			"The checksum in field additional_authenticated_data_crc32c did not match the data in field additional_authenticated_data.",
+		)
 		return
 	}
 	st.mu.Lock()
@@ -400,18 +521,31 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "encrypt":
 		pt, err := base64.StdEncoding.DecodeString(in.Plaintext)
 		if err != nil || in.PlaintextCrc32c != crc32cString(pt) {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "The checksum in field plaintext_crc32c did not match the data in field plaintext.")
+			fail(
+				http.StatusBadRequest,
+				"INVALID_ARGUMENT",
+				"The checksum in field plaintext_crc32c did not match the data in field plaintext.",
+			)
 			return
 		}
 		nonce := make([]byte, aead.NonceSize())
 		rand.Read(nonce)
 		ct := aead.Seal(nonce, nonce, pt, aad)
-		reply(http.StatusOK, map[string]any{"name": name + "/cryptoKeyVersions/1", "ciphertext": base64.StdEncoding.EncodeToString(ct),
-			"ciphertextCrc32c": crc32cString(ct), "verifiedPlaintextCrc32c": true, "verifiedAdditionalAuthenticatedDataCrc32c": true, "protectionLevel": 1})
+		reply(
+			http.StatusOK,
+			map[string]any{"name": name + "/cryptoKeyVersions/1", "ciphertext": base64.StdEncoding.EncodeToString(ct),
+				"ciphertextCrc32c": crc32cString(
+					ct,
+				), "verifiedPlaintextCrc32c": true, "verifiedAdditionalAuthenticatedDataCrc32c": true, "protectionLevel": 1},
+		)
 	case "decrypt":
 		ct, err := base64.StdEncoding.DecodeString(in.Ciphertext)
 		if err != nil || in.CiphertextCrc32c != crc32cString(ct) {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "The checksum in field ciphertext_crc32c did not match the data in field ciphertext.")
+			fail(
+				http.StatusBadRequest,
+				"INVALID_ARGUMENT",
+				"The checksum in field ciphertext_crc32c did not match the data in field ciphertext.",
+			)
 			return
 		}
 		var pt []byte
@@ -419,10 +553,22 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pt, err = aead.Open(nil, ct[:aead.NonceSize()], ct[aead.NonceSize():], aad)
 		}
 		if pt == nil || err != nil {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Decryption failed: verify that 'name' refers to the correct CryptoKey.")
+			fail(
+				http.StatusBadRequest,
+				"INVALID_ARGUMENT",
+				"Decryption failed: verify that 'name' refers to the correct CryptoKey.",
+			)
 			return
 		}
-		reply(http.StatusOK, map[string]any{"plaintext": base64.StdEncoding.EncodeToString(pt), "plaintextCrc32c": crc32cString(pt), "usedPrimary": true, "protectionLevel": 1})
+		reply(
+			http.StatusOK,
+			map[string]any{
+				"plaintext":       base64.StdEncoding.EncodeToString(pt),
+				"plaintextCrc32c": crc32cString(pt),
+				"usedPrimary":     true,
+				"protectionLevel": 1,
+			},
+		)
 	default:
 		fail(http.StatusNotFound, "NOT_FOUND", "unsupported method")
 	}
@@ -469,7 +615,12 @@ func TestGCPKMSSeal(t *testing.T) {
 	hermeticGCP(t, srv.URL+"/token")
 	dir := t.TempDir()
 	seal := []string{"--data-dir", dir, "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}
-	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealGCPKMS, GCPKMS: custody.GCPKMS{Key: key, Endpoint: srv.URL}})
+	pub := sealLifecycle(
+		t,
+		dir,
+		seal,
+		server.Config{Seal: custody.SealGCPKMS, GCPKMS: custody.GCPKMS{Key: key, Endpoint: srv.URL}},
+	)
 	if stub.count("encrypt") != 1 || stub.count("decrypt") < 4 {
 		t.Fatalf("Cloud KMS calls: %v", stub.calls)
 	}
@@ -486,12 +637,47 @@ func TestGCPKMSSeal(t *testing.T) {
 	expectRefusals(t, []refusal{
 		{"another key", nil, with("--gcpkms-key", other, "--gcpkms-endpoint", srv.URL), "Decryption failed"},
 		{"an unknown key", nil, with("--gcpkms-key", key+"x", "--gcpkms-endpoint", srv.URL), "not found"},
-		{"a key version, not a key", nil, with("--gcpkms-key", key+"/cryptoKeyVersions/1"), "must be a CryptoKey's resource name"},
+		{
+			"a key version, not a key",
+			nil,
+			with("--gcpkms-key", key+"/cryptoKeyVersions/1"),
+			"must be a CryptoKey's resource name",
+		},
 		{"no key", nil, with(), "--gcpkms-key is required"},
-		{"an unreachable endpoint", nil, with("--gcpkms-key", key, "--gcpkms-endpoint", deadEndpoint(t, "http")), "unsealing the master key through gcpkms"},
-		{"plain http to a remote endpoint", nil, with("--gcpkms-key", key, "--gcpkms-endpoint", "http://kms.example"), "plain http only towards loopback"},
-		{"a file seal on a gcpkms deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, "held by a gcpkms seal"},
-		{"--seal gcpkms on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "gcpkms", "--gcpkms-key", key, "--gcpkms-endpoint", srv.URL}, "has no gcpkms seal record"},
+		{
+			"an unreachable endpoint",
+			nil,
+			with("--gcpkms-key", key, "--gcpkms-endpoint", deadEndpoint(t, "http")),
+			"unsealing the master key through gcpkms",
+		},
+		{
+			"plain http to a remote endpoint",
+			nil,
+			with("--gcpkms-key", key, "--gcpkms-endpoint", "http://kms.example"),
+			"plain http only towards loopback",
+		},
+		{
+			"a file seal on a gcpkms deployment",
+			nil,
+			[]string{"keys", "--data-dir", dir, "--master-key-file", mk},
+			"held by a gcpkms seal",
+		},
+		{
+			"--seal gcpkms on a file deployment",
+			nil,
+			[]string{
+				"keys",
+				"--data-dir",
+				fileDeployment(t, pub, mk),
+				"--seal",
+				"gcpkms",
+				"--gcpkms-key",
+				key,
+				"--gcpkms-endpoint",
+				srv.URL,
+			},
+			"has no gcpkms seal record",
+		},
 	}, "PRIVATE KEY")
 
 }
@@ -515,7 +701,12 @@ type azureKVStub struct {
 }
 
 func newAzureKVStub(t *testing.T, token string, names ...string) *azureKVStub {
-	st := &azureKVStub{keys: map[string]map[string]*rsa.PrivateKey{}, current: map[string]string{}, token: token, calls: map[string]int{}}
+	st := &azureKVStub{
+		keys:    map[string]map[string]*rsa.PrivateKey{},
+		current: map[string]string{},
+		token:   token,
+		calls:   map[string]int{},
+	}
 	for _, n := range names {
 		st.keys[n] = map[string]*rsa.PrivateKey{}
 		st.rotate(t, n)
@@ -547,8 +738,9 @@ func (st *azureKVStub) handler(t *testing.T) http.HandlerFunc {
 		}
 		switch auth := r.Header.Get("Authorization"); {
 		case auth == "":
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization="https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000", resource="https://%s"`,
-				strings.TrimPrefix(r.Host, "127.")))
+			w.Header().
+				Set("WWW-Authenticate", fmt.Sprintf(`Bearer authorization="https://login.microsoftonline.com/72f988bf-0000-0000-0000-000000000000", resource="https://%s"`,
+					strings.TrimPrefix(r.Host, "127.")))
 			fail(http.StatusUnauthorized, "Unauthorized", "AKV10000: Request is missing a Bearer or PoP token.")
 			return
 		case auth != "Bearer "+st.token:
@@ -576,7 +768,11 @@ func (st *azureKVStub) handler(t *testing.T) http.HandlerFunc {
 		}
 		key, ok := st.keys[name][version]
 		if !ok {
-			fail(http.StatusNotFound, "KeyNotFound", fmt.Sprintf("A key with (name/id) %s/%s was not found in this key vault.", name, version))
+			fail(
+				http.StatusNotFound,
+				"KeyNotFound",
+				fmt.Sprintf("A key with (name/id) %s/%s was not found in this key vault.", name, version),
+			)
 			return
 		}
 		var in struct{ Alg, Value string }
@@ -605,7 +801,8 @@ func (st *azureKVStub) handler(t *testing.T) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		json.NewEncoder(w).Encode(map[string]any{"kid": "https://" + r.Host + "/keys/" + name + "/" + version, "value": base64.RawURLEncoding.EncodeToString(out)})
+		json.NewEncoder(w).
+			Encode(map[string]any{"kid": "https://" + r.Host + "/keys/" + name + "/" + version, "value": base64.RawURLEncoding.EncodeToString(out)})
 		if op == "wrapkey" {
 			st.rotate(t, name)
 		}
@@ -617,13 +814,15 @@ func (st *azureKVStub) handler(t *testing.T) http.HandlerFunc {
 func managedIdentityStub(t *testing.T, header, token string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		if r.Header.Get("X-IDENTITY-HEADER") != header || q.Get("api-version") != "2019-08-01" || q.Get("resource") == "" {
+		if r.Header.Get("X-IDENTITY-HEADER") != header || q.Get("api-version") != "2019-08-01" ||
+			q.Get("resource") == "" {
 			w.WriteHeader(http.StatusUnauthorized)
 			json.NewEncoder(w).Encode(map[string]any{"statusCode": 401, "message": "Unauthorized request"})
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"access_token": token, "expires_on": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
-			"resource": q.Get("resource"), "token_type": "Bearer"})
+		json.NewEncoder(w).
+			Encode(map[string]any{"access_token": token, "expires_on": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
+				"resource": q.Get("resource"), "token_type": "Bearer"})
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -651,12 +850,21 @@ func TestAzureKVSeal(t *testing.T) {
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestAzureKVSeal$", "-test.count=1", "-test.v")
 	for _, kv := range os.Environ() { // the machine's Azure identity, if any, is left out
-		if !strings.HasPrefix(kv, "AZURE_") && !strings.HasPrefix(kv, "IDENTITY_") && !strings.HasPrefix(kv, "MSI_") && !strings.HasPrefix(kv, "IMDS_") {
+		if !strings.HasPrefix(kv, "AZURE_") && !strings.HasPrefix(kv, "IDENTITY_") && !strings.HasPrefix(kv, "MSI_") &&
+			!strings.HasPrefix(kv, "IMDS_") {
 			child.Env = append(child.Env, kv)
 		}
 	}
-	child.Env = append(child.Env, "LATCHKEY_TEST_AZUREKV_VAULT="+kv.URL, "LATCHKEY_TEST_AZUREKV_REFUSING="+refusing.URL, "SSL_CERT_FILE="+roots, "SSL_CERT_DIR="+t.TempDir(),
-		"AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential", "IDENTITY_ENDPOINT="+mi.URL+"/msi/token", "IDENTITY_HEADER=mi-header-secret")
+	child.Env = append(
+		child.Env,
+		"LATCHKEY_TEST_AZUREKV_VAULT="+kv.URL,
+		"LATCHKEY_TEST_AZUREKV_REFUSING="+refusing.URL,
+		"SSL_CERT_FILE="+roots,
+		"SSL_CERT_DIR="+t.TempDir(),
+		"AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential",
+		"IDENTITY_ENDPOINT="+mi.URL+"/msi/token",
+		"IDENTITY_HEADER=mi-header-secret",
+	)
 	out, err := child.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Key Vault test (child process): %v\n%s", err, out)
@@ -681,9 +889,16 @@ func TestAzureKVSeal(t *testing.T) {
 func azureKVChild(t *testing.T, vault string) {
 	dir := t.TempDir()
 	seal := []string{"--data-dir", dir, "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}
-	pub := sealLifecycle(t, dir, seal, server.Config{Seal: custody.SealAzureKV, AzureKV: custody.AzureKV{Vault: vault, Key: "master"}})
+	pub := sealLifecycle(
+		t,
+		dir,
+		seal,
+		server.Config{Seal: custody.SealAzureKV, AzureKV: custody.AzureKV{Vault: vault, Key: "master"}},
+	)
 	rec := sealRecord(t, dir, seal)
-	if version, _, _ := strings.Cut(rec.Ciphertext, ":"); rec.Type != custody.SealAzureKV || rec.Key != "master" || rec.Addr != vault || len(version) != 32 {
+	if version, _, _ := strings.Cut(rec.Ciphertext, ":"); rec.Type != custody.SealAzureKV || rec.Key != "master" ||
+		rec.Addr != vault ||
+		len(version) != 32 {
 		t.Fatalf("seal record: %+v", rec)
 	}
 
@@ -694,12 +909,47 @@ func azureKVChild(t *testing.T, vault string) {
 	}
 	expectRefusals(t, []refusal{
 		{"another key", nil, with("--azurekv-vault", vault, "--azurekv-key", "other"), "KeyNotFound"},
-		{"a vault that refuses the identity", nil, with("--azurekv-vault", os.Getenv("LATCHKEY_TEST_AZUREKV_REFUSING"), "--azurekv-key", "master"), "AKV10032: Invalid issuer"},
-		{"an unreachable vault", nil, with("--azurekv-vault", deadEndpoint(t, "https"), "--azurekv-key", "master"), "unsealing the master key through azurekv"},
-		{"plain http", nil, with("--azurekv-vault", "http://127.0.0.1:1", "--azurekv-key", "master"), "must be the vault's https URL"},
+		{
+			"a vault that refuses the identity",
+			nil,
+			with("--azurekv-vault", os.Getenv("LATCHKEY_TEST_AZUREKV_REFUSING"), "--azurekv-key", "master"),
+			"AKV10032: Invalid issuer",
+		},
+		{
+			"an unreachable vault",
+			nil,
+			with("--azurekv-vault", deadEndpoint(t, "https"), "--azurekv-key", "master"),
+			"unsealing the master key through azurekv",
+		},
+		{
+			"plain http",
+			nil,
+			with("--azurekv-vault", "http://127.0.0.1:1", "--azurekv-key", "master"),
+			"must be the vault's https URL",
+		},
 		{"no key", nil, with("--azurekv-vault", vault), "--azurekv-key is required"},
-		{"a file seal on an azurekv deployment", nil, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, "held by a azurekv seal"},
-		{"--seal azurekv on a file deployment", nil, []string{"keys", "--data-dir", fileDeployment(t, pub, mk), "--seal", "azurekv", "--azurekv-vault", vault, "--azurekv-key", "master"}, "has no azurekv seal record"},
+		{
+			"a file seal on an azurekv deployment",
+			nil,
+			[]string{"keys", "--data-dir", dir, "--master-key-file", mk},
+			"held by a azurekv seal",
+		},
+		{
+			"--seal azurekv on a file deployment",
+			nil,
+			[]string{
+				"keys",
+				"--data-dir",
+				fileDeployment(t, pub, mk),
+				"--seal",
+				"azurekv",
+				"--azurekv-vault",
+				vault,
+				"--azurekv-key",
+				"master",
+			},
+			"has no azurekv seal record",
+		},
 	}, "mi-header-secret", "kv.stub-token")
 
 }

@@ -65,7 +65,10 @@ func drainOnSignal(ctx context.Context, stderr io.Writer) (context.Context, func
 		}
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "latchkey: second signal while draining: exiting at once, in-flight requests are cut off")
+			fmt.Fprintln(
+				stderr,
+				"latchkey: second signal while draining: exiting at once, in-flight requests are cut off",
+			)
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}
@@ -197,8 +200,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for name := range given {
 		if secretFlags[name] {
-			return usageError{fmt.Sprintf("--%s is a secret: give it in %s or in a file named by %s_FILE (a command line is visible to every user of the machine)",
-				name, EnvName(name), EnvName(name))}
+			return usageError{
+				fmt.Sprintf(
+					"--%s is a secret: give it in %s or in a file named by %s_FILE (a command line is visible to every user of the machine)",
+					name,
+					EnvName(name),
+					EnvName(name),
+				),
+			}
 		}
 	}
 	var err error
@@ -226,7 +235,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			}
 			given[f.Name] = true
 			if e := f.Value.Set(strings.TrimRight(string(b), "\r\n")); e != nil {
-				err = usageError{fmt.Sprintf("%s_FILE=%q: the file's value is not valid for --%s", EnvName(f.Name), path, f.Name)}
+				err = usageError{
+					fmt.Sprintf("%s_FILE=%q: the file's value is not valid for --%s", EnvName(f.Name), path, f.Name),
+				}
 			}
 		}
 	})

@@ -50,7 +50,9 @@ func TestInitKeysFromEnvironment(t *testing.T) {
 		t.Fatalf("init: %v\n%s", err, errb.String())
 	}
 	var created map[string]string
-	if err := json.Unmarshal(out.Bytes(), &created); err != nil || created["organizationId"] == "" || created["userId"] == "" || created["apiKeyId"] == "" {
+	if err := json.Unmarshal(out.Bytes(), &created); err != nil || created["organizationId"] == "" ||
+		created["userId"] == "" ||
+		created["apiKeyId"] == "" {
 		t.Fatalf("init printed %q", out.String())
 	}
 	out.Reset()
@@ -69,16 +71,19 @@ func TestInitKeysFromEnvironment(t *testing.T) {
 	}
 	t.Setenv("LATCHKEY_DATA_DIR_FILE", secret)
 	out.Reset()
-	if err := run(ctx, []string{"keys"}, &out, &errb); err != nil || !strings.Contains(out.String(), keys["signerPublicKey"]) {
+	if err := run(ctx, []string{"keys"}, &out, &errb); err != nil ||
+		!strings.Contains(out.String(), keys["signerPublicKey"]) {
 		t.Fatalf("keys with LATCHKEY_DATA_DIR_FILE: %v %q", err, out.String())
 	}
 	t.Setenv("LATCHKEY_DATA_DIR_FILE", filepath.Join(t.TempDir(), "missing"))
-	if err := run(ctx, []string{"keys"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "LATCHKEY_DATA_DIR_FILE") {
+	if err := run(ctx, []string{"keys"}, &out, &errb); err == nil ||
+		!strings.Contains(err.Error(), "LATCHKEY_DATA_DIR_FILE") {
 		t.Fatalf("a missing _FILE: %v", err)
 	}
 	t.Setenv("LATCHKEY_DATA_DIR_FILE", secret)
 	out.Reset()
-	if err := run(ctx, []string{"keyring", "rotate"}, &out, &errb); err != nil || !strings.Contains(out.String(), `"activeVersion":2`) {
+	if err := run(ctx, []string{"keyring", "rotate"}, &out, &errb); err != nil ||
+		!strings.Contains(out.String(), `"activeVersion":2`) {
 		t.Fatalf("keyring rotate: %v %q", err, out.String())
 	}
 	out.Reset()
@@ -99,7 +104,8 @@ func TestMissingMasterKeyIsAClearError(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}, &out, &errb); err == nil {
 		t.Fatal("unknown command accepted")
 	}
-	if err := run(context.Background(), []string{"init", "--data-dir", t.TempDir(), "--dev"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "required") {
+	if err := run(context.Background(), []string{"init", "--data-dir", t.TempDir(), "--dev"}, &out, &errb); err == nil ||
+		!strings.Contains(err.Error(), "required") {
 		t.Fatalf("init without names: %v", err)
 	}
 }
@@ -128,7 +134,18 @@ func TestProxyCommand(t *testing.T) {
 	}
 	org := runJSON("init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub)["organizationId"].(string)
 
-	en := runJSON("proxy", "enable", "--org", org, "--allowed-origins", "https://app.example,http://localhost:3000", "--otp-length", "8", "--enabled-providers", "email,google")
+	en := runJSON(
+		"proxy",
+		"enable",
+		"--org",
+		org,
+		"--allowed-origins",
+		"https://app.example,http://localhost:3000",
+		"--otp-length",
+		"8",
+		"--enabled-providers",
+		"email,google",
+	)
 	cfgID, _ := en["configId"].(string)
 	if cfgID == "" || len(en) != 1 {
 		t.Fatalf("enable printed %v", en)
@@ -176,7 +193,8 @@ func TestClientCommandsAreWired(t *testing.T) {
 	if err := run(ctx, []string{"keygen", "--name", "alice"}, &out, &errb); err != nil {
 		t.Fatalf("keygen: %v\n%s", err, errb.String())
 	}
-	if _, err := os.Stat(filepath.Join(keyDir, "alice.json")); err != nil || len(strings.TrimSpace(out.String())) != 66 {
+	if _, err := os.Stat(filepath.Join(keyDir, "alice.json")); err != nil ||
+		len(strings.TrimSpace(out.String())) != 66 {
 		t.Fatalf("keygen printed %q; key file: %v", out.String(), err)
 	}
 	for _, args := range [][]string{
@@ -191,7 +209,8 @@ func TestClientCommandsAreWired(t *testing.T) {
 			t.Errorf("latchkey %s: %v, want a usage error", strings.Join(args, " "), err)
 		}
 	}
-	if err := run(ctx, []string{"keygen", "--nmae", "x"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "did you mean --name?") {
+	if err := run(ctx, []string{"keygen", "--nmae", "x"}, &out, &errb); err == nil ||
+		!strings.Contains(err.Error(), "did you mean --name?") {
 		t.Errorf("a mistyped flag: %v", err)
 	}
 }

@@ -107,7 +107,20 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv := exec.Command(bin, "serve", "--data-dir", dir, "--master-key-file", mk, "--api-addr", addr, "--proxy-addr", "", "--dashboard-addr", "")
+	srv := exec.Command(
+		bin,
+		"serve",
+		"--data-dir",
+		dir,
+		"--master-key-file",
+		mk,
+		"--api-addr",
+		addr,
+		"--proxy-addr",
+		"",
+		"--dashboard-addr",
+		"",
+	)
 	srv.Env = append(os.Environ(), "LATCHKEY_TEST_AS_MAIN=1")
 	srv.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
 	var logs syncBuffer
@@ -116,7 +129,11 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "latchkey api listening") }, "serve to listen:\n"+logs.String())
+	waitFor(
+		t,
+		func() bool { return strings.Contains(logs.String(), "latchkey api listening") },
+		"serve to listen:\n"+logs.String(),
+	)
 	if strings.Contains(logs.String(), "not fully protected") || strings.Contains(logs.String(), "non-dumpable") {
 		t.Fatalf("serve could not protect its memory:\n%s", logs.String())
 	}
@@ -147,8 +164,18 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	c.get("/.well-known/latchkey.json", &keys)
 
 	accounts := []map[string]string{
-		{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
-		{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"},
+		{
+			"curve":         "CURVE_SECP256K1",
+			"pathFormat":    "PATH_FORMAT_BIP32",
+			"path":          "m/44'/60'/0'/0/0",
+			"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+		},
+		{
+			"curve":         "CURVE_ED25519",
+			"pathFormat":    "PATH_FORMAT_BIP32",
+			"path":          "m/44'/501'/0'/0'",
+			"addressFormat": "ADDRESS_FORMAT_SOLANA",
+		},
 	}
 	type wallet struct {
 		id        string
@@ -167,8 +194,19 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 				} `json:"result"`
 			} `json:"activity"`
 		}
-		c.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w" + strconv.Itoa(i), "accounts": accounts, "mnemonicLength": words}, &r)
-		wallets = append(wallets, &wallet{id: r.Activity.Result.CreateWalletResult.WalletID, addresses: r.Activity.Result.CreateWalletResult.Addresses})
+		c.submit(
+			"create_wallet",
+			"ACTIVITY_TYPE_CREATE_WALLET",
+			map[string]any{"walletName": "w" + strconv.Itoa(i), "accounts": accounts, "mnemonicLength": words},
+			&r,
+		)
+		wallets = append(
+			wallets,
+			&wallet{
+				id:        r.Activity.Result.CreateWalletResult.WalletID,
+				addresses: r.Activity.Result.CreateWalletResult.Addresses,
+			},
+		)
 	}
 	// An imported wallet: the mnemonic is made here, encrypted to the server's import target.
 	imported, err := hd.NewMnemonic(12)
@@ -185,8 +223,19 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 				} `json:"result"`
 			} `json:"activity"`
 		}
-		c.submit("init_import_wallet", "ACTIVITY_TYPE_INIT_IMPORT_WALLET", map[string]any{"userId": created.UserID}, &ib)
-		enc, err := custody.SealToImportBundle(ib.Activity.Result.InitImportWalletResult.ImportBundle, []byte(imported), created.OrganizationID, created.UserID, keys.SignerPublicKey)
+		c.submit(
+			"init_import_wallet",
+			"ACTIVITY_TYPE_INIT_IMPORT_WALLET",
+			map[string]any{"userId": created.UserID},
+			&ib,
+		)
+		enc, err := custody.SealToImportBundle(
+			ib.Activity.Result.InitImportWalletResult.ImportBundle,
+			[]byte(imported),
+			created.OrganizationID,
+			created.UserID,
+			keys.SignerPublicKey,
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +249,25 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 				} `json:"result"`
 			} `json:"activity"`
 		}
-		c.submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID, "walletName": "imported", "encryptedBundle": enc, "accounts": accounts}, &r)
-		wallets = append(wallets, &wallet{id: r.Activity.Result.ImportWalletResult.WalletID, addresses: r.Activity.Result.ImportWalletResult.Addresses, mnemonic: imported})
+		c.submit(
+			"import_wallet",
+			"ACTIVITY_TYPE_IMPORT_WALLET",
+			map[string]any{
+				"userId":          created.UserID,
+				"walletName":      "imported",
+				"encryptedBundle": enc,
+				"accounts":        accounts,
+			},
+			&r,
+		)
+		wallets = append(
+			wallets,
+			&wallet{
+				id:        r.Activity.Result.ImportWalletResult.WalletID,
+				addresses: r.Activity.Result.ImportWalletResult.Addresses,
+				mnemonic:  imported,
+			},
+		)
 	}
 	// A standalone private key.
 	var pk struct {
@@ -216,7 +282,12 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 		} `json:"activity"`
 	}
 	c.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
-		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}}}, &pk)
+		map[string]any{
+			"privateKeyName": "hot",
+			"curve":          "CURVE_SECP256K1",
+			"privateKeyTags": []string{},
+			"addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"},
+		}}}, &pk)
 	keyID := pk.Activity.Result.CreatePrivateKeysResultV2.PrivateKeys[0].PrivateKeyID
 
 	// Sign with every account and the key.
@@ -226,12 +297,18 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 			t.Fatalf("wallet %s has addresses %v", w.id, w.addresses)
 		}
 		c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": w.addresses[0],
-			"payload": hex.EncodeToString(digest[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
+			"payload": hex.EncodeToString(
+				digest[:],
+			), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
 		c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": w.addresses[1],
-			"payload": hex.EncodeToString([]byte("a solana message")), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NOT_APPLICABLE"}, nil)
+			"payload": hex.EncodeToString(
+				[]byte("a solana message"),
+			), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NOT_APPLICABLE"}, nil)
 	}
 	c.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": keyID,
-		"payload": hex.EncodeToString(digest[:]), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
+		"payload": hex.EncodeToString(
+			digest[:],
+		), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}, nil)
 
 	// Exports to a client key: the first wallet and the key before the dump, the other wallet
 	// after it (only to learn its mnemonic).
@@ -246,8 +323,18 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 				} `json:"result"`
 			} `json:"activity"`
 		}
-		c.submit("export_wallet", "ACTIVITY_TYPE_EXPORT_WALLET", map[string]any{"walletId": w.id, "targetPublicKey": recvPub}, &r)
-		m, err := custody.OpenExportBundle(r.Activity.Result.ExportWalletResult.ExportBundle, recvPriv, created.OrganizationID, keys.SignerPublicKey)
+		c.submit(
+			"export_wallet",
+			"ACTIVITY_TYPE_EXPORT_WALLET",
+			map[string]any{"walletId": w.id, "targetPublicKey": recvPub},
+			&r,
+		)
+		m, err := custody.OpenExportBundle(
+			r.Activity.Result.ExportWalletResult.ExportBundle,
+			recvPriv,
+			created.OrganizationID,
+			keys.SignerPublicKey,
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +350,18 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 			} `json:"result"`
 		} `json:"activity"`
 	}
-	c.submit("export_private_key", "ACTIVITY_TYPE_EXPORT_PRIVATE_KEY", map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub}, &ek)
-	standalone, err := custody.OpenExportBundle(ek.Activity.Result.ExportPrivateKeyResult.ExportBundle, recvPriv, created.OrganizationID, keys.SignerPublicKey)
+	c.submit(
+		"export_private_key",
+		"ACTIVITY_TYPE_EXPORT_PRIVATE_KEY",
+		map[string]any{"privateKeyId": keyID, "targetPublicKey": recvPub},
+		&ek,
+	)
+	standalone, err := custody.OpenExportBundle(
+		ek.Activity.Result.ExportPrivateKeyResult.ExportBundle,
+		recvPriv,
+		created.OrganizationID,
+		keys.SignerPublicKey,
+	)
 	if err != nil || len(standalone) != 32 {
 		t.Fatalf("export_private_key: %d bytes, %v", len(standalone), err)
 	}
@@ -286,9 +383,12 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 	// crypto/aes keeps of it in the cipher the keyring builds to open its record (zeroed after
 	// use: custody's masterAEAD): counted apart, so a failure says which copy it is.
 	schedule := append(append([]byte{}, master...), aes256RoundKey2(master)...)
-	secrets := []secret{{"the master key outside an AES key schedule", master}, {"the master key's AES-256 key schedule", schedule},
+	secrets := []secret{
+		{"the master key outside an AES key schedule", master},
+		{"the master key's AES-256 key schedule", schedule},
 		{"the master key's hex (the file's text)", []byte(masterHex)},
-		{"the standalone private key", standalone}}
+		{"the standalone private key", standalone},
+	}
 	for i, w := range wallets {
 		name := fmt.Sprintf("wallet %d (%d words", i, len(strings.Fields(w.mnemonic)))
 		if w.mnemonic == imported {
@@ -302,7 +402,10 @@ func TestCoreDumpHoldsNoKeyMaterial(t *testing.T) {
 				for j := range x {
 					x[j] ^= pad
 				}
-				secrets = append(secrets, secret{fmt.Sprintf("%s: the mnemonic XOR 0x%x (an HMAC-SHA512 keyed by it)", name, pad), x})
+				secrets = append(
+					secrets,
+					secret{fmt.Sprintf("%s: the mnemonic XOR 0x%x (an HMAC-SHA512 keyed by it)", name, pad), x},
+				)
 			}
 		}
 		seed, err := hd.MnemonicToSeed(w.mnemonic, "")
@@ -454,7 +557,15 @@ func (c *dumpClient) get(path string, out any) {
 func (c *dumpClient) submit(op, typ string, params, out any) {
 	c.t.Helper()
 	p, _ := json.Marshal(params)
-	body := []byte(fmt.Sprintf(`{"type":%q,"organizationId":%q,"timestampMs":"%d","parameters":%s}`, typ, c.org, time.Now().UnixMilli(), p))
+	body := []byte(
+		fmt.Sprintf(
+			`{"type":%q,"organizationId":%q,"timestampMs":"%d","parameters":%s}`,
+			typ,
+			c.org,
+			time.Now().UnixMilli(),
+			p,
+		),
+	)
 	name, value, err := c.stamper.Stamp(body)
 	if err != nil {
 		c.t.Fatal(err)
@@ -473,7 +584,8 @@ func (c *dumpClient) submit(op, typ string, params, out any) {
 			Status string `json:"status"`
 		} `json:"activity"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &st) != nil || st.Activity.Status != "ACTIVITY_STATUS_COMPLETED" {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &st) != nil ||
+		st.Activity.Status != "ACTIVITY_STATUS_COMPLETED" {
 		c.t.Fatalf("%s: HTTP %d %s", op, resp.StatusCode, raw)
 	}
 	if out != nil {

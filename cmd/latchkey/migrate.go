@@ -34,7 +34,11 @@ import (
 func cmdMigrateStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate-store", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "data directory of the embedded (SQLite) deployment to copy (it must not be served meanwhile)")
+	from := fs.String(
+		"from",
+		"",
+		"data directory of the embedded (SQLite) deployment to copy (it must not be served meanwhile)",
+	)
 	to := fs.String("to", "", "PostgreSQL URL (postgres://...) of an empty database to copy it into")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -50,7 +54,11 @@ func cmdMigrateStore(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	db := filepath.Join(*from, server.DatabaseFile)
 	if fi, err := os.Stat(db); err != nil || fi.Size() == 0 {
-		return fmt.Errorf("no Latchkey deployment in %s (%s not found or empty; is --from right?)", *from, server.DatabaseFile)
+		return fmt.Errorf(
+			"no Latchkey deployment in %s (%s not found or empty; is --from right?)",
+			*from,
+			server.DatabaseFile,
+		)
 	}
 	// The lock serve holds for its life: a serving deployment would change under the copy.
 	lock, err := server.LockDataDir(*from)
@@ -193,11 +201,23 @@ func migrateStore(ctx context.Context, src exportStore, dst store.Store, p *prog
 			return sum, fmt.Errorf("migrate-store: committed, but counting after the commit failed: %w", err)
 		}
 		if !maps.Equal(after, kinds) || acts != nActs {
-			return sum, fmt.Errorf("migrate-store: committed, but PostgreSQL now holds %s and %d activities where the source holds %s and %d",
-				describeKinds(after), acts, describeKinds(kinds), nActs)
+			return sum, fmt.Errorf(
+				"migrate-store: committed, but PostgreSQL now holds %s and %d activities where the source holds %s and %d",
+				describeKinds(after),
+				acts,
+				describeKinds(kinds),
+				nActs,
+			)
 		}
 	}
-	p.note(fmt.Sprintf("done: %d records of %d kinds and %d activities copied and verified (counts and SHA-256 match)", total-nActs, len(kinds), nActs))
+	p.note(
+		fmt.Sprintf(
+			"done: %d records of %d kinds and %d activities copied and verified (counts and SHA-256 match)",
+			total-nActs,
+			len(kinds),
+			nActs,
+		),
+	)
 	return migrated{records: total - nActs, activities: nActs, kinds: kinds}, nil
 }
 
@@ -221,8 +241,11 @@ func refuseNonEmpty(ctx context.Context, tx store.Tx, ex store.Exporter) error {
 		}
 		what += fmt.Sprintf("%d activities", acts)
 	}
-	return fmt.Errorf("the PostgreSQL database is not empty: it holds %s. migrate-store copies into an empty database only: "+
-		"give it a new database (or drop and re-create this one if what it holds is not wanted)", what)
+	return fmt.Errorf(
+		"the PostgreSQL database is not empty: it holds %s. migrate-store copies into an empty database only: "+
+			"give it a new database (or drop and re-create this one if what it holds is not wanted)",
+		what,
+	)
 }
 
 // describeKinds is "8 records (3 organization, 5 user)", kinds in order.
@@ -341,7 +364,16 @@ func verify(ctx context.Context, src, dst store.Exporter) error {
 		case x.n != y.n:
 			diffs = append(diffs, fmt.Sprintf("%s: %d in the source, %d in PostgreSQL", name, x.n, y.n))
 		case !bytes.Equal(x.sum[:], y.sum[:]):
-			diffs = append(diffs, fmt.Sprintf("%s: %d on both sides but their SHA-256 differ (%x in the source, %x in PostgreSQL)", name, x.n, x.sum[:8], y.sum[:8]))
+			diffs = append(
+				diffs,
+				fmt.Sprintf(
+					"%s: %d on both sides but their SHA-256 differ (%x in the source, %x in PostgreSQL)",
+					name,
+					x.n,
+					x.sum[:8],
+					y.sum[:8],
+				),
+			)
 		}
 	}
 	if len(diffs) > 0 {

@@ -36,7 +36,9 @@ func freshPostgres(t *testing.T) string {
 	t.Helper()
 	url := os.Getenv("LATCHKEY_TEST_DATABASE_URL")
 	if url == "" {
-		t.Skip("LATCHKEY_TEST_DATABASE_URL not set: set it to a PostgreSQL URL (see README, Test it) to run migrate-store against PostgreSQL")
+		t.Skip(
+			"LATCHKEY_TEST_DATABASE_URL not set: set it to a PostgreSQL URL (see README, Test it) to run migrate-store against PostgreSQL",
+		)
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -105,8 +107,12 @@ func migrateDeployment(t *testing.T) (dir, mk, org, priv, addr string, kinds []s
 	_ = json.Unmarshal(out.Bytes(), &created)
 	org = created["organizationId"]
 	a, stop := serveDir(t, dir, mk, org, priv)
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "moved", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	w := a.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "moved", "accounts": []any{map[string]any{
+			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+	)
 	addr = w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
 	stop()
 
@@ -129,7 +135,14 @@ func migrateDeployment(t *testing.T) (dir, mk, org, priv, addr string, kinds []s
 			}
 			synthetic = append(synthetic, kind)
 			// Owned by an organization no one serves, so the server leaves them alone.
-			r := store.Record{Kind: kind, ID: "migrated-" + kind, OrgID: "org-migrate-test", Data: []byte(`{"synthetic":true}`), CreatedAt: now, UpdatedAt: now}
+			r := store.Record{
+				Kind:      kind,
+				ID:        "migrated-" + kind,
+				OrgID:     "org-migrate-test",
+				Data:      []byte(`{"synthetic":true}`),
+				CreatedAt: now,
+				UpdatedAt: now,
+			}
 			if err := tx.Insert(ctx, r, store.Key{Name: kind + ".unique", Value: "u-" + kind, Unique: true},
 				store.Key{Name: "migrate.plain", Value: "shared"}); err != nil {
 				return err
@@ -150,7 +163,13 @@ func migrateDeployment(t *testing.T) (dir, mk, org, priv, addr string, kinds []s
 			{ID: "act-holder", OrgID: org, Fingerprint: "fp-shared", Status: "ACTIVITY_STATUS_COMPLETED", Type: "T"},
 			{ID: "act-no-fp", OrgID: "", Status: "ACTIVITY_STATUS_PENDING", Type: "T"},
 		} {
-			a.CreatedAt, a.UpdatedAt, a.Data = now.Add(time.Duration(i)), now.Add(time.Duration(i)), []byte(`{"n":`+strconv.Itoa(i)+`}`)
+			a.CreatedAt, a.UpdatedAt, a.Data = now.Add(
+				time.Duration(i),
+			), now.Add(
+				time.Duration(i),
+			), []byte(
+				`{"n":`+strconv.Itoa(i)+`}`,
+			)
 			if err := tx.PutActivity(ctx, a); err != nil {
 				return err
 			}
@@ -189,7 +208,8 @@ func TestMigrateStoreMovesEverything(t *testing.T) {
 	}
 	// Not a terminal: one progress line per kind, then the verification.
 	for _, kind := range append(slices.Clone(kinds), "activities") {
-		if !regexp.MustCompile(`(?m)^migrate-store: ` + regexp.QuoteMeta(kind) + ` +(\d+)/(\d+) `).MatchString(stderr.String()) {
+		if !regexp.MustCompile(`(?m)^migrate-store: ` + regexp.QuoteMeta(kind) + ` +(\d+)/(\d+) `).
+			MatchString(stderr.String()) {
 			t.Errorf("no progress line for %s in:\n%s", kind, stderr.String())
 		}
 	}
@@ -275,8 +295,12 @@ func TestMigrateStoreMovesEverything(t *testing.T) {
 	}
 	srv := startAPI(t, s)
 	b := &api{t: t, url: srv, org: org, priv: priv}
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	sig := b.submit(
+		"sign_raw_payload",
+		"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+		map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+	)
 	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
 		t.Fatalf("signature: %v", sig)
 	}
@@ -308,7 +332,19 @@ func TestMigrateStoreAllOrNothing(t *testing.T) {
 				return err
 			}
 		}
-		return tx.PutActivity(ctx, store.Activity{ID: "a1", OrgID: "o", Fingerprint: "f", Status: "ACTIVITY_STATUS_COMPLETED", Type: "T", CreatedAt: now, UpdatedAt: now, Data: []byte("{}")})
+		return tx.PutActivity(
+			ctx,
+			store.Activity{
+				ID:          "a1",
+				OrgID:       "o",
+				Fingerprint: "f",
+				Status:      "ACTIVITY_STATUS_COMPLETED",
+				Type:        "T",
+				CreatedAt:   now,
+				UpdatedAt:   now,
+				Data:        []byte("{}"),
+			},
+		)
 	})
 	src.Close()
 	if err != nil {
@@ -433,7 +469,12 @@ func TestMigrateStoreRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = run(ctx, []string{"migrate-store", "--from", dir, "--to", "postgres://nobody@127.0.0.1:1/x"}, io.Discard, io.Discard)
+	err = run(
+		ctx,
+		[]string{"migrate-store", "--from", dir, "--to", "postgres://nobody@127.0.0.1:1/x"},
+		io.Discard,
+		io.Discard,
+	)
 	s.Close()
 	if err == nil || !strings.Contains(err.Error(), "cannot migrate while the deployment is served") ||
 		!strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
@@ -456,7 +497,8 @@ func TestMigrateStoreRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a mistyped --from was created: %v", err)
 	}
-	if err := run(ctx, []string{"migrate-stor"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), `did you mean "migrate-store"?`) {
+	if err := run(ctx, []string{"migrate-stor"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `did you mean "migrate-store"?`) {
 		t.Errorf("a mistyped migrate-store: %v", err)
 	}
 }

@@ -37,7 +37,18 @@ func TestOperatorCreate(t *testing.T) {
 		io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"operator", "create", "--email", "Ops@Example.com", "--password-file", pw, "--data-dir", dir, "--master-key-file", mk}
+	args := []string{
+		"operator",
+		"create",
+		"--email",
+		"Ops@Example.com",
+		"--password-file",
+		pw,
+		"--data-dir",
+		dir,
+		"--master-key-file",
+		mk,
+	}
 	var out, errb bytes.Buffer
 	if err := run(ctx, args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
@@ -58,7 +69,10 @@ func TestOperatorCreate(t *testing.T) {
 		t.Fatal("operator create without --email was accepted")
 	}
 
-	s, err := server.Open(ctx, server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.Open(
+		ctx,
+		server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +80,10 @@ func TestOperatorCreate(t *testing.T) {
 	ts := httptest.NewServer(s.Dashboard.Handler())
 	defer ts.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(ts.URL+"/login", url.Values{"email": {"ops@example.com"}, "password": {"a long operator password"}})
+	resp, err := c.PostForm(
+		ts.URL+"/login",
+		url.Values{"email": {"ops@example.com"}, "password": {"a long operator password"}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

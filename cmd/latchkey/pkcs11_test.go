@@ -20,8 +20,24 @@ func TestPKCS11SealNotBuilt(t *testing.T) {
 	if custody.PKCS11Supported {
 		t.Skip("built with -tags pkcs11: TestPKCS11Seal covers the seal")
 	}
-	err := run(context.Background(), []string{"keys", "--data-dir", t.TempDir(), "--seal", "pkcs11", "--pkcs11-module", "/usr/lib/softhsm/libsofthsm2.so",
-		"--pkcs11-token-label", "t", "--pkcs11-key-label", "k"}, io.Discard, io.Discard)
+	err := run(
+		context.Background(),
+		[]string{
+			"keys",
+			"--data-dir",
+			t.TempDir(),
+			"--seal",
+			"pkcs11",
+			"--pkcs11-module",
+			"/usr/lib/softhsm/libsofthsm2.so",
+			"--pkcs11-token-label",
+			"t",
+			"--pkcs11-key-label",
+			"k",
+		},
+		io.Discard,
+		io.Discard,
+	)
 	if err == nil || !strings.Contains(err.Error(), "built without PKCS#11 support") {
 		t.Fatalf("--seal pkcs11 without the pkcs11 tag: %v", err)
 	}
@@ -41,14 +57,31 @@ func TestPKCS11Seal(t *testing.T) {
 	t.Setenv("LATCHKEY_PKCS11_PIN", pin)
 	ctx := context.Background()
 	dir := t.TempDir()
-	seal := []string{"--data-dir", dir, "--seal", "pkcs11", "--pkcs11-module", module, "--pkcs11-token-label", "latchkey", "--pkcs11-key-label", "latchkey-master"}
+	seal := []string{
+		"--data-dir",
+		dir,
+		"--seal",
+		"pkcs11",
+		"--pkcs11-module",
+		module,
+		"--pkcs11-token-label",
+		"latchkey",
+		"--pkcs11-key-label",
+		"latchkey-master",
+	}
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
 	initArgs := []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}
 
 	// Without --pkcs11-create-key, a token without the key is refused.
 	noKeyDir := t.TempDir()
-	err := run(ctx, append(append(append([]string{}, initArgs...), seal...), "--data-dir", noKeyDir), io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), `holds no AES key labelled "latchkey-master"`) || !strings.Contains(err.Error(), "--pkcs11-create-key") {
+	err := run(
+		ctx,
+		append(append(append([]string{}, initArgs...), seal...), "--data-dir", noKeyDir),
+		io.Discard,
+		io.Discard,
+	)
+	if err == nil || !strings.Contains(err.Error(), `holds no AES key labelled "latchkey-master"`) ||
+		!strings.Contains(err.Error(), "--pkcs11-create-key") {
 		t.Fatalf("init without a key on the token: %v", err)
 	}
 
@@ -60,14 +93,20 @@ func TestPKCS11Seal(t *testing.T) {
 
 	// Opened, restarted (unwrapped again by the token): the wallet made before signs after.
 	signsAcrossRestart(t, server.Config{DataDir: dir, Seal: custody.SealPKCS11,
-		PKCS11: custody.PKCS11{Module: module, TokenLabel: "latchkey", KeyLabel: "latchkey-master", PIN: pin}}, created["organizationId"], priv)
+		PKCS11: custody.PKCS11{
+			Module:     module,
+			TokenLabel: "latchkey",
+			KeyLabel:   "latchkey-master",
+			PIN:        pin,
+		}}, created["organizationId"], priv)
 	// The PIN from a file, as a secret manager mounts it.
 	pinFile := filepath.Join(t.TempDir(), "pin")
 	os.WriteFile(pinFile, []byte(pin+"\n"), 0o600)
 	t.Setenv("LATCHKEY_PKCS11_PIN", "")
 	os.Unsetenv("LATCHKEY_PKCS11_PIN") // set, even empty, it would win over _FILE
 	t.Setenv("LATCHKEY_PKCS11_PIN_FILE", pinFile)
-	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil || keys1.String() != keys2.String() {
+	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil ||
+		keys1.String() != keys2.String() {
 		t.Fatalf("server keys after restarts: %v\n%s\n%s", err, keys1.String(), keys2.String())
 	}
 	os.Unsetenv("LATCHKEY_PKCS11_PIN_FILE")
@@ -123,7 +162,8 @@ func TestPKCS11Seal(t *testing.T) {
 	if err := run(ctx, []string{"init", "--org-name", "F", "--user-name", "u", "--api-public-key", pub, "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, flags("--data-dir", "--data-dir", fileDir), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "has no pkcs11 seal record") {
+	if err := run(ctx, flags("--data-dir", "--data-dir", fileDir), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "has no pkcs11 seal record") {
 		t.Fatalf("--seal pkcs11 on a file deployment: %v", err)
 	}
 
@@ -131,13 +171,17 @@ func TestPKCS11Seal(t *testing.T) {
 	// new key of the same label, that key does not open the master key.
 	softhsmtest.NewToken(t, "latchkey", "so-5678", pin)
 	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "unsealing the master key through pkcs11") || !strings.Contains(err.Error(), "opens only with the key that wrapped it") {
+		!strings.Contains(
+			err.Error(),
+			"unsealing the master key through pkcs11",
+		) || !strings.Contains(err.Error(), "opens only with the key that wrapped it") {
 		t.Fatalf("the key gone: %v", err)
 	}
 	if err := run(ctx, append(append(append([]string{}, initArgs...), seal...), "--data-dir", t.TempDir(), "--pkcs11-create-key"), io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "does not open this deployment's master key") {
+	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "does not open this deployment's master key") {
 		t.Fatalf("another key of the same label: %v", err)
 	}
 	// The token unreachable (no token in the module's configuration): the start fails, naming it.
@@ -145,7 +189,8 @@ func TestPKCS11Seal(t *testing.T) {
 	os.MkdirAll(filepath.Join(filepath.Dir(empty), "tokens"), 0o700)
 	os.WriteFile(empty, []byte("directories.tokendir = "+filepath.Join(filepath.Dir(empty), "tokens")+"\n"), 0o600)
 	t.Setenv("SOFTHSM2_CONF", empty)
-	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), `no token labelled "latchkey"`) {
+	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `no token labelled "latchkey"`) {
 		t.Fatalf("the token unreachable: %v", err)
 	}
 }

@@ -122,19 +122,59 @@ type settingsFlags struct {
 
 func (f *settingsFlags) register(fs *flag.FlagSet) {
 	d := authproxy.DefaultSettings()
-	fs.Var(&f.origins, "allowed-origins", `comma-separated exact origins (scheme://host[:port]) allowed to call the proxy; "*" allows every origin (the default)`)
-	fs.Int64Var(&f.sessionExpiration, "session-expiration-seconds", d.SessionExpirationSeconds, "lifetime of the sessions the proxy's logins issue")
-	fs.Var(&f.providers, "enabled-providers", "comma-separated login methods wallet_kit_config reports: "+strings.Join(authproxy.Providers, ", ")+" (default email,passkey)")
-	fs.IntVar(&f.otpLength, "otp-length", d.OTPLength, fmt.Sprintf("one-time code length (%d to %d)", authproxy.MinOTPLength, authproxy.MaxOTPLength))
-	fs.BoolVar(&f.otpAlphanumeric, "otp-alphanumeric", d.OTPAlphanumeric, "one-time codes of letters and digits instead of digits only")
-	fs.BoolVar(&f.enabled, "enabled", true, "update only: --enabled=false disables the proxy as disable does, --enabled=true enables it")
-	fs.Var(&f.clientIDs, "oauth-client-ids", "comma-separated provider=clientId pairs (google, apple, facebook, discord, x)")
+	fs.Var(
+		&f.origins,
+		"allowed-origins",
+		`comma-separated exact origins (scheme://host[:port]) allowed to call the proxy; "*" allows every origin (the default)`,
+	)
+	fs.Int64Var(
+		&f.sessionExpiration,
+		"session-expiration-seconds",
+		d.SessionExpirationSeconds,
+		"lifetime of the sessions the proxy's logins issue",
+	)
+	fs.Var(
+		&f.providers,
+		"enabled-providers",
+		"comma-separated login methods wallet_kit_config reports: "+strings.Join(
+			authproxy.Providers,
+			", ",
+		)+" (default email,passkey)",
+	)
+	fs.IntVar(
+		&f.otpLength,
+		"otp-length",
+		d.OTPLength,
+		fmt.Sprintf("one-time code length (%d to %d)", authproxy.MinOTPLength, authproxy.MaxOTPLength),
+	)
+	fs.BoolVar(
+		&f.otpAlphanumeric,
+		"otp-alphanumeric",
+		d.OTPAlphanumeric,
+		"one-time codes of letters and digits instead of digits only",
+	)
+	fs.BoolVar(
+		&f.enabled,
+		"enabled",
+		true,
+		"update only: --enabled=false disables the proxy as disable does, --enabled=true enables it",
+	)
+	fs.Var(
+		&f.clientIDs,
+		"oauth-client-ids",
+		"comma-separated provider=clientId pairs (google, apple, facebook, discord, x)",
+	)
 	fs.StringVar(&f.redirectURL, "oauth-redirect-url", "", "OAuth redirect URL reported by wallet_kit_config")
 	fs.StringVar(&f.emailApp, "email-app-name", "", "application name in one-time-code e-mails")
 	fs.StringVar(&f.emailLogo, "email-logo-url", "", "logo URL in one-time-code e-mails")
 	fs.StringVar(&f.emailSender, "email-sender-name", "", "sender display name of one-time-code e-mails")
 	fs.StringVar(&f.emailReply, "email-reply-to", "", "reply-to address of one-time-code e-mails")
-	fs.StringVar(&f.emailVar, "email-template-variables", "", `JSON object of template values for the e-mail (e.g. {"supportUrl":"https://..."})`)
+	fs.StringVar(
+		&f.emailVar,
+		"email-template-variables",
+		"",
+		`JSON object of template values for the e-mail (e.g. {"supportUrl":"https://..."})`,
+	)
 	fs.StringVar(&f.smsApp, "sms-app-name", "", "application name in one-time-code text messages")
 	fs.StringVar(&f.smsTemplate, "sms-template", "", "text message template; {{.OtpCode}} is the code")
 }

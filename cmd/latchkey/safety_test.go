@@ -85,7 +85,12 @@ func TestCommandsRefuseAMissingDeployment(t *testing.T) {
 			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
 				before := listing(t, tc.dir)
 				var out bytes.Buffer
-				err := run(context.Background(), append(args, "--data-dir", tc.dir, "--master-key-file", mk), &out, io.Discard)
+				err := run(
+					context.Background(),
+					append(args, "--data-dir", tc.dir, "--master-key-file", mk),
+					&out,
+					io.Discard,
+				)
 				if err == nil || !strings.Contains(err.Error(), "no Latchkey deployment") {
 					t.Fatalf("err = %v, printed %q", err, out.String())
 				}
@@ -103,7 +108,12 @@ func TestCommandsRefuseAMissingDeployment(t *testing.T) {
 func TestDevRefusesForeignOrEmptyDatabase(t *testing.T) {
 	dir, _ := initDeployment(t)
 	before := listing(t, dir)
-	err := run(context.Background(), []string{"serve", "--dev", "--data-dir", dir, "--api-addr", "127.0.0.1:0"}, io.Discard, io.Discard)
+	err := run(
+		context.Background(),
+		[]string{"serve", "--dev", "--data-dir", dir, "--api-addr", "127.0.0.1:0"},
+		io.Discard,
+		io.Discard,
+	)
 	if err == nil || !strings.Contains(err.Error(), "not made by --dev") {
 		t.Fatalf("err = %v", err)
 	}
@@ -121,7 +131,12 @@ func TestDevRefusesForeignOrEmptyDatabase(t *testing.T) {
 	}
 	before = listing(t, empty)
 	for _, args := range [][]string{{"serve", "--dev"}, {"keys", "--dev"}, {"init", "--dev", "--org-name", "a", "--user-name", "b", "--api-public-key", "02aa"}} {
-		err := run(context.Background(), append(args, "--data-dir", empty, "--api-addr", "127.0.0.1:0")[:len(args)+2], io.Discard, io.Discard)
+		err := run(
+			context.Background(),
+			append(args, "--data-dir", empty, "--api-addr", "127.0.0.1:0")[:len(args)+2],
+			io.Discard,
+			io.Discard,
+		)
 		if err == nil || !strings.Contains(err.Error(), "0 bytes") {
 			t.Fatalf("%v on a 0-byte database: %v", args, err)
 		}
@@ -137,17 +152,49 @@ func TestDevRefusesForeignOrEmptyDatabase(t *testing.T) {
 // A second serve on the same SQLite data directory is refused, naming the first's PID.
 func TestSecondServeOnOneDataDirIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	first := child(t, "serve", "--dev", "--data-dir", dir, "--api-addr", "127.0.0.1:0", "--proxy-addr", "", "--dashboard-addr", "")
+	first := child(
+		t,
+		"serve",
+		"--dev",
+		"--data-dir",
+		dir,
+		"--api-addr",
+		"127.0.0.1:0",
+		"--proxy-addr",
+		"",
+		"--dashboard-addr",
+		"",
+	)
 	var logs syncBuffer
 	first.Stderr = &logs
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "latchkey api listening") }, "the first serve to listen:\n"+logs.String())
-	err := run(context.Background(), []string{"serve", "--dev", "--data-dir", dir, "--api-addr", "127.0.0.1:0", "--proxy-addr", "", "--dashboard-addr", ""},
-		io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "in use by another latchkey serve (pid "+strconv.Itoa(first.Process.Pid)+")") {
+	waitFor(
+		t,
+		func() bool { return strings.Contains(logs.String(), "latchkey api listening") },
+		"the first serve to listen:\n"+logs.String(),
+	)
+	err := run(
+		context.Background(),
+		[]string{
+			"serve",
+			"--dev",
+			"--data-dir",
+			dir,
+			"--api-addr",
+			"127.0.0.1:0",
+			"--proxy-addr",
+			"",
+			"--dashboard-addr",
+			"",
+		},
+		io.Discard,
+		io.Discard,
+	)
+	if err == nil ||
+		!strings.Contains(err.Error(), "in use by another latchkey serve (pid "+strconv.Itoa(first.Process.Pid)+")") {
 		t.Fatalf("second serve: %v", err)
 	}
 	// Operator commands run beside a serving process (they are how it is configured live).
@@ -165,7 +212,21 @@ func TestSecondSignalDuringDrainExitsAtOnce(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv := child(t, "serve", "--dev", "--data-dir", dir, "--api-addr", addr, "--proxy-addr", "", "--dashboard-addr", "", "--drain-timeout", "60s")
+	srv := child(
+		t,
+		"serve",
+		"--dev",
+		"--data-dir",
+		dir,
+		"--api-addr",
+		addr,
+		"--proxy-addr",
+		"",
+		"--dashboard-addr",
+		"",
+		"--drain-timeout",
+		"60s",
+	)
 	var logs syncBuffer
 	srv.Stderr = &logs
 	if err := srv.Start(); err != nil {
@@ -179,7 +240,10 @@ func TestSecondSignalDuringDrainExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /public/v1/query/whoami HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"organ")
+	fmt.Fprintf(
+		conn,
+		"POST /public/v1/query/whoami HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"organ",
+	)
 	time.Sleep(200 * time.Millisecond)
 	_ = srv.Process.Signal(syscall.SIGTERM)
 	waitFor(t, func() bool { return strings.Contains(logs.String(), "draining") }, "the drain to start")
@@ -258,12 +322,16 @@ func TestHelpSuggestionsAndCompletion(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard); strings.Contains(err.Error(), "did you mean") {
+	if err := run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard); strings.Contains(
+		err.Error(),
+		"did you mean",
+	) {
 		t.Errorf("a suggestion for a word like no command: %v", err)
 	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"completion", sh}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "serve") {
+		if err := run(context.Background(), []string{"completion", sh}, &out, io.Discard); err != nil ||
+			!strings.Contains(out.String(), "serve") {
 			t.Fatalf("completion %s: %v %q", sh, err, out.String())
 		}
 		if sh == "bash" {

@@ -29,13 +29,21 @@ func signsAcrossRestart(t *testing.T, cfg server.Config, org, priv string) {
 		return &api{t: t, url: h.URL, org: org, priv: priv}, func() { h.Close(); s.Close() }
 	}
 	a, stop := open()
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	w := a.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+	)
 	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
 	stop()
 	b, stop2 := open()
-	sig := b.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	sig := b.submit(
+		"sign_raw_payload",
+		"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+		map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+	)
 	stop2()
 	if r := sig["signRawPayloadResult"].(map[string]any)["r"]; r == nil || r == "" {
 		t.Fatalf("signature: %v", sig)

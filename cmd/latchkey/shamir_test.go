@@ -27,8 +27,21 @@ import (
 // startSealed serves a --seal shamir deployment in process, as serve does; stop drains it.
 func startSealed(t *testing.T, dir string, databaseURL ...string) (*server.Sealed, func()) {
 	t.Helper()
-	z, err := server.OpenSealed(context.Background(), server.Config{DataDir: dir, DatabaseURL: strings.Join(databaseURL, ""), MustExist: true, Exclusive: true, Seal: custody.SealShamir,
-		APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0", DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Log: slog.New(slog.DiscardHandler)})
+	z, err := server.OpenSealed(
+		context.Background(),
+		server.Config{
+			DataDir:       dir,
+			DatabaseURL:   strings.Join(databaseURL, ""),
+			MustExist:     true,
+			Exclusive:     true,
+			Seal:          custody.SealShamir,
+			APIAddr:       "127.0.0.1:0",
+			ProxyAddr:     "127.0.0.1:0",
+			DashboardAddr: "127.0.0.1:0",
+			MetricsAddr:   "127.0.0.1:0",
+			Log:           slog.New(slog.DiscardHandler),
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +76,12 @@ func shamirGet(t *testing.T, url string) (int, string) {
 func unsealWith(t *testing.T, url, share string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	c := client.Commands{Stdin: strings.NewReader(share + "\n"), Stdout: &out, Stderr: io.Discard, ParseFlags: parseFlags}
+	c := client.Commands{
+		Stdin:      strings.NewReader(share + "\n"),
+		Stdout:     &out,
+		Stderr:     io.Discard,
+		ParseFlags: parseFlags,
+	}
 	err := c.Unseal(context.Background(), []string{"--api-url", url})
 	return out.String(), err
 }
@@ -97,7 +115,8 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 	var shares []string
 	for i, l := range lines[:3] {
 		label, share, ok := strings.Cut(l, ": ")
-		if !ok || label != "Unseal share "+string(rune('1'+i))+" of 3 (any 2 unseal)" || len(share) != custody.ShareTextLen {
+		if !ok || label != "Unseal share "+string(rune('1'+i))+" of 3 (any 2 unseal)" ||
+			len(share) != custody.ShareTextLen {
 			t.Fatalf("share line %q", l)
 		}
 		shares = append(shares, share)
@@ -121,10 +140,12 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 		err := run(ctx, append([]string{"keys", "--seal", "shamir"}, storeArgs...), &out, io.Discard)
 		return out.String(), err
 	}
-	if _, err := keys(shares[1] + "\n"); err == nil || !strings.Contains(err.Error(), "no share on stdin (1 of the 2 needed given)") {
+	if _, err := keys(shares[1] + "\n"); err == nil ||
+		!strings.Contains(err.Error(), "no share on stdin (1 of the 2 needed given)") {
 		t.Fatalf("keys with one share: %v", err)
 	}
-	if _, err := keys(shares[1] + "\n" + shares[1] + "\n"); err == nil || !strings.Contains(err.Error(), "already given") {
+	if _, err := keys(shares[1] + "\n" + shares[1] + "\n"); err == nil ||
+		!strings.Contains(err.Error(), "already given") {
 		t.Fatalf("keys with a share twice: %v", err)
 	}
 	if out, err := keys(shares[1] + "\n" + shares[2] + "\n"); err != nil || !strings.Contains(out, "signerPublicKey") {
@@ -134,11 +155,17 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 	z, stop := startSealed(t, dir, databaseURL)
 	a := &api{t: t, url: z.APIURL(), org: created["organizationId"], priv: priv}
 	sealedMsg := func(given int) string {
-		return `{"code":14,"message":"Latchkey is sealed: unseal it with latchkey unseal (2 of 3 shares given: ` + string(rune('0'+given)) + `)","details":[]}`
+		return `{"code":14,"message":"Latchkey is sealed: unseal it with latchkey unseal (2 of 3 shares given: ` + string(
+			rune('0'+given),
+		) + `)","details":[]}`
 	}
 	checkSealed := func(given int) {
 		t.Helper()
-		resp, err := http.Post(z.APIURL()+"/public/v1/query/whoami", "application/json", strings.NewReader(`{"organizationId":"`+a.org+`"}`))
+		resp, err := http.Post(
+			z.APIURL()+"/public/v1/query/whoami",
+			"application/json",
+			strings.NewReader(`{"organizationId":"`+a.org+`"}`),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,26 +179,32 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 				t.Fatalf("%s sealed: %d %s", u, code, body)
 			}
 		}
-		if code, body := shamirGet(t, z.APIURL()+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"sealed"`) {
+		if code, body := shamirGet(t, z.APIURL()+"/readyz"); code != http.StatusServiceUnavailable ||
+			!strings.Contains(body, `"status":"sealed"`) {
 			t.Fatalf("readyz sealed: %d %s", code, body)
 		}
-		if code, body := shamirGet(t, z.APIURL()+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"sealed":true`) {
+		if code, body := shamirGet(t, z.APIURL()+"/healthz"); code != http.StatusServiceUnavailable ||
+			!strings.Contains(body, `"sealed":true`) {
 			t.Fatalf("healthz sealed: %d %s", code, body)
 		}
 		if code, _ := shamirGet(t, z.APIURL()+"/livez"); code != http.StatusOK {
 			t.Fatalf("livez sealed: %d", code)
 		}
-		if code, body := shamirGet(t, z.MetricsURL()+"/metrics"); code != http.StatusOK || !strings.Contains(body, "latchkey_http_requests_total") {
+		if code, body := shamirGet(t, z.MetricsURL()+"/metrics"); code != http.StatusOK ||
+			!strings.Contains(body, "latchkey_http_requests_total") {
 			t.Fatalf("metrics sealed: %d", code)
 		}
-		if code, body := shamirGet(t, z.DashboardURL()+"/login"); code != http.StatusServiceUnavailable || !strings.Contains(body, "Sealed:") || !strings.Contains(body, `name="share"`) {
+		if code, body := shamirGet(t, z.DashboardURL()+"/login"); code != http.StatusServiceUnavailable ||
+			!strings.Contains(body, "Sealed:") ||
+			!strings.Contains(body, `name="share"`) {
 			t.Fatalf("the dashboard's sealed sign-in page: %d %s", code, body)
 		}
 	}
 	checkSealed(0)
 
 	// One share: progress 1 of 2.
-	if msg, err := unsealWith(t, z.APIURL(), shares[0]); err != nil || !strings.Contains(msg, "sealed: 1 of the 2 shares needed given") {
+	if msg, err := unsealWith(t, z.APIURL(), shares[0]); err != nil ||
+		!strings.Contains(msg, "sealed: 1 of the 2 shares needed given") {
 		t.Fatalf("first share: %q %v", msg, err)
 	}
 	checkSealed(1)
@@ -179,8 +212,10 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 	other, _ := custody.NewMasterKey()
 	_, wrong, _ := custody.SplitMasterKey(other, 3, 2)
 	wrongShare := string(wrong.Text(1))
-	if _, err := unsealWith(t, z.APIURL(), wrongShare); err == nil || !strings.Contains(err.Error(), "share 2: it belongs to another split") ||
-		!strings.Contains(err.Error(), "unseal progress reset") || strings.Contains(err.Error(), wrongShare) {
+	if _, err := unsealWith(t, z.APIURL(), wrongShare); err == nil ||
+		!strings.Contains(err.Error(), "share 2: it belongs to another split") ||
+		!strings.Contains(err.Error(), "unseal progress reset") ||
+		strings.Contains(err.Error(), wrongShare) {
 		t.Fatalf("a wrong share: %v", err)
 	}
 	if z.Status().Progress != 0 {
@@ -198,13 +233,21 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 	if code, body := shamirGet(t, z.APIURL()+"/readyz"); code != http.StatusOK {
 		t.Fatalf("readyz unsealed: %d %s", code, body)
 	}
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	w := a.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+	)
 	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
 	sign := func() string {
 		t.Helper()
-		sig := a.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+		sig := a.submit(
+			"sign_raw_payload",
+			"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+			map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
+				"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+		)
 		r, _ := sig["signRawPayloadResult"].(map[string]any)["r"].(string)
 		if r == "" {
 			t.Fatalf("signature: %v", sig)
@@ -216,20 +259,27 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 	// Sealing: refused unstamped, and for a key that is not a root user's of a top-level
 	// organization; done by the root user's key.
 	keyFile := filepath.Join(t.TempDir(), "root.json")
-	kb, _ := json.Marshal(map[string]string{"name": "root", "curve": string(stamp.CurveP256), "publicKey": pub, "privateKey": priv})
+	kb, _ := json.Marshal(
+		map[string]string{"name": "root", "curve": string(stamp.CurveP256), "publicKey": pub, "privateKey": priv},
+	)
 	os.WriteFile(keyFile, kb, 0o600)
-	if resp, err := http.Post(z.APIURL()+server.SealPath, "application/json", strings.NewReader(`{"organizationId":"`+a.org+`"}`)); err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if resp, err := http.Post(z.APIURL()+server.SealPath, "application/json", strings.NewReader(`{"organizationId":"`+a.org+`"}`)); err != nil ||
+		resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("an unstamped seal: %v %v", err, resp.StatusCode)
 	}
 	strangerPriv, _, _ := stamp.GenerateKey(stamp.CurveP256)
 	stranger := filepath.Join(t.TempDir(), "stranger.json")
-	sb, _ := json.Marshal(map[string]string{"name": "stranger", "curve": string(stamp.CurveP256), "privateKey": strangerPriv})
+	sb, _ := json.Marshal(
+		map[string]string{"name": "stranger", "curve": string(stamp.CurveP256), "privateKey": strangerPriv},
+	)
 	os.WriteFile(stranger, sb, 0o600)
-	if err := run(ctx, []string{"seal", "--api-url", z.APIURL(), "--key", stranger, "--organization-id", a.org}, io.Discard, io.Discard); err == nil || z.Server() == nil {
+	if err := run(ctx, []string{"seal", "--api-url", z.APIURL(), "--key", stranger, "--organization-id", a.org}, io.Discard, io.Discard); err == nil ||
+		z.Server() == nil {
 		t.Fatalf("a stranger's seal: %v", err)
 	}
 	out.Reset()
-	if err := run(ctx, []string{"seal", "--api-url", z.APIURL(), "--key", keyFile, "--organization-id", a.org}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "sealed: 0 of the 2") {
+	if err := run(ctx, []string{"seal", "--api-url", z.APIURL(), "--key", keyFile, "--organization-id", a.org}, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "sealed: 0 of the 2") {
 		t.Fatalf("seal: %q %v", out.String(), err)
 	}
 	checkSealed(0)
@@ -252,7 +302,8 @@ func testShamirSeal(t *testing.T, dir, databaseURL string) {
 		return err
 	})
 	joined := strings.Join(actions, "; ")
-	if strings.Count(joined, server.ActionUnsealed+" by (share holders)") != 2 || !strings.Contains(joined, server.ActionSealed+" by user ") {
+	if strings.Count(joined, server.ActionUnsealed+" by (share holders)") != 2 ||
+		!strings.Contains(joined, server.ActionSealed+" by user ") {
 		t.Fatalf("audit log: %s", joined)
 	}
 	stop()
@@ -283,7 +334,9 @@ func TestShamirSealRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	initArgs := func(dir string, extra ...string) []string {
-		return append([]string{"init", "--org-name", "A", "--user-name", "u", "--api-public-key", pub, "--data-dir", dir}, extra...)
+		return append(
+			[]string{"init", "--org-name", "A", "--user-name", "u", "--api-public-key", pub, "--data-dir", dir},
+			extra...)
 	}
 	for _, c := range []struct {
 		name string
@@ -324,7 +377,8 @@ func TestShamirShareRecipients(t *testing.T) {
 	}
 	args := []string{"init", "--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub, "--data-dir", dir,
 		"--seal", "shamir", "--key-shares", "3", "--key-threshold", "2", "--share-recipients"}
-	if err := run(context.Background(), append(args, strings.Join(list[:2], ",")), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "2 for --key-shares 3") {
+	if err := run(context.Background(), append(args, strings.Join(list[:2], ",")), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "2 for --key-shares 3") {
 		t.Fatalf("two recipients for three shares: %v", err)
 	}
 	var out bytes.Buffer
@@ -389,8 +443,12 @@ func TestShamirRewrap(t *testing.T) {
 	var created map[string]string
 	json.Unmarshal(out.Bytes(), &created)
 	a, stop := serveDir(t, dir, mk, created["organizationId"], priv)
-	w := a.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": []any{map[string]any{
-		"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+	w := a.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": []any{map[string]any{
+			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+	)
 	addr := w["createWalletResult"].(map[string]any)["addresses"].([]any)[0].(string)
 	stop()
 	signUnsealed := func(shares ...string) {
@@ -403,8 +461,12 @@ func TestShamirRewrap(t *testing.T) {
 			}
 		}
 		a.url = z.APIURL()
-		a.submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
-			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+		a.submit(
+			"sign_raw_payload",
+			"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+			map[string]any{"signWith": addr, "payload": strings.Repeat("cd", 32),
+				"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+		)
 	}
 	rewrap := func(in string, args ...string) []string {
 		t.Helper()
@@ -421,16 +483,37 @@ func TestShamirRewrap(t *testing.T) {
 		!strings.Contains(err.Error(), "needs --new-key-shares N and --new-key-threshold K") {
 		t.Fatalf("rewrap to shamir without a split: %v", err)
 	}
-	first := rewrap("", "--master-key-file", mk, "--new-seal", "shamir", "--new-key-shares", "3", "--new-key-threshold", "2")
+	first := rewrap(
+		"",
+		"--master-key-file",
+		mk,
+		"--new-seal",
+		"shamir",
+		"--new-key-shares",
+		"3",
+		"--new-key-threshold",
+		"2",
+	)
 	if len(first) != 3 {
 		t.Fatalf("shares after rewrap: %v", first)
 	}
-	if err := run(ctx, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "split into 3 shares") {
+	if err := run(ctx, []string{"keys", "--data-dir", dir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "split into 3 shares") {
 		t.Fatalf("the old master key file after rewrap: %v", err)
 	}
 	signUnsealed(first[0], first[2])
 
-	second := rewrap(first[1]+"\n"+first[2]+"\n", "--seal", "shamir", "--new-seal", "shamir", "--new-key-shares", "2", "--new-key-threshold", "2")
+	second := rewrap(
+		first[1]+"\n"+first[2]+"\n",
+		"--seal",
+		"shamir",
+		"--new-seal",
+		"shamir",
+		"--new-key-shares",
+		"2",
+		"--new-key-threshold",
+		"2",
+	)
 	z, stopZ := startSealed(t, dir)
 	if _, err := unsealWith(t, z.APIURL(), first[0]); err == nil || !strings.Contains(err.Error(), "another split") {
 		t.Fatalf("an old share after re-splitting: %v", err)

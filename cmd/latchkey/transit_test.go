@@ -81,7 +81,10 @@ func (ts *transitStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		nonce := make([]byte, ts.aead.NonceSize())
 		rand.Read(nonce)
-		data = map[string]any{"ciphertext": "vault:v1:" + base64.StdEncoding.EncodeToString(ts.aead.Seal(nonce, nonce, pt, nil)), "key_version": 1}
+		data = map[string]any{
+			"ciphertext":  "vault:v1:" + base64.StdEncoding.EncodeToString(ts.aead.Seal(nonce, nonce, pt, nil)),
+			"key_version": 1,
+		}
 	case "decrypt":
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(in.Ciphertext, "vault:v1:"))
 		if err != nil || !strings.HasPrefix(in.Ciphertext, "vault:v1:") || len(raw) < ts.aead.NonceSize() {
@@ -99,8 +102,9 @@ func (ts *transitStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"request_id": "stub", "lease_id": "", "renewable": false, "lease_duration": 0,
-		"data": data, "wrap_info": nil, "warnings": nil, "auth": nil})
+	json.NewEncoder(w).
+		Encode(map[string]any{"request_id": "stub", "lease_id": "", "renewable": false, "lease_duration": 0,
+			"data": data, "wrap_info": nil, "warnings": nil, "auth": nil})
 }
 
 func (ts *transitStub) count(op string) int {
@@ -120,7 +124,11 @@ func TestTransitSeal(t *testing.T) {
 	ctx := context.Background()
 	seal := []string{"--data-dir", dir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
-	created := initSealed(t, append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...), dir)
+	created := initSealed(
+		t,
+		append([]string{"--org-name", "Acme", "--user-name", "ops", "--api-public-key", pub}, seal...),
+		dir,
+	)
 	if stub.count("encrypt") != 1 {
 		t.Fatalf("init wrapped the master key %d times", stub.count("encrypt"))
 	}
@@ -132,7 +140,8 @@ func TestTransitSeal(t *testing.T) {
 	// Opened, restarted (unwrapped again): the wallet made before the restart signs after it.
 	signsAcrossRestart(t, server.Config{DataDir: dir, Seal: custody.SealTransit,
 		Transit: custody.Transit{Addr: srv.URL, Key: "latchkey", Token: "s.token"}}, created["organizationId"], priv)
-	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil || keys1.String() != keys2.String() {
+	if err := run(ctx, append([]string{"keys"}, seal...), &keys2, io.Discard); err != nil ||
+		keys1.String() != keys2.String() {
 		t.Fatalf("server keys after restarts: %v\n%s\n%s", err, keys1.String(), keys2.String())
 	}
 	if stub.count("decrypt") < 4 || stub.count("encrypt") != 1 {
@@ -189,27 +198,41 @@ func TestTransitSeal(t *testing.T) {
 		!strings.Contains(rewrapped.String(), `"seal":"transit"`) {
 		t.Fatalf("rewrap to transit: %v %s", err, rewrapped.String())
 	}
-	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "held by a transit seal") {
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", mk}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "held by a transit seal") {
 		t.Fatalf("the old file after the rewrap: %v", err)
 	}
-	fileSeal := []string{"--data-dir", fileDir, "--seal", "transit", "--transit-addr", srv.URL, "--transit-key", "latchkey"}
-	if err := run(ctx, append([]string{"keys"}, fileSeal...), &transitKeys, io.Discard); err != nil || transitKeys.String() != fileKeys.String() {
+	fileSeal := []string{
+		"--data-dir",
+		fileDir,
+		"--seal",
+		"transit",
+		"--transit-addr",
+		srv.URL,
+		"--transit-key",
+		"latchkey",
+	}
+	if err := run(ctx, append([]string{"keys"}, fileSeal...), &transitKeys, io.Discard); err != nil ||
+		transitKeys.String() != fileKeys.String() {
 		t.Fatalf("keys through transit after the rewrap: %v\n%s\n%s", err, transitKeys.String(), fileKeys.String())
 	}
 	back := filepath.Join(t.TempDir(), "back.key")
 	if err := run(ctx, append([]string{"keyring", "rewrap", "--new-seal", "file", "--new-master-key-file", back}, fileSeal...), io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", back}, &backKeys, io.Discard); err != nil || backKeys.String() != fileKeys.String() {
+	if err := run(ctx, []string{"keys", "--data-dir", fileDir, "--master-key-file", back}, &backKeys, io.Discard); err != nil ||
+		backKeys.String() != fileKeys.String() {
 		t.Fatalf("keys from the new file: %v", err)
 	}
 	var status bytes.Buffer
 	if err := run(ctx, []string{"keyring", "status", "--data-dir", fileDir, "--master-key-file", back}, &status, io.Discard); err != nil ||
-		!strings.Contains(status.String(), `"seal":"file"`) || !strings.Contains(status.String(), `"sealedValues":`) {
+		!strings.Contains(status.String(), `"seal":"file"`) ||
+		!strings.Contains(status.String(), `"sealedValues":`) {
 		t.Fatalf("keyring status: %v %s", err, status.String())
 	}
 	srv.Close()
-	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "unsealing the master key through transit") {
+	if err := run(ctx, append([]string{"keys"}, seal...), io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "unsealing the master key through transit") {
 		t.Fatalf("transit down: %v", err)
 	}
 }

@@ -22,7 +22,13 @@ var shareInput io.Reader = os.Stdin
 
 // serveSealed runs a --seal shamir server: listening at once, sealed until share holders give
 // their shares (latchkey unseal).
-func serveSealed(ctx context.Context, cfg server.Config, drain time.Duration, debugAddr string, log *slog.Logger) error {
+func serveSealed(
+	ctx context.Context,
+	cfg server.Config,
+	drain time.Duration,
+	debugAddr string,
+	log *slog.Logger,
+) error {
 	z, err := server.OpenSealed(ctx, cfg)
 	if err != nil {
 		return err
@@ -41,8 +47,13 @@ func serveSealed(ctx context.Context, cfg server.Config, drain time.Duration, de
 // encrypted to its recipient when to is given).
 func printShares(stdout, stderr io.Writer, to custody.ShareRecipients) func(*custody.Shares) error {
 	return func(s *custody.Shares) error {
-		fmt.Fprintf(stderr, "latchkey: the master key is split into %d shares, shown ONCE below; Latchkey keeps none of them.\n"+
-			"latchkey: give each to a different person and keep them apart: any %d of them unseal this deployment.\n", s.Len(), s.Threshold())
+		fmt.Fprintf(
+			stderr,
+			"latchkey: the master key is split into %d shares, shown ONCE below; Latchkey keeps none of them.\n"+
+				"latchkey: give each to a different person and keep them apart: any %d of them unseal this deployment.\n",
+			s.Len(),
+			s.Threshold(),
+		)
 		if to != nil {
 			return s.WriteEncrypted(stdout, to)
 		}

@@ -53,7 +53,13 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 	}
 	version, ok := w.Version(req.Env.Type)
 	if !ok {
-		return nil, apierr.Invalid("type", "%s is not an activity type of %s (expected %s)", req.Env.Type, w.Route, w.Versions[0].Type)
+		return nil, apierr.Invalid(
+			"type",
+			"%s is not an activity type of %s (expected %s)",
+			req.Env.Type,
+			w.Route,
+			w.Versions[0].Type,
+		)
 	}
 	if err := checkTimestamp(req.Env.TimestampMs, e.svc.Now()); err != nil {
 		return nil, err
@@ -80,8 +86,16 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 	c := req.Caller
 	a := &attempt{req: req, op: op, intent: intent, voteBody: voteMessage(req.Raw, op, shown),
 		member: resultMember(version.IntentMember, w.ResultMember)}
-	a.x = Exec{Caller: c, OrgID: req.Env.OrganizationId, ActivityID: id.New(), GenerateAppProofs: wantsAppProofs(req.Env),
-		Type: actType, Now: e.svc.Now(), Services: e.svc, mfaDone: []AuthMethod{MethodOf(c)}}
+	a.x = Exec{
+		Caller:            c,
+		OrgID:             req.Env.OrganizationId,
+		ActivityID:        id.New(),
+		GenerateAppProofs: wantsAppProofs(req.Env),
+		Type:              actType,
+		Now:               e.svc.Now(),
+		Services:          e.svc,
+		mfaDone:           []AuthMethod{MethodOf(c)},
+	}
 	a.act = Wire{ID: a.x.ActivityID, OrganizationID: a.x.OrgID, Type: actType, Intent: intentJSON,
 		Votes: []wire.Vote{initiatorVote(&a.x, a.voteBody)}, Fingerprint: Fingerprint(req.Raw),
 		CreatedAt: Timestamp(a.x.Now), UpdatedAt: Timestamp(a.x.Now)}
@@ -229,7 +243,13 @@ func (e *Engine) recordFailure(ctx context.Context, a *attempt, dec Decision, fa
 
 // write stores w as an activity of org created and updated at the times given, and hands it to
 // OnActivity in the same transaction.
-func (e *Engine) write(ctx context.Context, tx store.Tx, org *directory.Organization, w *Wire, created, updated time.Time) (store.Activity, error) {
+func (e *Engine) write(
+	ctx context.Context,
+	tx store.Tx,
+	org *directory.Organization,
+	w *Wire,
+	created, updated time.Time,
+) (store.Activity, error) {
 	data, err := w.encode()
 	if err != nil {
 		return store.Activity{}, err

@@ -70,7 +70,14 @@ func (e *Engine) sealIntent(p *pending, op *Operation, intent any, orgID, activi
 }
 
 func (p *pending) initiatorVoter(u *directory.User, voteID string, at time.Time) Voter {
-	return Voter{User: u, VoteID: voteID, CredentialID: p.CredentialID, CredentialType: p.CredentialType, PublicKey: p.PublicKey, At: at}
+	return Voter{
+		User:           u,
+		VoteID:         voteID,
+		CredentialID:   p.CredentialID,
+		CredentialType: p.CredentialType,
+		PublicKey:      p.PublicKey,
+		At:             at,
+	}
 }
 
 func savePending(ctx context.Context, tx store.Tx, orgID, activityID string, p *pending, now time.Time) error {
@@ -119,7 +126,11 @@ func RenderFor(a store.Activity, c *directory.Caller) []byte {
 
 // ErrNoFingerprint is Turnkey's answer for a vote on an unknown fingerprint.
 func errNoFingerprint() error {
-	return apierr.New(apierr.NotFound, "NOT_FOUND", "No activity found with fingerprint. Consensus activities must target an existing activity by fingerprint")
+	return apierr.New(
+		apierr.NotFound,
+		"NOT_FOUND",
+		"No activity found with fingerprint. Consensus activities must target an existing activity by fingerprint",
+	)
 }
 
 // voteRequest is a vote as submitted: an approval or a rejection, by caller, of the activity of
@@ -176,11 +187,17 @@ func (e *Engine) castVote(ctx context.Context, tx store.Tx, after *afterCommit, 
 	b.tx, b.after, b.caller = tx, after, v.caller
 	caller := v.caller
 	if caller.ParentAccess {
-		return store.Activity{}, apierr.Denied("request not authorized: a parent organization cannot vote in a sub-organization")
+		return store.Activity{}, apierr.Denied(
+			"request not authorized: a parent organization cannot vote in a sub-organization",
+		)
 	}
 	mfa := b.act.Status == StatusAuthenticatorsNeeded
 	if mfa && caller.User.ID != b.p.UserID {
-		return store.Activity{}, apierr.New(apierr.FailedPrecondition, "AUTHENTICATORS_NEEDED", "the activity waits for its initiator to prove more authentication methods; only the initiator can approve or reject it now")
+		return store.Activity{}, apierr.New(
+			apierr.FailedPrecondition,
+			"AUTHENTICATORS_NEEDED",
+			"the activity waits for its initiator to prove more authentication methods; only the initiator can approve or reject it now",
+		)
 	}
 	for _, prior := range b.w.Votes {
 		if prior.UserId == caller.User.ID && !mfa {
@@ -193,9 +210,12 @@ func (e *Engine) castVote(ctx context.Context, tx store.Tx, after *afterCommit, 
 		selection = "VOTE_SELECTION_REJECTED"
 	}
 	b.voteID = id.New()
-	b.w.Votes = append(b.w.Votes, wire.Vote{Id: b.voteID, UserId: caller.User.ID, User: VoteUser(caller.User), ActivityId: b.act.ID,
-		Selection: selection, Message: string(v.raw), PublicKey: caller.PublicKey, Signature: caller.Signature, Scheme: caller.Scheme,
-		CreatedAt: Timestamp(b.now)})
+	b.w.Votes = append(
+		b.w.Votes,
+		wire.Vote{Id: b.voteID, UserId: caller.User.ID, User: VoteUser(caller.User), ActivityId: b.act.ID,
+			Selection: selection, Message: string(v.raw), PublicKey: caller.PublicKey, Signature: caller.Signature, Scheme: caller.Scheme,
+			CreatedAt: Timestamp(b.now)},
+	)
 	b.w.UpdatedAt = Timestamp(b.now)
 	if !v.approve {
 		b.w.Status = StatusRejected
@@ -222,7 +242,11 @@ func openBallot(ctx context.Context, tx store.Tx, orgID, fp string) (*ballot, st
 		return nil, store.Activity{}, apierr.Internalf(err, "reading activity")
 	}
 	if act.OrgID != orgID {
-		return nil, store.Activity{}, apierr.New(apierr.InvalidArgument, "ORGANIZATION_MISMATCH", "organization mismatch: the activity belongs to another organization")
+		return nil, store.Activity{}, apierr.New(
+			apierr.InvalidArgument,
+			"ORGANIZATION_MISMATCH",
+			"organization mismatch: the activity belongs to another organization",
+		)
 	}
 	if !waiting(act.Status) {
 		return nil, act, nil
@@ -383,8 +407,20 @@ func (e *Engine) initiatorExec(ctx context.Context, b *ballot) (*Exec, error) {
 	ic := *b.caller
 	ic.User, ic.Org = initiator, b.caller.Target
 	ic.CredentialID, ic.CredentialType, ic.PublicKey, ic.Scheme, ic.Signature = p.CredentialID, p.CredentialType, p.PublicKey, p.Scheme, p.Signature
-	return &Exec{Ctx: ctx, Tx: b.tx, R: b.tx, Caller: &ic, OrgID: b.act.OrgID, ActivityID: b.act.ID, Type: b.act.Type, Now: b.now,
-		Services: e.svc, GenerateAppProofs: p.GenerateAppProofs, mfaDone: p.MFADone, after: b.after}, nil
+	return &Exec{
+		Ctx:               ctx,
+		Tx:                b.tx,
+		R:                 b.tx,
+		Caller:            &ic,
+		OrgID:             b.act.OrgID,
+		ActivityID:        b.act.ID,
+		Type:              b.act.Type,
+		Now:               b.now,
+		Services:          e.svc,
+		GenerateAppProofs: p.GenerateAppProofs,
+		mfaDone:           p.MFADone,
+		after:             b.after,
+	}, nil
 }
 
 // voters are the ballot's approvals still inside the window, by users that still exist.

@@ -20,7 +20,14 @@ import (
 // evaluation (ops/policies implements it).
 type PolicySource interface {
 	Policies(ctx context.Context, r store.Reader, orgID string) ([]policy.Policy, error)
-	RecordEvaluation(ctx context.Context, tx store.Tx, orgID, activityID, voteID string, now time.Time, final policy.Outcome, per []policy.Evaluation) error
+	RecordEvaluation(
+		ctx context.Context,
+		tx store.Tx,
+		orgID, activityID, voteID string,
+		now time.Time,
+		final policy.Outcome,
+		per []policy.Evaluation,
+	) error
 }
 
 // ApprovalWindow is how long votes count: approvals older than this expire and the activity
@@ -65,8 +72,14 @@ func (e *Engine) decide(ctx context.Context, x *Exec, op *Operation, intent any,
 	_, span := tracing.Start(ctx, "policy.evaluate")
 	d := e.decideFor(ctx, x, op, intent, voters)
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String("latchkey.policy.outcome", string(d.Outcome)),
-			attribute.Bool("latchkey.policy.evaluated", d.Evaluated), attribute.Int("latchkey.policy.evaluations", len(d.Per)))
+		span.SetAttributes(
+			attribute.String("latchkey.policy.outcome", string(d.Outcome)),
+			attribute.Bool(
+				"latchkey.policy.evaluated",
+				d.Evaluated,
+			),
+			attribute.Int("latchkey.policy.evaluations", len(d.Per)),
+		)
 		if d.Outcome == policy.OutcomeError {
 			span.SetStatus(codes.Error, string(d.Outcome))
 		}
@@ -79,7 +92,13 @@ func (e *Engine) decide(ctx context.Context, x *Exec, op *Operation, intent any,
 func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent any, voters []Voter) Decision {
 	c := x.Caller
 	if c.ParentAccess && !op.ParentMayWrite {
-		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)", op.Path)}
+		return Decision{
+			Outcome: policy.OutcomeDenyImplicit,
+			Err: apierr.Denied(
+				"request not authorized: a parent organization can read a sub-organization but cannot change it or sign in it (%s)",
+				op.Path,
+			),
+		}
 	}
 	if isProxy(c) {
 		// Submit let only the proxy's own operations through (proxyRefusal); the operator
@@ -105,10 +124,21 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 	if c.SessionProfileID != "" && e.svc.SessionScope != nil {
 		scope, err := e.svc.SessionScope(ctx, x.R, c.Org.ID, c.SessionProfileID)
 		if err != nil {
-			return Decision{Outcome: policy.OutcomeError, Err: apierr.Denied("request not authorized: the session's profile cannot be read")}
+			return Decision{
+				Outcome: policy.OutcomeError,
+				Err:     apierr.Denied("request not authorized: the session's profile cannot be read"),
+			}
 		}
 		if ok, err := scope.Eval(cond); err != nil || !ok {
-			return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "request not authorized: outside the session profile's scope (%s)", op.Path)}
+			return Decision{
+				Outcome: policy.OutcomeDenyImplicit,
+				Err: apierr.New(
+					apierr.PermissionDenied,
+					"POLICY_DENIED",
+					"request not authorized: outside the session profile's scope (%s)",
+					op.Path,
+				),
+			}
 		}
 	}
 	// MFA policies come first: an activity that needs more of its initiator's factors waits.
@@ -149,7 +179,10 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 		if roots > 0 {
 			return Decision{Outcome: policy.OutcomeRequiresConsensus}
 		}
-		return Decision{Outcome: policy.OutcomeDenyImplicit, Err: apierr.Denied("request not authorized: only the root quorum may submit %s", op.Path)}
+		return Decision{
+			Outcome: policy.OutcomeDenyImplicit,
+			Err:     apierr.Denied("request not authorized: only the root quorum may submit %s", op.Path),
+		}
 	}
 	d := Decision{Outcome: policy.OutcomeDenyImplicit}
 	if e.svc.Policies != nil && !c.ParentAccess {
@@ -207,14 +240,27 @@ func consensusEnv(ctx context.Context, r store.Reader, voters []Voter) policy.En
 				for _, t := range tags {
 					tl = append(tl, policy.String(t))
 				}
-				out = append(out, policy.Map{"id": policy.String(v.User.ID), "tags": tl, "email": policy.String(v.User.Email), "alias": policy.String(v.User.Name)})
+				out = append(
+					out,
+					policy.Map{
+						"id":    policy.String(v.User.ID),
+						"tags":  tl,
+						"email": policy.String(v.User.Email),
+						"alias": policy.String(v.User.Name),
+					},
+				)
 			}
 			return out, nil
 		}),
 		"credentials": policy.Lazy(func() (policy.Value, error) {
 			var out policy.List
 			for _, v := range voters {
-				m := policy.Map{"id": policy.String(v.CredentialID), "user_id": policy.String(v.User.ID), "type": policy.String(v.CredentialType), "public_key": policy.String(v.PublicKey)}
+				m := policy.Map{
+					"id":         policy.String(v.CredentialID),
+					"user_id":    policy.String(v.User.ID),
+					"type":       policy.String(v.CredentialType),
+					"public_key": policy.String(v.PublicKey),
+				}
 				if v.CredentialType == directory.CredentialWebAuthn {
 					m["credential_id"] = policy.String(v.CredentialID)
 				}

@@ -151,7 +151,11 @@ func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
 // version), they are taken as that version: Turnkey's gateway reads the parameters by the path's
 // request message whatever the type says, and clients rely on it (tkcli's `ethereum tx` sends
 // ACTIVITY_TYPE_SIGN_TRANSACTION with V2 parameters).
-func decodeIntent(w *wire.Op, version *wire.ActivityVersion, params json.RawMessage) (wire.Validator, *wire.ActivityVersion, error) {
+func decodeIntent(
+	w *wire.Op,
+	version *wire.ActivityVersion,
+	params json.RawMessage,
+) (wire.Validator, *wire.ActivityVersion, error) {
 	intent := version.NewIntent()
 	err := json.Unmarshal(params, intent)
 	if err != nil {
@@ -272,19 +276,37 @@ func endTransaction(span trace.Span, purpose string, err error) {
 				span.SetStatus(codes.Error, "store transaction failed")
 			}
 		}
-		span.SetAttributes(attribute.String("latchkey.store.purpose", purpose), attribute.String("latchkey.store.outcome", outcome))
+		span.SetAttributes(
+			attribute.String("latchkey.store.purpose", purpose),
+			attribute.String("latchkey.store.outcome", outcome),
+		)
 	}
 	span.End()
 }
 
 // resubmitted answers a submission whose bytes the earlier activity prior holds: for an activity
 // waiting for approvals, another user's identical submission is an approval.
-func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []byte, prior store.Activity, err error) ([]byte, error) {
+func (e *Engine) resubmitted(
+	ctx context.Context,
+	req SubmitRequest,
+	voteBody []byte,
+	prior store.Activity,
+	err error,
+) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
 	if prior.Status == StatusConsensusNeeded {
-		return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: prior.Fingerprint, approve: true, raw: voteBody})
+		return e.vote(
+			ctx,
+			voteRequest{
+				caller:  req.Caller,
+				orgID:   req.Env.OrganizationId,
+				fp:      prior.Fingerprint,
+				approve: true,
+				raw:     voteBody,
+			},
+		)
 	}
 	return RenderFor(prior, req.Caller), nil
 }
@@ -294,7 +316,13 @@ func (e *Engine) resubmitted(ctx context.Context, req SubmitRequest, voteBody []
 func (e *Engine) submitVote(ctx context.Context, req SubmitRequest) ([]byte, error) {
 	w, _ := wire.Lookup(wire.Submit, req.Path)
 	if _, ok := w.Version(req.Env.Type); !ok {
-		return nil, apierr.Invalid("type", "%s is not an activity type of %s (expected %s)", req.Env.Type, w.Route, w.Versions[0].Type)
+		return nil, apierr.Invalid(
+			"type",
+			"%s is not an activity type of %s (expected %s)",
+			req.Env.Type,
+			w.Route,
+			w.Versions[0].Type,
+		)
 	}
 	if err := checkTimestamp(req.Env.TimestampMs, e.svc.Now()); err != nil {
 		return nil, err
@@ -308,7 +336,16 @@ func (e *Engine) submitVote(ctx context.Context, req SubmitRequest) ([]byte, err
 	if in.Fingerprint == "" {
 		return nil, apierr.Required("parameters.fingerprint")
 	}
-	return e.vote(ctx, voteRequest{caller: req.Caller, orgID: req.Env.OrganizationId, fp: in.Fingerprint, approve: req.Path == "approve_activity", raw: req.Raw})
+	return e.vote(
+		ctx,
+		voteRequest{
+			caller:  req.Caller,
+			orgID:   req.Env.OrganizationId,
+			fp:      in.Fingerprint,
+			approve: req.Path == "approve_activity",
+			raw:     req.Raw,
+		},
+	)
 }
 
 // existing is the activity of organization orgID that holds fingerprint fp, if there is one.
@@ -325,7 +362,10 @@ func (e *Engine) existing(ctx context.Context, fp, orgID string) (store.Activity
 	case err != nil:
 		return store.Activity{}, false, storeFailure(err)
 	case a.OrgID != orgID:
-		return store.Activity{}, false, apierr.Invalid("organizationId", "an activity with this fingerprint belongs to another organization")
+		return store.Activity{}, false, apierr.Invalid(
+			"organizationId",
+			"an activity with this fingerprint belongs to another organization",
+		)
 	}
 	return a, true, nil
 }
@@ -372,7 +412,10 @@ func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
 	var out any
 	err := e.svc.Store.View(ctx, func(r store.Reader) error {
 		var err error
-		out, err = op.Execute.call(&Read{Ctx: ctx, R: r, Caller: req.Caller, OrgID: req.Caller.Target.ID, Now: e.svc.Now(), Services: e.svc}, body)
+		out, err = op.Execute.call(
+			&Read{Ctx: ctx, R: r, Caller: req.Caller, OrgID: req.Caller.Target.ID, Now: e.svc.Now(), Services: e.svc},
+			body,
+		)
 		return err
 	})
 	if err != nil {
@@ -392,10 +435,20 @@ func checkTimestamp(s string, now time.Time) error {
 	}
 	t := time.UnixMilli(ms)
 	if t.Before(now.Add(-MaxAge)) {
-		return apierr.New(apierr.InvalidArgument, "INVALID_TIMESTAMP", "timestampMs: request is stale: %s is more than 1 hour old", t.UTC().Format(time.RFC3339))
+		return apierr.New(
+			apierr.InvalidArgument,
+			"INVALID_TIMESTAMP",
+			"timestampMs: request is stale: %s is more than 1 hour old",
+			t.UTC().Format(time.RFC3339),
+		)
 	}
 	if t.After(now.Add(MaxFuture)) {
-		return apierr.New(apierr.InvalidArgument, "INVALID_TIMESTAMP", "timestampMs: request is from the future: %s is more than 5 minutes ahead", t.UTC().Format(time.RFC3339))
+		return apierr.New(
+			apierr.InvalidArgument,
+			"INVALID_TIMESTAMP",
+			"timestampMs: request is from the future: %s is more than 5 minutes ahead",
+			t.UTC().Format(time.RFC3339),
+		)
 	}
 	return nil
 }
@@ -455,7 +508,12 @@ func storeFailure(err error) error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+	return &apierr.Error{
+		Code:        apierr.Unavailable,
+		TurnkeyCode: "UNAVAILABLE",
+		Message:     "the store is unavailable; try again",
+		Cause:       err,
+	}
 }
 
 // Timestamp renders a time as the swagger's {seconds, nanos} with string members.

@@ -44,30 +44,54 @@ const fakeKind = "fake_run"
 func fakeRegistry() *Registry {
 	reg := NewRegistry()
 	write := func(x *Exec, what string) error {
-		return x.Tx.Put(x.Ctx, store.Record{Kind: fakeKind, ID: id.New(), OrgID: x.OrgID, Data: []byte(`"` + what + `"`), CreatedAt: x.Now, UpdatedAt: x.Now})
+		return x.Tx.Put(
+			x.Ctx,
+			store.Record{
+				Kind:      fakeKind,
+				ID:        id.New(),
+				OrgID:     x.OrgID,
+				Data:      []byte(`"` + what + `"`),
+				CreatedAt: x.Now,
+				UpdatedAt: x.Now,
+			},
+		)
 	}
-	reg.Submit(Operation{Path: "create_user_tag", Access: AccessRoot, Execute: On(func(x *Exec, in *wire.CreateUserTagIntent) (any, error) {
-		switch in.UserTagName {
-		case "fail":
-			if err := write(x, in.UserTagName); err != nil {
-				return nil, err
-			}
-			return nil, apierr.Invalid("userTagName", "the handler refuses %q", in.UserTagName)
-		case "keep":
-			if err := write(x, in.UserTagName); err != nil {
-				return nil, err
-			}
-			return nil, FailKeepingWrites(apierr.Invalid("userTagName", "the handler refuses %q", in.UserTagName))
-		}
-		if err := write(x, in.UserTagName); err != nil {
-			return nil, err
-		}
-		x.AfterCommit(func(ctx context.Context) { afterCommitted(x.ActivityID) })
-		return map[string]any{"userTagId": "tag-" + in.UserTagName, "userIds": in.UserIds}, nil
-	})})
-	reg.Submit(Operation{Path: "delete_user_tags", Access: AccessAnyUser, Execute: On(func(x *Exec, in *wire.DeleteUserTagsIntent) (any, error) {
-		return map[string]any{"userTagIds": in.UserTagIds, "userIds": []string{}}, write(x, "delete")
-	})})
+	reg.Submit(
+		Operation{
+			Path:   "create_user_tag",
+			Access: AccessRoot,
+			Execute: On(func(x *Exec, in *wire.CreateUserTagIntent) (any, error) {
+				switch in.UserTagName {
+				case "fail":
+					if err := write(x, in.UserTagName); err != nil {
+						return nil, err
+					}
+					return nil, apierr.Invalid("userTagName", "the handler refuses %q", in.UserTagName)
+				case "keep":
+					if err := write(x, in.UserTagName); err != nil {
+						return nil, err
+					}
+					return nil, FailKeepingWrites(
+						apierr.Invalid("userTagName", "the handler refuses %q", in.UserTagName),
+					)
+				}
+				if err := write(x, in.UserTagName); err != nil {
+					return nil, err
+				}
+				x.AfterCommit(func(ctx context.Context) { afterCommitted(x.ActivityID) })
+				return map[string]any{"userTagId": "tag-" + in.UserTagName, "userIds": in.UserIds}, nil
+			}),
+		},
+	)
+	reg.Submit(
+		Operation{
+			Path:   "delete_user_tags",
+			Access: AccessAnyUser,
+			Execute: On(func(x *Exec, in *wire.DeleteUserTagsIntent) (any, error) {
+				return map[string]any{"userTagIds": in.UserTagIds, "userIds": []string{}}, write(x, "delete")
+			}),
+		},
+	)
 	reg.Submit(Operation{Path: "update_user_tag", Access: AccessRoot,
 		Prepare: On(func(x *Exec, in *wire.UpdateUserTagIntent) (any, error) {
 			if in.UserTagId == "unprepared" {
@@ -86,7 +110,13 @@ func fakeRegistry() *Registry {
 		}),
 		Execute: On(func(x *Exec, in *wire.CreatePrivateKeyTagIntent) (any, error) {
 			// The handler sees the name as submitted, also when it runs on approval.
-			return map[string]any{"privateKeyTagId": in.PrivateKeyTagName, "privateKeyIds": []string{}}, write(x, in.PrivateKeyTagName)
+			return map[string]any{
+					"privateKeyTagId": in.PrivateKeyTagName,
+					"privateKeyIds":   []string{},
+				}, write(
+					x,
+					in.PrivateKeyTagName,
+				)
 		})})
 	return reg
 }
@@ -139,24 +169,27 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, st: st, now: time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)}
-	h.eng = NewEngine(&Services{Store: st, Keyring: kr, Now: h.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnActivity: func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, data []byte) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.notified = append(h.notified, bytes.Clone(data))
-			return nil
+	h.eng = NewEngine(
+		&Services{Store: st, Keyring: kr, Now: h.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnActivity: func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, data []byte) error {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				h.notified = append(h.notified, bytes.Clone(data))
+				return nil
+			},
+			Committed: func() {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				h.committed++
+			},
+			Recorded: func(typ, status, decision string) {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				h.recorded = append(h.recorded, strings.TrimSpace(typ+" "+status+" "+decision))
+			},
 		},
-		Committed: func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.committed++
-		},
-		Recorded: func(typ, status, decision string) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.recorded = append(h.recorded, strings.TrimSpace(typ+" "+status+" "+decision))
-		},
-	}, fakeRegistry())
+		fakeRegistry(),
+	)
 	return h
 }
 
@@ -180,12 +213,24 @@ func (h *harness) org(roots, threshold int) []*directory.Caller {
 	ctx := context.Background()
 	now := h.clock()
 	env := directory.Env{Now: now, Limits: directory.DefaultLimits}
-	o := &directory.Organization{ID: id.New(), Name: "Acme", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
+	o := &directory.Organization{
+		ID:        id.New(),
+		Name:      "Acme",
+		Features:  []directory.Feature{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
 	var users []*directory.User
 	err := h.st.Update(ctx, func(tx store.Tx) error {
 		users = nil
 		for i := range roots + 1 {
-			u, err := directory.CreateUser(ctx, tx, env, o.ID, directory.UserSpec{Name: fmt.Sprintf("user%d", i), Field: "user"})
+			u, err := directory.CreateUser(
+				ctx,
+				tx,
+				env,
+				o.ID,
+				directory.UserSpec{Name: fmt.Sprintf("user%d", i), Field: "user"},
+			)
 			if err != nil {
 				return err
 			}
@@ -202,8 +247,22 @@ func (h *harness) org(roots, threshold int) []*directory.Caller {
 	}
 	var out []*directory.Caller
 	for i, u := range users {
-		out = append(out, &directory.Caller{User: u, Org: o, Target: o, CredentialID: fmt.Sprintf("credential-%d", i), CredentialType: directory.CredentialAPIKeyP256,
-			PublicKey: fmt.Sprintf("02%064x", i), Scheme: "SIGNATURE_SCHEME_TK_API_P256", Signature: fmt.Sprintf("30060201%02x020101", i)})
+		out = append(
+			out,
+			&directory.Caller{
+				User:           u,
+				Org:            o,
+				Target:         o,
+				CredentialID:   fmt.Sprintf("credential-%d", i),
+				CredentialType: directory.CredentialAPIKeyP256,
+				PublicKey: fmt.Sprintf(
+					"02%064x",
+					i,
+				),
+				Scheme:    "SIGNATURE_SCHEME_TK_API_P256",
+				Signature: fmt.Sprintf("30060201%02x020101", i),
+			},
+		)
 	}
 	return out
 }
@@ -215,7 +274,14 @@ func (h *harness) body(c *directory.Caller, typ string, params any) []byte {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return fmt.Appendf(nil, `{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, p, c.Target.ID, h.tick().UnixMilli(), typ)
+	return fmt.Appendf(
+		nil,
+		`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`,
+		p,
+		c.Target.ID,
+		h.tick().UnixMilli(),
+		typ,
+	)
 }
 
 // send submits raw to path as c and returns the activity JSON.
@@ -245,7 +311,12 @@ func (h *harness) vote(c *directory.Caller, act []byte, approve bool) ([]byte, e
 
 func (h *harness) tag(c *directory.Caller, name string) ([]byte, error) {
 	h.t.Helper()
-	return h.submit(c, "create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": name, "userIds": []string{}})
+	return h.submit(
+		c,
+		"create_user_tag",
+		"ACTIVITY_TYPE_CREATE_USER_TAG",
+		map[string]any{"userTagName": name, "userIds": []string{}},
+	)
 }
 
 // stored is the newest stored activity of c's organization with fingerprint fp (a FAILED
@@ -328,10 +399,13 @@ func TestSubmitCompletes(t *testing.T) {
 	if got := string(w.Result); got != `{"createUserTagResult":{"userIds":[],"userTagId":"tag-a"}}` {
 		t.Errorf("result %s", got)
 	}
-	if len(w.Votes) != 1 || w.Votes[0].UserId != root.User.ID || w.Votes[0].Selection != "VOTE_SELECTION_APPROVED" || w.CanApprove || w.CanReject {
+	if len(w.Votes) != 1 || w.Votes[0].UserId != root.User.ID || w.Votes[0].Selection != "VOTE_SELECTION_APPROVED" ||
+		w.CanApprove ||
+		w.CanReject {
 		t.Errorf("votes %+v canApprove %v canReject %v", w.Votes, w.CanApprove, w.CanReject)
 	}
-	if got := h.stored(root, w.Fingerprint); !bytes.Equal(got.Data, data) || got.Status != StatusCompleted || got.Type != "ACTIVITY_TYPE_CREATE_USER_TAG" {
+	if got := h.stored(root, w.Fingerprint); !bytes.Equal(got.Data, data) || got.Status != StatusCompleted ||
+		got.Type != "ACTIVITY_TYPE_CREATE_USER_TAG" {
 		t.Errorf("stored %s %s %s, answered %s", got.Status, got.Type, got.Data, data)
 	}
 	if got := h.runs(root); len(got) != 1 {
@@ -343,7 +417,11 @@ func TestSubmitCompletes(t *testing.T) {
 	if len(h.notified) != 1 || !bytes.Equal(h.notified[0], data) || h.committed != 1 {
 		t.Errorf("notified %q, committed %d", h.notified, h.committed)
 	}
-	if want := []string{"ACTIVITY_TYPE_CREATE_USER_TAG " + StatusCompleted}; fmt.Sprint(h.recorded) != fmt.Sprint(want) {
+	if want := []string{"ACTIVITY_TYPE_CREATE_USER_TAG " + StatusCompleted}; fmt.Sprint(
+		h.recorded,
+	) != fmt.Sprint(
+		want,
+	) {
 		t.Errorf("recorded %q, want %q", h.recorded, want)
 	}
 
@@ -361,10 +439,18 @@ func TestSubmitRefusesBadRequests(t *testing.T) {
 	h := newHarness(t)
 	root := h.org(1, 1)[0]
 	tag := map[string]any{"userTagName": "a", "userIds": []string{}}
-	stale := fmt.Appendf(nil, `{"parameters":{"userTagName":"a","userIds":[]},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`,
-		root.Target.ID, h.clock().Add(-2*time.Hour).UnixMilli())
-	future := fmt.Appendf(nil, `{"parameters":{"userTagName":"a","userIds":[]},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`,
-		root.Target.ID, h.clock().Add(time.Hour).UnixMilli())
+	stale := fmt.Appendf(
+		nil,
+		`{"parameters":{"userTagName":"a","userIds":[]},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`,
+		root.Target.ID,
+		h.clock().Add(-2*time.Hour).UnixMilli(),
+	)
+	future := fmt.Appendf(
+		nil,
+		`{"parameters":{"userTagName":"a","userIds":[]},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_CREATE_USER_TAG"}`,
+		root.Target.ID,
+		h.clock().Add(time.Hour).UnixMilli(),
+	)
 	tests := []struct {
 		name     string
 		path     string
@@ -372,20 +458,57 @@ func TestSubmitRefusesBadRequests(t *testing.T) {
 		code     apierr.Code
 		contains string
 	}{
-		{"a type of another path", "create_user_tag", h.body(root, "ACTIVITY_TYPE_DELETE_USER_TAGS", tag), apierr.InvalidArgument, "type"},
+		{
+			"a type of another path",
+			"create_user_tag",
+			h.body(root, "ACTIVITY_TYPE_DELETE_USER_TAGS", tag),
+			apierr.InvalidArgument,
+			"type",
+		},
 		{"a stale timestamp", "create_user_tag", stale, apierr.InvalidArgument, "stale"},
 		{"a timestamp from the future", "create_user_tag", future, apierr.InvalidArgument, "future"},
-		{"parameters of the wrong shape", "create_user_tag", h.body(root, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": "u"}),
-			apierr.InvalidArgument, "parameters.userIds"},
-		{"a path not in the swagger", "create_nothing", h.body(root, "ACTIVITY_TYPE_CREATE_USER_TAG", tag), apierr.NotFound, "unknown operation"},
-		{"a path the registry does not serve", "create_users", h.body(root, "ACTIVITY_TYPE_CREATE_USERS_V3", map[string]any{"users": []any{}}),
-			apierr.Unimplemented, "create_users"},
-		{"a vote without fingerprint", "approve_activity", h.body(root, "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{}),
-			apierr.InvalidArgument, "parameters.fingerprint"},
-		{"a vote of the wrong type", "approve_activity", h.body(root, "ACTIVITY_TYPE_REJECT_ACTIVITY", map[string]any{"fingerprint": "sha256:00"}),
-			apierr.InvalidArgument, "type"},
-		{"a vote on an unknown fingerprint", "approve_activity", h.body(root, "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": "sha256:00"}),
-			apierr.NotFound, "No activity found with fingerprint"},
+		{
+			"parameters of the wrong shape",
+			"create_user_tag",
+			h.body(root, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": "u"}),
+			apierr.InvalidArgument,
+			"parameters.userIds",
+		},
+		{
+			"a path not in the swagger",
+			"create_nothing",
+			h.body(root, "ACTIVITY_TYPE_CREATE_USER_TAG", tag),
+			apierr.NotFound,
+			"unknown operation",
+		},
+		{
+			"a path the registry does not serve",
+			"create_users",
+			h.body(root, "ACTIVITY_TYPE_CREATE_USERS_V3", map[string]any{"users": []any{}}),
+			apierr.Unimplemented,
+			"create_users",
+		},
+		{
+			"a vote without fingerprint",
+			"approve_activity",
+			h.body(root, "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{}),
+			apierr.InvalidArgument,
+			"parameters.fingerprint",
+		},
+		{
+			"a vote of the wrong type",
+			"approve_activity",
+			h.body(root, "ACTIVITY_TYPE_REJECT_ACTIVITY", map[string]any{"fingerprint": "sha256:00"}),
+			apierr.InvalidArgument,
+			"type",
+		},
+		{
+			"a vote on an unknown fingerprint",
+			"approve_activity",
+			h.body(root, "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": "sha256:00"}),
+			apierr.NotFound,
+			"No activity found with fingerprint",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,14 +534,46 @@ func TestSubmitFailures(t *testing.T) {
 		contains string
 		runs     int // the handler's writes that last
 	}{
-		{"a member submitting a root operation", true, "create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{}},
-			apierr.PermissionDenied, msgDeniedImplicit, 0},
-		{"a handler failure", false, "create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "fail", "userIds": []string{}},
-			apierr.InvalidArgument, `refuses "fail"`, 0},
-		{"a handler failure keeping its writes", false, "create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "keep", "userIds": []string{}},
-			apierr.InvalidArgument, `refuses "keep"`, 1},
-		{"a Prepare failure", false, "update_user_tag", "ACTIVITY_TYPE_UPDATE_USER_TAG", map[string]any{"userTagId": "unprepared", "addUserIds": []string{}, "removeUserIds": []string{}},
-			apierr.InvalidArgument, `cannot prepare "unprepared"`, 0},
+		{
+			"a member submitting a root operation",
+			true,
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "a", "userIds": []string{}},
+			apierr.PermissionDenied,
+			msgDeniedImplicit,
+			0,
+		},
+		{
+			"a handler failure",
+			false,
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "fail", "userIds": []string{}},
+			apierr.InvalidArgument,
+			`refuses "fail"`,
+			0,
+		},
+		{
+			"a handler failure keeping its writes",
+			false,
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "keep", "userIds": []string{}},
+			apierr.InvalidArgument,
+			`refuses "keep"`,
+			1,
+		},
+		{
+			"a Prepare failure",
+			false,
+			"update_user_tag",
+			"ACTIVITY_TYPE_UPDATE_USER_TAG",
+			map[string]any{"userTagId": "unprepared", "addUserIds": []string{}, "removeUserIds": []string{}},
+			apierr.InvalidArgument,
+			`cannot prepare "unprepared"`,
+			0,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -433,13 +588,15 @@ func TestSubmitFailures(t *testing.T) {
 			wantCode(t, err, tc.code, tc.contains)
 			a := h.stored(c, Fingerprint(raw))
 			w := wantStatus(t, a.Data, StatusFailed)
-			if a.Status != StatusFailed || w.Failure == nil || !strings.Contains(w.Failure.Message, tc.contains) || string(w.Result) != "{}" {
+			if a.Status != StatusFailed || w.Failure == nil || !strings.Contains(w.Failure.Message, tc.contains) ||
+				string(w.Result) != "{}" {
 				t.Errorf("stored %s: %s", a.Status, a.Data)
 			}
 			if got := h.runs(c); len(got) != tc.runs {
 				t.Errorf("handler writes %v, want %d", got, tc.runs)
 			}
-			if len(h.notified) != 1 || !bytes.Equal(h.notified[0], a.Data) || len(h.recorded) != 1 || !strings.Contains(h.recorded[0], StatusFailed) {
+			if len(h.notified) != 1 || !bytes.Equal(h.notified[0], a.Data) || len(h.recorded) != 1 ||
+				!strings.Contains(h.recorded[0], StatusFailed) {
 				t.Errorf("notified %q, recorded %q", h.notified, h.recorded)
 			}
 			// A failed activity does not hold its fingerprint: the same bytes run again.
@@ -453,14 +610,26 @@ func TestSubmitFailures(t *testing.T) {
 func TestSubmitPrepareAndAnyUser(t *testing.T) {
 	h := newHarness(t)
 	cs := h.org(1, 1)
-	data, err := h.submit(cs[0], "update_user_tag", "ACTIVITY_TYPE_UPDATE_USER_TAG", map[string]any{"userTagId": "t1", "addUserIds": []string{}, "removeUserIds": []string{}})
+	data, err := h.submit(
+		cs[0],
+		"update_user_tag",
+		"ACTIVITY_TYPE_UPDATE_USER_TAG",
+		map[string]any{"userTagId": "t1", "addUserIds": []string{}, "removeUserIds": []string{}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := wantStatus(t, data, StatusCompleted); string(w.Result) != `{"updateUserTagResult":{"userTagId":"prepared-t1"}}` {
+	if w := wantStatus(t, data, StatusCompleted); string(
+		w.Result,
+	) != `{"updateUserTagResult":{"userTagId":"prepared-t1"}}` {
 		t.Errorf("result %s", w.Result)
 	}
-	data, err = h.submit(cs[1], "delete_user_tags", "ACTIVITY_TYPE_DELETE_USER_TAGS", map[string]any{"userTagIds": []string{"t1"}})
+	data, err = h.submit(
+		cs[1],
+		"delete_user_tags",
+		"ACTIVITY_TYPE_DELETE_USER_TAGS",
+		map[string]any{"userTagIds": []string{"t1"}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +706,11 @@ func TestConsensus(t *testing.T) {
 				c := cs[s.who]
 				switch s.what {
 				case "submit":
-					first = h.body(c, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": tc.tagName, "userIds": []string{}})
+					first = h.body(
+						c,
+						"ACTIVITY_TYPE_CREATE_USER_TAG",
+						map[string]any{"userTagName": tc.tagName, "userIds": []string{}},
+					)
 					data, err = h.send(c, "create_user_tag", first)
 				case "resubmit":
 					data, err = h.send(c, "create_user_tag", first)
@@ -606,7 +779,12 @@ func TestConsensusRendersPerCaller(t *testing.T) {
 func TestConsensusRedacted(t *testing.T) {
 	h := newHarness(t)
 	cs := h.org(2, 2)
-	data, err := h.submit(cs[0], "create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "secret", "privateKeyIds": []string{}})
+	data, err := h.submit(
+		cs[0],
+		"create_private_key_tag",
+		"ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG",
+		map[string]any{"privateKeyTagName": "secret", "privateKeyIds": []string{}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +815,11 @@ func TestConcurrentApprovalsRunOnce(t *testing.T) {
 	}
 	bodies := make([][]byte, 3)
 	for i := range bodies {
-		bodies[i] = h.body(cs[i+1], "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]string{"fingerprint": decode(t, data).Fingerprint})
+		bodies[i] = h.body(
+			cs[i+1],
+			"ACTIVITY_TYPE_APPROVE_ACTIVITY",
+			map[string]string{"fingerprint": decode(t, data).Fingerprint},
+		)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(bodies))
@@ -645,7 +827,10 @@ func TestConcurrentApprovalsRunOnce(t *testing.T) {
 		wg.Go(func() {
 			env, err := ParseEnvelope(bodies[i])
 			if err == nil {
-				_, err = h.eng.Submit(context.Background(), SubmitRequest{Path: "approve_activity", Raw: bodies[i], Env: env, Caller: cs[i+1]})
+				_, err = h.eng.Submit(
+					context.Background(),
+					SubmitRequest{Path: "approve_activity", Raw: bodies[i], Env: env, Caller: cs[i+1]},
+				)
 			}
 			errs[i] = err
 		})
@@ -700,21 +885,34 @@ func TestActivityJSONGolden(t *testing.T) {
 		}},
 		{"denied", true, func(h *harness, cs []*directory.Caller) []byte {
 			member := cs[len(cs)-1]
-			raw := h.body(member, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{}})
+			raw := h.body(
+				member,
+				"ACTIVITY_TYPE_CREATE_USER_TAG",
+				map[string]any{"userTagName": "a", "userIds": []string{}},
+			)
 			if _, err := h.send(member, "create_user_tag", raw); err == nil {
 				h.t.Fatal("a member created a tag")
 			}
 			return h.stored(member, Fingerprint(raw)).Data
 		}},
 		{"handler_failed", true, func(h *harness, cs []*directory.Caller) []byte {
-			raw := h.body(cs[0], "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "fail", "userIds": []string{}})
+			raw := h.body(
+				cs[0],
+				"ACTIVITY_TYPE_CREATE_USER_TAG",
+				map[string]any{"userTagName": "fail", "userIds": []string{}},
+			)
 			if _, err := h.send(cs[0], "create_user_tag", raw); err == nil {
 				h.t.Fatal("the handler did not fail")
 			}
 			return h.stored(cs[0], Fingerprint(raw)).Data
 		}},
 		{"consensus_needed", false, func(h *harness, cs []*directory.Caller) []byte {
-			data, err := h.submit(cs[0], "create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG", map[string]any{"privateKeyTagName": "secret", "privateKeyIds": []string{}})
+			data, err := h.submit(
+				cs[0],
+				"create_private_key_tag",
+				"ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG",
+				map[string]any{"privateKeyTagName": "secret", "privateKeyIds": []string{}},
+			)
 			if err != nil {
 				h.t.Fatal(err)
 			}
@@ -791,7 +989,14 @@ func (f *fakePolicies) Policies(context.Context, store.Reader, string) ([]policy
 	return f.policies, nil
 }
 
-func (f *fakePolicies) RecordEvaluation(_ context.Context, _ store.Tx, _, _, _ string, _ time.Time, final policy.Outcome, _ []policy.Evaluation) error {
+func (f *fakePolicies) RecordEvaluation(
+	_ context.Context,
+	_ store.Tx,
+	_, _, _ string,
+	_ time.Time,
+	final policy.Outcome,
+	_ []policy.Evaluation,
+) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.records = append(f.records, string(final))
@@ -808,7 +1013,11 @@ func TestPolicies(t *testing.T) {
 		}
 		return p
 	}
-	needTwo := mustPolicy(policy.EffectAllow, "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "approvers.count() >= 2")
+	needTwo := mustPolicy(
+		policy.EffectAllow,
+		"activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'",
+		"approvers.count() >= 2",
+	)
 	denyTags := mustPolicy(policy.EffectDeny, "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "")
 	tests := []struct {
 		name     string
@@ -837,7 +1046,11 @@ func TestPolicies(t *testing.T) {
 				c := cs[s.who]
 				switch s.what {
 				case "submit":
-					raw := h.body(c, "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "a", "userIds": []string{}})
+					raw := h.body(
+						c,
+						"ACTIVITY_TYPE_CREATE_USER_TAG",
+						map[string]any{"userTagName": "a", "userIds": []string{}},
+					)
 					if data, err = h.send(c, "create_user_tag", raw); s.status == StatusFailed {
 						wantCode(t, err, apierr.PermissionDenied, msgDeniedExplicit)
 						data, err = h.stored(c, Fingerprint(raw)).Data, nil
@@ -867,7 +1080,10 @@ func TestPolicies(t *testing.T) {
 func TestAuthenticatorsNeeded(t *testing.T) {
 	h := newHarness(t)
 	h.eng.svc.MFA = func(_ context.Context, _ store.Reader, _, _ string, _ policy.Env) (*MFARequirement, error) {
-		return &MFARequirement{PolicyID: "mfa", Steps: [][]AuthMethod{{{Type: MethodAPIKey}}, {{Type: MethodPasskey}}}}, nil
+		return &MFARequirement{
+			PolicyID: "mfa",
+			Steps:    [][]AuthMethod{{{Type: MethodAPIKey}}, {{Type: MethodPasskey}}},
+		}, nil
 	}
 	cs := h.org(2, 1)
 	root := cs[0]

@@ -112,8 +112,13 @@ func MFAStatusOf(ctx context.Context, r store.Reader, orgID, activityID string) 
 	if p.MFA == nil {
 		return nil, nil
 	}
-	return &MFAState{PolicyID: p.MFA.PolicyID, UserID: p.UserID, Satisfied: p.MFA.progress(p.MFADone) == len(p.MFA.Steps),
-		Done: p.MFADone, Steps: p.MFA.Steps}, nil
+	return &MFAState{
+		PolicyID:  p.MFA.PolicyID,
+		UserID:    p.UserID,
+		Satisfied: p.MFA.progress(p.MFADone) == len(p.MFA.Steps),
+		Done:      p.MFADone,
+		Steps:     p.MFA.Steps,
+	}, nil
 }
 
 // mfaCheck is the first step of authorization: when an MFA policy of the initiator matches and

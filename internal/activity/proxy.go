@@ -15,8 +15,15 @@ import (
 // sign, export, or change anything but by creating a sub-organization and logging its users
 // in.
 var (
-	ProxySubmitPaths = []string{"create_sub_organization", "init_otp", "verify_otp", "otp_login", "oauth2_authenticate", "oauth_login"}
-	ProxyQueryPaths  = []string{"list_suborgs", "list_verified_suborgs", "list_oauth2_credentials"}
+	ProxySubmitPaths = []string{
+		"create_sub_organization",
+		"init_otp",
+		"verify_otp",
+		"otp_login",
+		"oauth2_authenticate",
+		"oauth_login",
+	}
+	ProxyQueryPaths = []string{"list_suborgs", "list_verified_suborgs", "list_oauth2_credentials"}
 )
 
 // proxyRefusal refuses a request stamped by an auth proxy key for a path not on its list.
@@ -31,7 +38,12 @@ func proxyRefusal(c *directory.Caller, submit bool, path string) error {
 	if slices.Contains(allowed, path) {
 		return nil
 	}
-	return apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "request not authorized: the auth proxy key may only sign up and log in users (%s is not one of its operations)", path)
+	return apierr.New(
+		apierr.PermissionDenied,
+		"POLICY_DENIED",
+		"request not authorized: the auth proxy key may only sign up and log in users (%s is not one of its operations)",
+		path,
+	)
 }
 
 // isProxy reports whether the caller is an auth proxy key (whose allowed activities are allowed

@@ -88,7 +88,14 @@ func (x *Exec) AddressProof(walletID, path, address string) error {
 	if err != nil {
 		return err
 	}
-	proof, err := json.Marshal(wire.AppProof{Scheme: "SIGNATURE_SCHEME_EPHEMERAL_KEY_P256", PublicKey: pub, ProofPayload: string(payload), Signature: sig})
+	proof, err := json.Marshal(
+		wire.AppProof{
+			Scheme:       "SIGNATURE_SCHEME_EPHEMERAL_KEY_P256",
+			PublicKey:    pub,
+			ProofPayload: string(payload),
+			Signature:    sig,
+		},
+	)
 	if err != nil {
 		return err
 	}

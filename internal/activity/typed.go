@@ -39,7 +39,10 @@ func (f ExecFn) call(x *Exec, intent any) (any, error) {
 
 // On adapts a handler of one intent type (one activity type version).
 func On[T any](fn func(x *Exec, in *T) (any, error)) ExecFn {
-	return ExecFn{typed{[]reflect.Type{reflect.TypeFor[*T]()}}, func(x *Exec, intent any) (any, error) { return fn(x, intent.(*T)) }}
+	return ExecFn{
+		typed{[]reflect.Type{reflect.TypeFor[*T]()}},
+		func(x *Exec, intent any) (any, error) { return fn(x, intent.(*T)) },
+	}
 }
 
 // OnAny adapts a handler that serves several intent types itself (with a type switch): intents
@@ -74,7 +77,10 @@ type UserFn struct {
 
 // User adapts a SelfUser function of one intent type.
 func User[T any](fn func(x *Exec, in *T) string) UserFn {
-	return UserFn{typed{[]reflect.Type{reflect.TypeFor[*T]()}}, func(x *Exec, intent any) string { return fn(x, intent.(*T)) }}
+	return UserFn{
+		typed{[]reflect.Type{reflect.TypeFor[*T]()}},
+		func(x *Exec, intent any) string { return fn(x, intent.(*T)) },
+	}
 }
 
 // UserAny adapts a SelfUser function serving the listed intent types.
@@ -190,7 +196,14 @@ func checkVersions(op *Operation, w *wire.Op) {
 			}
 		}
 		if len(missing) > 0 {
-			panic(fmt.Sprintf("activity: %s of submit path %q has no handler for %s", what, op.Path, strings.Join(missing, ", ")))
+			panic(
+				fmt.Sprintf(
+					"activity: %s of submit path %q has no handler for %s",
+					what,
+					op.Path,
+					strings.Join(missing, ", "),
+				),
+			)
 		}
 	}
 	if !op.Execute.set() {
@@ -209,6 +222,13 @@ func checkRequest(q *QueryOp, w *wire.Op) {
 		panic(fmt.Sprintf("activity: query path %q has no Execute", q.Path))
 	}
 	if t := reflect.TypeOf(w.NewRequest()); q.Execute.typ != t {
-		panic(fmt.Sprintf("activity: query path %q: handler takes %v, the path's request is %v", q.Path, q.Execute.typ, t))
+		panic(
+			fmt.Sprintf(
+				"activity: query path %q: handler takes %v, the path's request is %v",
+				q.Path,
+				q.Execute.typ,
+				t,
+			),
+		)
 	}
 }

@@ -92,7 +92,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			s.Log.Error("panic serving request", "request_id", reqID, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.Log.Error(
+				"panic serving request",
+				"request_id",
+				reqID,
+				"path",
+				r.URL.Path,
+				"panic",
+				fmt.Sprint(p),
+				"stack",
+				string(debug.Stack()),
+			)
 			apierr.Render(w, apierr.Internalf(nil, "internal error (request %s)", reqID))
 		}
 	}()
@@ -134,7 +144,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		apierr.Render(w, &apierr.Error{Code: apierr.InvalidArgument, TurnkeyCode: "INVALID_REQUEST", Message: "method " + r.Method + " not allowed: the API takes POST"})
+		apierr.Render(
+			w,
+			&apierr.Error{
+				Code:        apierr.InvalidArgument,
+				TurnkeyCode: "INVALID_REQUEST",
+				Message:     "method " + r.Method + " not allowed: the API takes POST",
+			},
+		)
 		return
 	}
 	span := tracing.NoSpan()
@@ -145,8 +162,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, span = tracing.StartServer(r.Context(), propagation.HeaderCarrier(r.Header), "POST /public/v1/"+operation)
 		r = r.WithContext(ctx) // even unsampled: the children follow the sampling decision
 		if span.IsRecording() {
-			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", "/public/v1/"+operation),
-				attribute.String("latchkey.operation", operation))
+			span.SetAttributes(
+				attribute.String("http.request.method", r.Method),
+				attribute.String("http.route", "/public/v1/"+operation),
+				attribute.String("latchkey.operation", operation),
+			)
 		}
 	}
 	defer span.End()
@@ -157,7 +177,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if span.IsRecording() {
 			// The code, never the message: messages can quote the request.
 			span.SetStatus(codes.Error, e.TurnkeyCode)
-			span.SetAttributes(attribute.Int("latchkey.error.code", int(e.Code)), attribute.String("latchkey.error.turnkey_code", e.TurnkeyCode))
+			span.SetAttributes(
+				attribute.Int("latchkey.error.code", int(e.Code)),
+				attribute.String("latchkey.error.turnkey_code", e.TurnkeyCode),
+			)
 		}
 		switch {
 		case (e.Code == apierr.Internal || e.Code == apierr.Unavailable) && r.Context().Err() != nil:
@@ -206,7 +229,10 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		}
 		metrics.SetOrganization(ctx, env.OrganizationId)
 		if span := tracing.SpanFrom(ctx); span.IsRecording() {
-			span.SetAttributes(attribute.String("latchkey.organization_id", env.OrganizationId), attribute.String("latchkey.activity_type", env.Type))
+			span.SetAttributes(
+				attribute.String("latchkey.organization_id", env.OrganizationId),
+				attribute.String("latchkey.activity_type", env.Type),
+			)
 		}
 		login := op == "stamp_login"
 		if auth.attested != nil && !login {
@@ -290,7 +316,12 @@ func (s *Server) clientAddr(r *http.Request) (netip.Addr, bool) {
 func checkAllowlists(c *directory.Caller, p authProof) error {
 	for _, l := range []*directory.IPAllowlist{c.Org.IPAllowlist, c.KeyAllowlist} {
 		if !l.Allows(p.client, p.clientKnown) {
-			return apierr.New(apierr.PermissionDenied, "IP_NOT_ALLOWED", "request from %s is not allowed by the IP allowlist", p.client)
+			return apierr.New(
+				apierr.PermissionDenied,
+				"IP_NOT_ALLOWED",
+				"request from %s is not allowed by the IP allowlist",
+				p.client,
+			)
 		}
 	}
 	return nil
@@ -317,7 +348,10 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 			return authProof{}, apierr.Unauth("INVALID_SESSION", "invalid X-Session: %v", err)
 		}
 		if c.SessionType != session.ReadOnly {
-			return authProof{}, apierr.Unauth("INVALID_SESSION", "X-Session carries read-only sessions; stamp requests with the session's key instead")
+			return authProof{}, apierr.Unauth(
+				"INVALID_SESSION",
+				"X-Session carries read-only sessions; stamp requests with the session's key instead",
+			)
 		}
 		return authProof{session: c}, nil
 	}
@@ -328,13 +362,22 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 		}
 		return authProof{attested: &a}, nil
 	}
-	return authProof{}, apierr.Unauth("MISSING_STAMP", "request is not stamped: send an X-Stamp, X-Stamp-WebAuthn or X-Stamp-Attested header")
+	return authProof{}, apierr.Unauth(
+		"MISSING_STAMP",
+		"request is not stamped: send an X-Stamp, X-Stamp-WebAuthn or X-Stamp-Attested header",
+	)
 }
 
 // resolveInSubOrg retries a login whose credential is not in the organization it names (nor
 // that organization's parent) in the one sub-organization that holds it: core stamps passkey
 // and wallet logins with the parent's id (docs/wire.md §2). notFound is returned otherwise.
-func (s *Server) resolveInSubOrg(ctx context.Context, p authProof, orgID string, raw []byte, notFound error) (*directory.Caller, error) {
+func (s *Server) resolveInSubOrg(
+	ctx context.Context,
+	p authProof,
+	orgID string,
+	raw []byte,
+	notFound error,
+) (*directory.Caller, error) {
 	var key, value, kind string
 	switch {
 	case p.apiKey != nil:
@@ -415,7 +458,12 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 		if errors.As(err, &ae) {
 			return nil, ae
 		}
-		return nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+		return nil, &apierr.Error{
+			Code:        apierr.Unavailable,
+			TurnkeyCode: "UNAVAILABLE",
+			Message:     "the store is unavailable; try again",
+			Cause:       err,
+		}
 	}
 	if err := checkAllowlists(caller, p); err != nil {
 		return nil, err
@@ -528,7 +576,10 @@ func SetCORS(h http.Header) { setCORS(h) }
 func setCORS(h http.Header) {
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session")
+	h.Set(
+		"Access-Control-Allow-Headers",
+		"Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session",
+	)
 	h.Set("Access-Control-Max-Age", "600")
 }
 

@@ -36,7 +36,9 @@ func TestRender(t *testing.T) {
 			if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
 				t.Fatal(err)
 			}
-			if s.Code != tc.code || s.Message != tc.msg || len(s.Details) != 1 || s.Details[0].TurnkeyErrorCode != tc.tk || s.Details[0].Type != DetailType {
+			if s.Code != tc.code || s.Message != tc.msg || len(s.Details) != 1 ||
+				s.Details[0].TurnkeyErrorCode != tc.tk ||
+				s.Details[0].Type != DetailType {
 				t.Fatalf("rendered %s", w.Body.String())
 			}
 			if w.Header().Get("Content-Type") != "application/json" {

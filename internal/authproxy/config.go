@@ -136,7 +136,11 @@ func (m *Manager) Stamp(c *Config, body []byte) (header, value string, err error
 }
 
 // ErrDisabled is the answer for a configuration whose proxy is turned off.
-var ErrDisabled = apierr.New(apierr.PermissionDenied, "AUTH_PROXY_DISABLED", "the auth proxy is disabled for this organization (latchkey proxy enable turns it on)")
+var ErrDisabled = apierr.New(
+	apierr.PermissionDenied,
+	"AUTH_PROXY_DISABLED",
+	"the auth proxy is disabled for this organization (latchkey proxy enable turns it on)",
+)
 
 func (m *Manager) apply(ctx context.Context, orgID string, s Settings, enabling bool) (*Config, error) {
 	if orgID = strings.TrimSpace(orgID); orgID == "" {
@@ -157,7 +161,11 @@ func (m *Manager) apply(ctx context.Context, orgID string, s Settings, enabling 
 			return err
 		}
 		if org.ParentID != "" {
-			return apierr.Invalid("organizationId", "%s is a sub-organization; the auth proxy is configured on a top-level organization, whose sub-organizations it signs users up into", orgID)
+			return apierr.Invalid(
+				"organizationId",
+				"%s is a sub-organization; the auth proxy is configured on a top-level organization, whose sub-organizations it signs users up into",
+				orgID,
+			)
 		}
 		c, err := loadByOrg(ctx, tx, orgID)
 		switch {
@@ -169,7 +177,13 @@ func (m *Manager) apply(ctx context.Context, orgID string, s Settings, enabling 
 		case err != nil:
 			return err
 		case enabling && c.Settings.Enabled:
-			return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "the auth proxy is already enabled for organization %s (config %s); change it with update", orgID, c.ID)
+			return apierr.New(
+				apierr.AlreadyExists,
+				"ALREADY_EXISTS",
+				"the auth proxy is already enabled for organization %s (config %s); change it with update",
+				orgID,
+				c.ID,
+			)
 		}
 		switch {
 		case s.Enabled && c.ProxyUserID == "":
@@ -206,7 +220,15 @@ func (m *Manager) createProxyUser(ctx context.Context, tx store.Tx, c *Config, n
 		env = m.Env(now)
 	}
 	u, err := directory.CreateUser(ctx, tx, env, c.OrgID, directory.UserSpec{Name: ProxyUserName, Field: "proxyUser",
-		APIKeys: []directory.APIKeySpec{{Name: ProxyKeyName, PublicKey: pub, Curve: "API_KEY_CURVE_P256", CredentialType: directory.CredentialAuthProxy, Field: "proxyUser.apiKeys[0]"}}})
+		APIKeys: []directory.APIKeySpec{
+			{
+				Name:           ProxyKeyName,
+				PublicKey:      pub,
+				Curve:          "API_KEY_CURVE_P256",
+				CredentialType: directory.CredentialAuthProxy,
+				Field:          "proxyUser.apiKeys[0]",
+			},
+		}})
 	if err != nil {
 		return err
 	}
@@ -236,8 +258,17 @@ func removeProxyUser(ctx context.Context, tx store.Tx, c *Config, now time.Time)
 }
 
 func save(ctx context.Context, tx store.Tx, c *Config) error {
-	return records.Save(ctx, tx, KindConfig, c.ID, c.OrgID, c.CreatedAt, c.UpdatedAt, stored{Config: *c, SealedProxyKey: c.sealedKey},
-		store.Key{Name: keyConfigOrg, Value: c.OrgID, Unique: true})
+	return records.Save(
+		ctx,
+		tx,
+		KindConfig,
+		c.ID,
+		c.OrgID,
+		c.CreatedAt,
+		c.UpdatedAt,
+		stored{Config: *c, SealedProxyKey: c.sealedKey},
+		store.Key{Name: keyConfigOrg, Value: c.OrgID, Unique: true},
+	)
 }
 
 func load(ctx context.Context, r store.Reader, configID string) (*Config, error) {
@@ -269,5 +300,10 @@ func storeErr(err error) error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the store is unavailable; try again", Cause: err}
+	return &apierr.Error{
+		Code:        apierr.Unavailable,
+		TurnkeyCode: "UNAVAILABLE",
+		Message:     "the store is unavailable; try again",
+		Cause:       err,
+	}
 }

@@ -17,7 +17,12 @@ type Coordinator interface {
 	// Do posts body to /public/v1/<kind>/<op> (kind is "submit" or "query") with the stamp
 	// header and returns the answer's HTTP status and body. err is a transport failure only;
 	// an API error is a status and body like any other.
-	Do(ctx context.Context, kind, op string, body []byte, stampHeader, stampValue string) (status int, resp []byte, err error)
+	Do(
+		ctx context.Context,
+		kind, op string,
+		body []byte,
+		stampHeader, stampValue string,
+	) (status int, resp []byte, err error)
 }
 
 // maxAnswer bounds an answer read from the coordinator.
@@ -31,7 +36,12 @@ type InProcess struct {
 }
 
 // Do implements Coordinator.
-func (c InProcess) Do(ctx context.Context, kind, op string, body []byte, stampHeader, stampValue string) (int, []byte, error) {
+func (c InProcess) Do(
+	ctx context.Context,
+	kind, op string,
+	body []byte,
+	stampHeader, stampValue string,
+) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/public/v1/"+kind+"/"+op, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
@@ -84,8 +94,18 @@ func NewRemote(baseURL string) *Remote {
 }
 
 // Do implements Coordinator.
-func (c *Remote) Do(ctx context.Context, kind, op string, body []byte, stampHeader, stampValue string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/public/v1/"+kind+"/"+op, bytes.NewReader(body))
+func (c *Remote) Do(
+	ctx context.Context,
+	kind, op string,
+	body []byte,
+	stampHeader, stampValue string,
+) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(
+		ctx,
+		http.MethodPost,
+		c.BaseURL+"/public/v1/"+kind+"/"+op,
+		bytes.NewReader(body),
+	)
 	if err != nil {
 		return 0, nil, err
 	}

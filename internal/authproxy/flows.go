@@ -31,7 +31,12 @@ func (c *call) forward(ctx context.Context, kind, op string, body []byte) ([]byt
 	}
 	status, resp, err := c.s.Coordinator.Do(ctx, kind, op, body, name, value)
 	if err != nil {
-		return nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "UNAVAILABLE", Message: "the auth proxy could not reach the activity API; try again", Cause: err}
+		return nil, &apierr.Error{
+			Code:        apierr.Unavailable,
+			TurnkeyCode: "UNAVAILABLE",
+			Message:     "the auth proxy could not reach the activity API; try again",
+			Cause:       err,
+		}
 	}
 	if status != http.StatusOK {
 		return nil, &upstream{status: status, body: resp}
@@ -40,12 +45,23 @@ func (c *call) forward(ctx context.Context, kind, op string, body []byte) ([]byt
 }
 
 // submit runs the activity op (type typ) in orgID with params and returns its result member.
-func (c *call) submit(ctx context.Context, op, typ, orgID string, params any) (json.RawMessage, []json.RawMessage, error) {
+func (c *call) submit(
+	ctx context.Context,
+	op, typ, orgID string,
+	params any,
+) (json.RawMessage, []json.RawMessage, error) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, nil, apierr.Internalf(err, "encoding %s parameters", op)
 	}
-	body := fmt.Appendf(nil, `{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`, typ, c.s.Now().UnixMilli(), orgID, p)
+	body := fmt.Appendf(
+		nil,
+		`{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`,
+		typ,
+		c.s.Now().UnixMilli(),
+		orgID,
+		p,
+	)
 	resp, err := c.forward(ctx, "submit", op, body)
 	if err != nil {
 		return nil, nil, err
@@ -71,7 +87,13 @@ func (c *call) submit(ctx context.Context, op, typ, orgID string, params any) (j
 		}
 		return nil, nil, apierr.Internalf(nil, "%s failed", op)
 	default:
-		return nil, nil, apierr.New(apierr.FailedPrecondition, "ACTIVITY_NOT_COMPLETED", "%s did not complete (status %s): the organization's policies require approvals the auth proxy cannot give", op, a.Status)
+		return nil, nil, apierr.New(
+			apierr.FailedPrecondition,
+			"ACTIVITY_NOT_COMPLETED",
+			"%s did not complete (status %s): the organization's policies require approvals the auth proxy cannot give",
+			op,
+			a.Status,
+		)
 	}
 	for _, v := range a.Result {
 		return v, a.AppProofs, nil
@@ -166,7 +188,10 @@ func (c *clientSig) wire(field, token string) (*wire.ClientSignature, error) {
 	}
 	h := strings.TrimPrefix(strings.TrimSpace(c.hex), "0x")
 	if !validSignatureHex(h) {
-		return nil, apierr.Invalid(field, "must be a hex P-256 signature (64-byte r‖s or DER) over SHA-256 of the verification token")
+		return nil, apierr.Invalid(
+			field,
+			"must be a hex P-256 signature (64-byte r‖s or DER) over SHA-256 of the verification token",
+		)
 	}
 	if token == "" {
 		return nil, apierr.Invalid(field, "a signature over the verification token needs verificationToken")
@@ -176,9 +201,17 @@ func (c *clientSig) wire(field, token string) (*wire.ClientSignature, error) {
 		return nil, apierr.Invalid("verificationToken", "%v", err)
 	}
 	if claims.PublicKey == "" {
-		return nil, apierr.Invalid(field, "the verification token is not bound to a key (otp_verify was called without public_key), so there is nothing to sign with")
+		return nil, apierr.Invalid(
+			field,
+			"the verification token is not bound to a key (otp_verify was called without public_key), so there is nothing to sign with",
+		)
 	}
-	return &wire.ClientSignature{PublicKey: claims.PublicKey, Scheme: "CLIENT_SIGNATURE_SCHEME_API_P256", Message: token, Signature: h}, nil
+	return &wire.ClientSignature{
+		PublicKey: claims.PublicKey,
+		Scheme:    "CLIENT_SIGNATURE_SCHEME_API_P256",
+		Message:   token,
+		Signature: h,
+	}, nil
 }
 
 func validSignatureHex(h string) bool {
@@ -224,7 +257,11 @@ func (w *walletIn) params() (*wire.WalletParams, error) {
 	if w == nil {
 		return nil, nil
 	}
-	out := &wire.WalletParams{WalletName: first(strings.TrimSpace(w.WalletName), "Default Wallet"), Accounts: w.Accounts, MnemonicLength: w.MnemonicLength}
+	out := &wire.WalletParams{
+		WalletName:     first(strings.TrimSpace(w.WalletName), "Default Wallet"),
+		Accounts:       w.Accounts,
+		MnemonicLength: w.MnemonicLength,
+	}
 	if w.Path == "" && w.Curve == "" {
 		if out.Accounts == nil {
 			out.Accounts = []wire.WalletAccountParams{}
@@ -244,9 +281,18 @@ func (w *walletIn) params() (*wire.WalletParams, error) {
 	}
 	d, ok := curveDefaults[curve]
 	if !ok {
-		return nil, apierr.Invalid("wallet.curve", "unknown curve %q (CURVE_SECP256K1, CURVE_ED25519 or CURVE_P256; CURVE_TYPE_* spellings too)", w.Curve)
+		return nil, apierr.Invalid(
+			"wallet.curve",
+			"unknown curve %q (CURVE_SECP256K1, CURVE_ED25519 or CURVE_P256; CURVE_TYPE_* spellings too)",
+			w.Curve,
+		)
 	}
-	acct := wire.WalletAccountParams{Curve: wire.Curve(curve), PathFormat: "PATH_FORMAT_BIP32", Path: first(w.Path, d.path), AddressFormat: wire.AddressFormat(first(w.AddressFormat, d.format))}
+	acct := wire.WalletAccountParams{
+		Curve:         wire.Curve(curve),
+		PathFormat:    "PATH_FORMAT_BIP32",
+		Path:          first(w.Path, d.path),
+		AddressFormat: wire.AddressFormat(first(w.AddressFormat, d.format)),
+	}
 	out.Accounts = []wire.WalletAccountParams{acct}
 	return out, nil
 }
@@ -278,7 +324,12 @@ func (s *Server) signup(ctx context.Context, c *call, raw []byte) (any, error) {
 	}
 	now := s.Now()
 	user := wire.RootUserParamsV5{
-		UserName:        first(strings.TrimSpace(in.UserName), in.UserEmail, in.UserPhoneNumber, fmt.Sprintf("user-%d", now.UnixMilli())),
+		UserName: first(
+			strings.TrimSpace(in.UserName),
+			in.UserEmail,
+			in.UserPhoneNumber,
+			fmt.Sprintf("user-%d", now.UnixMilli()),
+		),
 		UserEmail:       in.UserEmail,
 		UserPhoneNumber: in.UserPhoneNumber,
 		ApiKeys:         []wire.ApiKeyParamsV2{},
@@ -321,7 +372,13 @@ func (s *Server) signup(ctx context.Context, c *call, raw []byte) (any, error) {
 		VerificationToken:   in.VerificationToken,
 		ClientSignature:     ws,
 	}
-	res, proofs, err := c.submit(ctx, "create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", c.cfg.OrgID, intent)
+	res, proofs, err := c.submit(
+		ctx,
+		"create_sub_organization",
+		"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8",
+		c.cfg.OrgID,
+		intent,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -375,15 +432,30 @@ func (s *Server) otpInit(v2 bool) handlerFunc {
 			return nil, apierr.Invalid("otpType", "must be OTP_TYPE_EMAIL or OTP_TYPE_SMS, got %q", in.OtpType)
 		}
 		if !slices.Contains(set.EnabledProviders, provider) {
-			return nil, apierr.New(apierr.PermissionDenied, "PROVIDER_NOT_ENABLED", "%s one-time codes are not enabled for this auth proxy (latchkey proxy update --enabled-providers)", provider)
+			return nil, apierr.New(
+				apierr.PermissionDenied,
+				"PROVIDER_NOT_ENABLED",
+				"%s one-time codes are not enabled for this auth proxy (latchkey proxy update --enabled-providers)",
+				provider,
+			)
 		}
 		if appName == "" {
 			appName = s.orgName(ctx, c.cfg.OrgID)
 		}
 		length, alpha := int32(set.OTPLength), set.OTPAlphanumeric
-		intent := wire.InitOtpIntentV3{OtpType: in.OtpType, Contact: in.Contact, AppName: appName, OtpLength: &length, Alphanumeric: &alpha,
-			SendFromEmailSenderName: set.Email.SenderName, ReplyToEmailAddress: set.Email.ReplyTo}
-		ec := &wire.EmailCustomizationParamsV2{LogoUrl: set.Email.LogoURL, TemplateVariables: set.Email.TemplateVariables}
+		intent := wire.InitOtpIntentV3{
+			OtpType:                 in.OtpType,
+			Contact:                 in.Contact,
+			AppName:                 appName,
+			OtpLength:               &length,
+			Alphanumeric:            &alpha,
+			SendFromEmailSenderName: set.Email.SenderName,
+			ReplyToEmailAddress:     set.Email.ReplyTo,
+		}
+		ec := &wire.EmailCustomizationParamsV2{
+			LogoUrl:           set.Email.LogoURL,
+			TemplateVariables: set.Email.TemplateVariables,
+		}
 		if in.EmailCustomization != nil {
 			ec.TemplateId = in.EmailCustomization.TemplateID
 		}
@@ -457,7 +529,11 @@ func (s *Server) otpVerify(ctx context.Context, c *call, raw []byte) (any, error
 	if in.OtpCode == "" {
 		return nil, apierr.Required("otpCode")
 	}
-	intent := wire.VerifyOtpIntent{OtpId: in.OtpID, OtpCode: in.OtpCode, PublicKey: first(in.PublicKey, in.PublicKeySnake)}
+	intent := wire.VerifyOtpIntent{
+		OtpId:     in.OtpID,
+		OtpCode:   in.OtpCode,
+		PublicKey: first(in.PublicKey, in.PublicKeySnake),
+	}
 	return c.verificationToken(ctx, "ACTIVITY_TYPE_VERIFY_OTP", intent)
 }
 
@@ -478,7 +554,11 @@ func (s *Server) otpVerifyV2(ctx context.Context, c *call, raw []byte) (any, err
 	if in.EncryptedOtpBundle == "" {
 		return nil, apierr.Required("encryptedOtpBundle")
 	}
-	return c.verificationToken(ctx, "ACTIVITY_TYPE_VERIFY_OTP_V2", wire.VerifyOtpIntentV2{OtpId: in.OtpID, EncryptedOtpBundle: in.EncryptedOtpBundle})
+	return c.verificationToken(
+		ctx,
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		wire.VerifyOtpIntentV2{OtpId: in.OtpID, EncryptedOtpBundle: in.EncryptedOtpBundle},
+	)
 }
 
 func (c *call) verificationToken(ctx context.Context, typ string, intent any) (any, error) {
@@ -554,8 +634,14 @@ func (s *Server) otpLogin(v2 bool) handlerFunc {
 		exp := strconv.FormatInt(c.cfg.Settings.SessionExpirationSeconds, 10)
 		var res json.RawMessage
 		if ws != nil {
-			res, _, err = c.submit(ctx, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", orgID, wire.OtpLoginIntentV2{VerificationToken: in.VerificationToken,
-				PublicKey: pub, ClientSignature: *ws, ExpirationSeconds: exp, InvalidateExisting: in.InvalidateExisting})
+			res, _, err = c.submit(
+				ctx,
+				"otp_login",
+				"ACTIVITY_TYPE_OTP_LOGIN_V2",
+				orgID,
+				wire.OtpLoginIntentV2{VerificationToken: in.VerificationToken,
+					PublicKey: pub, ClientSignature: *ws, ExpirationSeconds: exp, InvalidateExisting: in.InvalidateExisting},
+			)
 		} else {
 			res, _, err = c.submit(ctx, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN", orgID, wire.OtpLoginIntent{VerificationToken: in.VerificationToken,
 				PublicKey: pub, ExpirationSeconds: exp, InvalidateExisting: in.InvalidateExisting})
@@ -603,7 +689,11 @@ func (s *Server) oauth2Authenticate(ctx context.Context, c *call, raw []byte) (a
 		}
 	}
 	if in.Provider != "OAUTH2_PROVIDER_X" && in.Provider != "OAUTH2_PROVIDER_DISCORD" {
-		return nil, apierr.Invalid("provider", "must be OAUTH2_PROVIDER_X or OAUTH2_PROVIDER_DISCORD, got %q", in.Provider)
+		return nil, apierr.Invalid(
+			"provider",
+			"must be OAUTH2_PROVIDER_X or OAUTH2_PROVIDER_DISCORD, got %q",
+			in.Provider,
+		)
 	}
 	var creds wire.ListOauth2CredentialsResponse
 	if err := c.query(ctx, "list_oauth2_credentials", map[string]any{}, &creds); err != nil {
@@ -617,10 +707,20 @@ func (s *Server) oauth2Authenticate(ctx context.Context, c *call, raw []byte) (a
 		}
 	}
 	if credID == "" {
-		return nil, apierr.Invalid("clientId", "the organization has no OAuth 2.0 credential for %s with this client id (create one with create_oauth2_credential)", in.Provider)
+		return nil, apierr.Invalid(
+			"clientId",
+			"the organization has no OAuth 2.0 credential for %s with this client id (create one with create_oauth2_credential)",
+			in.Provider,
+		)
 	}
-	res, _, err := c.submit(ctx, "oauth2_authenticate", "ACTIVITY_TYPE_OAUTH2_AUTHENTICATE", c.cfg.OrgID, wire.Oauth2AuthenticateIntent{
-		Oauth2CredentialId: credID, AuthCode: in.AuthCode, RedirectUri: in.RedirectURI, CodeVerifier: in.CodeVerifier, Nonce: in.Nonce})
+	res, _, err := c.submit(
+		ctx,
+		"oauth2_authenticate",
+		"ACTIVITY_TYPE_OAUTH2_AUTHENTICATE",
+		c.cfg.OrgID,
+		wire.Oauth2AuthenticateIntent{
+			Oauth2CredentialId: credID, AuthCode: in.AuthCode, RedirectUri: in.RedirectURI, CodeVerifier: in.CodeVerifier, Nonce: in.Nonce},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -669,8 +769,17 @@ func (s *Server) oauthLogin(ctx context.Context, c *call, raw []byte) (any, erro
 			return nil, apierr.NotFoundf("no sub-organization of this organization has a user with this OIDC identity; sign the user up first")
 		}
 	}
-	res, _, err := c.submit(ctx, "oauth_login", "ACTIVITY_TYPE_OAUTH_LOGIN", orgID, wire.OauthLoginIntent{OidcToken: in.OidcToken, PublicKey: pub,
-		ExpirationSeconds: strconv.FormatInt(c.cfg.Settings.SessionExpirationSeconds, 10), InvalidateExisting: in.InvalidateExisting})
+	res, _, err := c.submit(
+		ctx,
+		"oauth_login",
+		"ACTIVITY_TYPE_OAUTH_LOGIN",
+		orgID,
+		wire.OauthLoginIntent{OidcToken: in.OidcToken, PublicKey: pub,
+			ExpirationSeconds: strconv.FormatInt(
+				c.cfg.Settings.SessionExpirationSeconds,
+				10,
+			), InvalidateExisting: in.InvalidateExisting},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -717,7 +826,12 @@ func (s *Server) account(ctx context.Context, c *call, raw []byte) (any, error) 
 	}
 	ft := strings.ToUpper(in.FilterType)
 	if !slices.Contains(accountFilters, ft) {
-		return nil, apierr.Invalid("filterType", "must be one of %s, got %q", strings.Join(accountFilters, ", "), in.FilterType)
+		return nil, apierr.Invalid(
+			"filterType",
+			"must be one of %s, got %q",
+			strings.Join(accountFilters, ", "),
+			in.FilterType,
+		)
 	}
 	if ft == "OIDC_CLAIMS" {
 		return nil, apierr.Unsupported("account filterType OIDC_CLAIMS (look the user up with OIDC_TOKEN)")

@@ -27,13 +27,55 @@ func TestWalletShapes(t *testing.T) {
 		format  string
 		wantErr string
 	}{
-		{"spec sample", `{"path":"m/44'/501'/0'/0'","curve":"CURVE_TYPE_ED25519"}`, "CURVE_ED25519", "m/44'/501'/0'/0'", "ADDRESS_FORMAT_SOLANA", ""},
-		{"swagger curve name", `{"curve":"CURVE_SECP256K1"}`, "CURVE_SECP256K1", "m/44'/60'/0'/0/0", "ADDRESS_FORMAT_ETHEREUM", ""},
-		{"path only", `{"path":"m/44'/60'/0'/0/1"}`, "CURVE_SECP256K1", "m/44'/60'/0'/0/1", "ADDRESS_FORMAT_ETHEREUM", ""},
-		{"address format given", `{"curve":"curve_type_secp256k1","addressFormat":"ADDRESS_FORMAT_TRON"}`, "CURVE_SECP256K1", "m/44'/60'/0'/0/0", "ADDRESS_FORMAT_TRON", ""},
-		{"swagger shape", `{"walletName":"w","accounts":[{"curve":"CURVE_P256","pathFormat":"PATH_FORMAT_BIP32","path":"m/0'","addressFormat":"ADDRESS_FORMAT_COMPRESSED"}]}`, "CURVE_P256", "m/0'", "ADDRESS_FORMAT_COMPRESSED", ""},
+		{
+			"spec sample",
+			`{"path":"m/44'/501'/0'/0'","curve":"CURVE_TYPE_ED25519"}`,
+			"CURVE_ED25519",
+			"m/44'/501'/0'/0'",
+			"ADDRESS_FORMAT_SOLANA",
+			"",
+		},
+		{
+			"swagger curve name",
+			`{"curve":"CURVE_SECP256K1"}`,
+			"CURVE_SECP256K1",
+			"m/44'/60'/0'/0/0",
+			"ADDRESS_FORMAT_ETHEREUM",
+			"",
+		},
+		{
+			"path only",
+			`{"path":"m/44'/60'/0'/0/1"}`,
+			"CURVE_SECP256K1",
+			"m/44'/60'/0'/0/1",
+			"ADDRESS_FORMAT_ETHEREUM",
+			"",
+		},
+		{
+			"address format given",
+			`{"curve":"curve_type_secp256k1","addressFormat":"ADDRESS_FORMAT_TRON"}`,
+			"CURVE_SECP256K1",
+			"m/44'/60'/0'/0/0",
+			"ADDRESS_FORMAT_TRON",
+			"",
+		},
+		{
+			"swagger shape",
+			`{"walletName":"w","accounts":[{"curve":"CURVE_P256","pathFormat":"PATH_FORMAT_BIP32","path":"m/0'","addressFormat":"ADDRESS_FORMAT_COMPRESSED"}]}`,
+			"CURVE_P256",
+			"m/0'",
+			"ADDRESS_FORMAT_COMPRESSED",
+			"",
+		},
 		{"unknown curve", `{"curve":"CURVE_TYPE_RSA"}`, "", "", "", "wallet.curve"},
-		{"both shapes", `{"curve":"CURVE_ED25519","accounts":[{"curve":"CURVE_P256","pathFormat":"PATH_FORMAT_BIP32","path":"m/0'","addressFormat":"ADDRESS_FORMAT_COMPRESSED"}]}`, "", "", "", "not both"},
+		{
+			"both shapes",
+			`{"curve":"CURVE_ED25519","accounts":[{"curve":"CURVE_P256","pathFormat":"PATH_FORMAT_BIP32","path":"m/0'","addressFormat":"ADDRESS_FORMAT_COMPRESSED"}]}`,
+			"",
+			"",
+			"",
+			"not both",
+		},
 	}
 	for _, c := range cases {
 		var w walletIn
@@ -47,7 +89,10 @@ func TestWalletShapes(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || len(p.Accounts) != 1 || string(p.Accounts[0].Curve) != c.curve || p.Accounts[0].Path != c.path || string(p.Accounts[0].AddressFormat) != c.format || p.WalletName == "" {
+		if err != nil || len(p.Accounts) != 1 || string(p.Accounts[0].Curve) != c.curve ||
+			p.Accounts[0].Path != c.path ||
+			string(p.Accounts[0].AddressFormat) != c.format ||
+			p.WalletName == "" {
 			t.Errorf("%s: %+v, %v", c.name, p, err)
 		}
 	}
@@ -66,11 +111,13 @@ func TestClientSignatureShapes(t *testing.T) {
 		t.Fatalf("object form: %+v %v", w, err)
 	}
 	w, err := in.B.wire("b", tok)
-	if err != nil || w.PublicKey != "02ab" || w.Message != tok || w.Signature != strings.Repeat("ab", 64) || w.Scheme != "CLIENT_SIGNATURE_SCHEME_API_P256" {
+	if err != nil || w.PublicKey != "02ab" || w.Message != tok || w.Signature != strings.Repeat("ab", 64) ||
+		w.Scheme != "CLIENT_SIGNATURE_SCHEME_API_P256" {
 		t.Fatalf("hex form: %+v %v", w, err)
 	}
 	for _, bad := range []string{"zz", "abcd", strings.Repeat("ab", 63)} {
-		if _, err := (&clientSig{hex: bad}).wire("client_signature", tok); err == nil || !strings.Contains(err.Error(), "client_signature") {
+		if _, err := (&clientSig{hex: bad}).wire("client_signature", tok); err == nil ||
+			!strings.Contains(err.Error(), "client_signature") {
 			t.Errorf("%q accepted: %v", bad, err)
 		}
 	}
@@ -90,7 +137,9 @@ func (fakeCoordinator) Do(ctx context.Context, kind, op string, body []byte, h, 
 	if kind == "query" {
 		return 200, []byte(`{"organizationIds":[],"oauth2Credentials":[]}`), nil
 	}
-	return 200, []byte(`{"activity":{"status":"ACTIVITY_STATUS_COMPLETED","result":{"x":{"otpId":"o","verificationToken":"t","session":"s","subOrganizationId":"so","rootUserIds":["u"]}}}}`), nil
+	return 200, []byte(
+		`{"activity":{"status":"ACTIVITY_STATUS_COMPLETED","result":{"x":{"otpId":"o","verificationToken":"t","session":"s","subOrganizationId":"so","rootUserIds":["u"]}}}}`,
+	), nil
 }
 
 const testSubOrg = "22222222-2222-4222-8222-222222222222"
@@ -112,8 +161,21 @@ func testProxy(t testing.TB) (*Server, *Config) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	org := &directory.Organization{ID: "11111111-1111-4111-8111-111111111111", Name: "Acme", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
-	sub := &directory.Organization{ID: testSubOrg, ParentID: org.ID, Name: "sub", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
+	org := &directory.Organization{
+		ID:        "11111111-1111-4111-8111-111111111111",
+		Name:      "Acme",
+		Features:  []directory.Feature{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	sub := &directory.Organization{
+		ID:        testSubOrg,
+		ParentID:  org.ID,
+		Name:      "sub",
+		Features:  []directory.Feature{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
 	if err := st.Update(ctx, func(tx store.Tx) error {
 		if err := directory.SaveOrganization(ctx, tx, org); err != nil {
 			return err
@@ -155,7 +217,8 @@ func FuzzRequests(f *testing.F) {
 				continue
 			}
 			var ae *apierr.Error
-			if !errors.As(err, &ae) || ae.Code == apierr.Internal || ae.Code.HTTPStatus() == http.StatusInternalServerError {
+			if !errors.As(err, &ae) || ae.Code == apierr.Internal ||
+				ae.Code.HTTPStatus() == http.StatusInternalServerError {
 				t.Fatalf("%s(%q): %v", op, body, err)
 			}
 		}

@@ -31,8 +31,17 @@ const allowHeaders = "Content-Type, X-Auth-Proxy-Config-ID, X-Captcha-Token, X-C
 
 // The proxy's own refusals, each with its own code (docs/auth-proxy.md lists them).
 var (
-	errConfigIDMissing = apierr.New(apierr.InvalidArgument, "AUTH_PROXY_CONFIG_ID_MISSING", "the %s header is required: send the configId `latchkey proxy enable` printed", ConfigHeader)
-	errOriginMissing   = apierr.New(apierr.PermissionDenied, "ORIGIN_NOT_ALLOWED", "this auth proxy configuration only allows listed origins and the request has no Origin header")
+	errConfigIDMissing = apierr.New(
+		apierr.InvalidArgument,
+		"AUTH_PROXY_CONFIG_ID_MISSING",
+		"the %s header is required: send the configId `latchkey proxy enable` printed",
+		ConfigHeader,
+	)
+	errOriginMissing = apierr.New(
+		apierr.PermissionDenied,
+		"ORIGIN_NOT_ALLOWED",
+		"this auth proxy configuration only allows listed origins and the request has no Origin header",
+	)
 )
 
 func errConfigNotFound(cfgID string) error {
@@ -40,14 +49,25 @@ func errConfigNotFound(cfgID string) error {
 	if len(shown) > 64 {
 		shown = shown[:64] + "…"
 	}
-	return apierr.New(apierr.NotFound, "AUTH_PROXY_CONFIG_NOT_FOUND", "unknown auth proxy configuration %q (%s)", shown, ConfigHeader)
+	return apierr.New(
+		apierr.NotFound,
+		"AUTH_PROXY_CONFIG_NOT_FOUND",
+		"unknown auth proxy configuration %q (%s)",
+		shown,
+		ConfigHeader,
+	)
 }
 
 func errOriginNotAllowed(origin string) error {
 	if len(origin) > 256 {
 		origin = origin[:256] + "…"
 	}
-	return apierr.New(apierr.PermissionDenied, "ORIGIN_NOT_ALLOWED", "origin %q is not allowed by this auth proxy configuration (allowed origins are set with latchkey proxy update --allowed-origins)", origin)
+	return apierr.New(
+		apierr.PermissionDenied,
+		"ORIGIN_NOT_ALLOWED",
+		"origin %q is not allowed by this auth proxy configuration (allowed origins are set with latchkey proxy update --allowed-origins)",
+		origin,
+	)
 }
 
 // Server is the auth proxy's HTTP service (/v1/*).
@@ -127,7 +147,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, routes map[st
 	setCORS(h, r.Header.Get("Origin"))
 	defer func() {
 		if p := recover(); p != nil {
-			s.Log.Error("panic serving auth proxy request", "request_id", reqID, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.Log.Error(
+				"panic serving auth proxy request",
+				"request_id",
+				reqID,
+				"path",
+				r.URL.Path,
+				"panic",
+				fmt.Sprint(p),
+				"stack",
+				string(debug.Stack()),
+			)
 			apierr.Render(w, apierr.Internalf(nil, "internal error (request %s)", reqID))
 		}
 	}()
@@ -146,7 +176,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, routes map[st
 	}
 	if r.Method != http.MethodPost {
 		h.Set("Allow", "POST, OPTIONS")
-		apierr.Render(w, apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "method %s not allowed: the auth proxy takes POST", r.Method))
+		apierr.Render(
+			w,
+			apierr.New(
+				apierr.InvalidArgument,
+				"INVALID_REQUEST",
+				"method %s not allowed: the auth proxy takes POST",
+				r.Method,
+			),
+		)
 		return
 	}
 	start := time.Now()
@@ -171,7 +209,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, routes map[st
 			apierr.Render(w, e)
 		}
 	}
-	s.Log.Debug("auth proxy request", "request_id", reqID, "path", path, "status", status, "duration", time.Since(start))
+	s.Log.Debug(
+		"auth proxy request",
+		"request_id",
+		reqID,
+		"path",
+		path,
+		"status",
+		status,
+		"duration",
+		time.Since(start),
+	)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, op string, handle handlerFunc) (int, error) {

@@ -76,16 +76,32 @@ func (s Settings) Normalize() (Settings, error) {
 	}
 	out.AllowedOrigins = origins
 	if s.SessionExpirationSeconds < 60 || s.SessionExpirationSeconds > MaxSessionExpirationSeconds {
-		return s, apierr.Invalid("sessionExpirationSeconds", "must be between 60 and %d, got %d", MaxSessionExpirationSeconds, s.SessionExpirationSeconds)
+		return s, apierr.Invalid(
+			"sessionExpirationSeconds",
+			"must be between 60 and %d, got %d",
+			MaxSessionExpirationSeconds,
+			s.SessionExpirationSeconds,
+		)
 	}
 	if s.OTPLength < MinOTPLength || s.OTPLength > MaxOTPLength {
-		return s, apierr.Invalid("otpLength", "must be between %d and %d, got %d", MinOTPLength, MaxOTPLength, s.OTPLength)
+		return s, apierr.Invalid(
+			"otpLength",
+			"must be between %d and %d, got %d",
+			MinOTPLength,
+			MaxOTPLength,
+			s.OTPLength,
+		)
 	}
 	out.EnabledProviders = nil
 	for _, p := range s.EnabledProviders {
 		p = strings.ToLower(strings.TrimSpace(p))
 		if !slices.Contains(Providers, p) {
-			return s, apierr.Invalid("enabledProviders", "unknown provider %q (known: %s)", p, strings.Join(Providers, ", "))
+			return s, apierr.Invalid(
+				"enabledProviders",
+				"unknown provider %q (known: %s)",
+				p,
+				strings.Join(Providers, ", "),
+			)
 		}
 		if !slices.Contains(out.EnabledProviders, p) {
 			out.EnabledProviders = append(out.EnabledProviders, p)
@@ -147,12 +163,19 @@ func normalizeOrigins(in []string) ([]string, error) {
 		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
 		if o == "*" {
 			if len(in) > 1 {
-				return nil, apierr.Invalid("allowedOrigins", `"*" allows every origin and cannot be combined with others`)
+				return nil, apierr.Invalid(
+					"allowedOrigins",
+					`"*" allows every origin and cannot be combined with others`,
+				)
 			}
 			return []string{"*"}, nil
 		}
 		if strings.Contains(o, "*") {
-			return nil, apierr.Invalid("allowedOrigins", "%q: partial wildcards are not supported; list exact origins", o)
+			return nil, apierr.Invalid(
+				"allowedOrigins",
+				"%q: partial wildcards are not supported; list exact origins",
+				o,
+			)
 		}
 		if err := checkURL("allowedOrigins", o, true); err != nil {
 			return nil, err

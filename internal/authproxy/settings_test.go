@@ -19,7 +19,8 @@ func TestSettingsNormalize(t *testing.T) {
 		!slices.Equal(n.EnabledProviders, []string{"email", "google"}) || n.OAuthClientIDs["google"] != "cid" {
 		t.Fatalf("normalized: %+v", n)
 	}
-	if !n.AllowsOrigin("https://app.example") || n.AllowsOrigin("https://evil.example") || n.AllowsOrigin("https://x.app.example") {
+	if !n.AllowsOrigin("https://app.example") || n.AllowsOrigin("https://evil.example") ||
+		n.AllowsOrigin("https://x.app.example") {
 		t.Fatal("origin check")
 	}
 	if d, _ := DefaultSettings().Normalize(); !d.AllowsOrigin("https://anything.example") {

@@ -6,9 +6,14 @@ import (
 )
 
 func TestTokenClaims(t *testing.T) {
-	payload := base64.RawURLEncoding.EncodeToString([]byte(`{"exp":"1","id":"t1","organization_id":"o","verification_type":"OTP_TYPE_EMAIL","contact":"a@example.com","public_key":"02ab"}`))
+	payload := base64.RawURLEncoding.EncodeToString(
+		[]byte(
+			`{"exp":"1","id":"t1","organization_id":"o","verification_type":"OTP_TYPE_EMAIL","contact":"a@example.com","public_key":"02ab"}`,
+		),
+	)
 	c, err := tokenClaims("e30." + payload + ".sig")
-	if err != nil || c.ID != "t1" || c.Contact != "a@example.com" || c.PublicKey != "02ab" || c.VerificationType != "OTP_TYPE_EMAIL" {
+	if err != nil || c.ID != "t1" || c.Contact != "a@example.com" || c.PublicKey != "02ab" ||
+		c.VerificationType != "OTP_TYPE_EMAIL" {
 		t.Fatalf("tokenClaims = %+v, %v", c, err)
 	}
 	for _, bad := range []string{"", "a.b", "a.!!!.c", "a." + base64.RawURLEncoding.EncodeToString([]byte(`[1]`)) + ".c",

@@ -110,8 +110,18 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	s := fmt.Sprintf("op=%s concurrency=%d duration=%.1fs requests=%d errors=%d rps=%.0f p50=%.2fms p99=%.2fms presigned=%d",
-		r.Op, r.Concurrency, r.Seconds, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms, r.Presigned)
+	s := fmt.Sprintf(
+		"op=%s concurrency=%d duration=%.1fs requests=%d errors=%d rps=%.0f p50=%.2fms p99=%.2fms presigned=%d",
+		r.Op,
+		r.Concurrency,
+		r.Seconds,
+		r.Requests,
+		r.Errors,
+		r.RPS,
+		r.P50ms,
+		r.P99ms,
+		r.Presigned,
+	)
 	if r.Exhausted {
 		s += " (the pre-signed requests ran out before the duration: raise --presign)"
 	}
@@ -289,14 +299,18 @@ func body(cfg Config, worker, n int) (path string, b []byte) {
 		return "/public/v1/query/whoami", []byte(`{"organizationId":"` + org + `"}`)
 	case "create_user_tag":
 		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
-		return "/public/v1/submit/create_user_tag", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"` + ts +
-			`","organizationId":"` + org + `","parameters":{"userTagName":"` + name + `","userIds":[]}}`)
+		return "/public/v1/submit/create_user_tag", []byte(
+			`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"` + ts +
+				`","organizationId":"` + org + `","parameters":{"userTagName":"` + name + `","userIds":[]}}`,
+		)
 	case "create_sub_organization": // with one root user and one Ethereum wallet (a new mnemonic each)
 		name := fmt.Sprintf("bench-%s-%d-%d", runID, worker, n)
-		return "/public/v1/submit/create_sub_organization", []byte(`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + ts +
-			`","organizationId":"` + org + `","parameters":{"subOrganizationName":"` + name + `","rootQuorumThreshold":1,` +
-			`"rootUsers":[{"userName":"root","apiKeys":[],"authenticators":[],"oauthProviders":[]}],` +
-			`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`)
+		return "/public/v1/submit/create_sub_organization", []byte(
+			`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + ts +
+				`","organizationId":"` + org + `","parameters":{"subOrganizationName":"` + name + `","rootQuorumThreshold":1,` +
+				`"rootUsers":[{"userName":"root","apiKeys":[],"authenticators":[],"oauthProviders":[]}],` +
+				`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`,
+		)
 	default: // sign_raw_payload: a distinct 32-byte payload each time
 		var d [32]byte
 		_, _ = rand.Read(d[:])
@@ -304,9 +318,11 @@ func body(cfg Config, worker, n int) (path string, b []byte) {
 		if cfg.Curve == "ed25519" {
 			hashFn = "HASH_FUNCTION_NOT_APPLICABLE"
 		}
-		return "/public/v1/submit/sign_raw_payload", []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"` + ts +
-			`","organizationId":"` + org + `","parameters":{"signWith":"` + cfg.SignWith + `","payload":"` + hex.EncodeToString(d[:]) +
-			`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"` + hashFn + `"}}`)
+		return "/public/v1/submit/sign_raw_payload", []byte(
+			`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"` + ts +
+				`","organizationId":"` + org + `","parameters":{"signWith":"` + cfg.SignWith + `","payload":"` + hex.EncodeToString(d[:]) +
+				`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"` + hashFn + `"}}`,
+		)
 	}
 }
 
@@ -316,8 +332,10 @@ func createWallet(ctx context.Context, client *http.Client, base string, st stam
 	if cfg.Curve == "ed25519" {
 		account = `{"curve":"CURVE_ED25519","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/501'/0'/0'","addressFormat":"ADDRESS_FORMAT_SOLANA"}`
 	}
-	b := []byte(`{"type":"ACTIVITY_TYPE_CREATE_WALLET","timestampMs":"` + strconv.FormatInt(time.Now().UnixMilli(), 10) +
-		`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"walletName":"bench-` + runID + `-` + cfg.Curve + `","accounts":[` + account + `]}}`)
+	b := []byte(
+		`{"type":"ACTIVITY_TYPE_CREATE_WALLET","timestampMs":"` + strconv.FormatInt(time.Now().UnixMilli(), 10) +
+			`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"walletName":"bench-` + runID + `-` + cfg.Curve + `","accounts":[` + account + `]}}`,
+	)
 	out, err := post(ctx, client, base, "/public/v1/submit/create_wallet", b, st)
 	if err != nil {
 		return "", err
@@ -337,7 +355,14 @@ func createWallet(ctx context.Context, client *http.Client, base string, st stam
 	return r.Activity.Result.CreateWalletResult.Addresses[0], nil
 }
 
-func do(ctx context.Context, client *http.Client, base string, st stamp.Stamper, cfg Config, worker, n int) ([]byte, error) {
+func do(
+	ctx context.Context,
+	client *http.Client,
+	base string,
+	st stamp.Stamper,
+	cfg Config,
+	worker, n int,
+) ([]byte, error) {
 	path, b := body(cfg, worker, n)
 	return post(ctx, client, base, path, b, st)
 }
@@ -437,16 +462,29 @@ func truncate(b []byte, n int) string {
 // policySigner creates a non-root user with a fresh P-256 key and cfg.Policies policies, the last
 // of which allows that user to sign with cfg.SignWith's wallet; the others do not match. It
 // returns the user's stamper.
-func policySigner(ctx context.Context, client *http.Client, base string, root stamp.Stamper, cfg Config) (stamp.Stamper, error) {
+func policySigner(
+	ctx context.Context,
+	client *http.Client,
+	base string,
+	root stamp.Stamper,
+	cfg Config,
+) (stamp.Stamper, error) {
 	priv, pub, err := stamp.GenerateKey(stamp.CurveP256)
 	if err != nil {
 		return nil, err
 	}
 	org := cfg.Creds.OrganizationID
 	ts := func() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
-	out, err := post(ctx, client, base, "/public/v1/submit/create_users", []byte(`{"type":"ACTIVITY_TYPE_CREATE_USERS_V4","timestampMs":"`+ts()+
-		`","organizationId":"`+org+`","parameters":{"users":[{"userName":"bench-signer-`+runID+`","apiKeys":[{"apiKeyName":"bench","publicKey":"`+pub+
-		`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[],"userTags":[]}]}}`), root)
+	out, err := post(
+		ctx,
+		client,
+		base,
+		"/public/v1/submit/create_users",
+		[]byte(`{"type":"ACTIVITY_TYPE_CREATE_USERS_V4","timestampMs":"`+ts()+
+			`","organizationId":"`+org+`","parameters":{"users":[{"userName":"bench-signer-`+runID+`","apiKeys":[{"apiKeyName":"bench","publicKey":"`+pub+
+			`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[],"userTags":[]}]}}`),
+		root,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -468,9 +506,16 @@ func policySigner(ctx context.Context, client *http.Client, base string, root st
 		if i == cfg.Policies-1 {
 			cond = `activity.action == 'SIGN' && wallet_account.address == '` + cfg.SignWith + `'`
 		}
-		body, _ := json.Marshal(map[string]any{"type": "ACTIVITY_TYPE_CREATE_POLICY_V3", "timestampMs": ts(), "organizationId": org,
-			"parameters": map[string]any{"policyName": fmt.Sprintf("bench-%s-%d", runID, i), "effect": "EFFECT_ALLOW", "notes": "latchkey bench",
-				"consensus": "approvers.any(user, user.id == '" + userID + "')", "condition": cond}})
+		body, _ := json.Marshal(
+			map[string]any{"type": "ACTIVITY_TYPE_CREATE_POLICY_V3", "timestampMs": ts(), "organizationId": org,
+				"parameters": map[string]any{
+					"policyName": fmt.Sprintf("bench-%s-%d", runID, i),
+					"effect":     "EFFECT_ALLOW",
+					"notes":      "latchkey bench",
+					"consensus":  "approvers.any(user, user.id == '" + userID + "')",
+					"condition":  cond,
+				}},
+		)
 		if _, err := post(ctx, client, base, "/public/v1/submit/create_policy", body, root); err != nil {
 			return nil, err
 		}
@@ -491,11 +536,18 @@ func seed(ctx context.Context, client *http.Client, base string, st stamp.Stampe
 			for i := range next {
 				_, pub, err := stamp.GenerateKey(stamp.CurveP256)
 				if err == nil {
-					b := []byte(`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + strconv.FormatInt(time.Now().UnixMilli(), 10) +
-						`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"subOrganizationName":"seed-` + runID + `-` + strconv.Itoa(i) +
-						`","rootQuorumThreshold":1,"rootUsers":[{"userName":"root","apiKeys":[{"apiKeyName":"k","publicKey":"` + pub +
-						`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[]}],` +
-						`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`)
+					b := []byte(
+						`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7","timestampMs":"` + strconv.FormatInt(
+							time.Now().UnixMilli(),
+							10,
+						) +
+							`","organizationId":"` + cfg.Creds.OrganizationID + `","parameters":{"subOrganizationName":"seed-` + runID + `-` + strconv.Itoa(
+							i,
+						) +
+							`","rootQuorumThreshold":1,"rootUsers":[{"userName":"root","apiKeys":[{"apiKeyName":"k","publicKey":"` + pub +
+							`","curveType":"API_KEY_CURVE_P256"}],"authenticators":[],"oauthProviders":[]}],` +
+							`"wallet":{"walletName":"main","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}}}`,
+					)
 					_, err = post(ctx, client, base, "/public/v1/submit/create_sub_organization", b, st)
 				}
 				if err != nil {

@@ -39,8 +39,10 @@ func MeasureFloor(ctx context.Context, curve string, d time.Duration) (Floor, er
 	if err != nil {
 		return Floor{}, err
 	}
-	body := []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"00000000-0000-4000-8000-000000000000","parameters":{"signWith":"0x0000000000000000000000000000000000000000","payload":"` +
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff" + `","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`)
+	body := []byte(
+		`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"00000000-0000-4000-8000-000000000000","parameters":{"signWith":"0x0000000000000000000000000000000000000000","payload":"` +
+			"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff" + `","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`,
+	)
 	_, header, err := st.Stamp(body)
 	if err != nil {
 		return Floor{}, err

@@ -91,7 +91,12 @@ func checkKeyName(name string) error {
 		return UsageError{"--name is required"}
 	}
 	if !keyNameRE.MatchString(name) {
-		return UsageError{fmt.Sprintf("key name %q: use up to 64 letters, digits, '-', '_' and '.', starting with a letter or digit", name)}
+		return UsageError{
+			fmt.Sprintf(
+				"key name %q: use up to 64 letters, digits, '-', '_' and '.', starting with a letter or digit",
+				name,
+			),
+		}
 	}
 	return nil
 }
@@ -249,7 +254,8 @@ func loadKey(dir, ref string) (*keyFile, error) {
 
 // isKeyPath says whether a key reference is a file path rather than a name.
 func isKeyPath(ref string) bool {
-	return strings.ContainsRune(ref, '/') || strings.ContainsRune(ref, filepath.Separator) || strings.HasSuffix(ref, ".json")
+	return strings.ContainsRune(ref, '/') || strings.ContainsRune(ref, filepath.Separator) ||
+		strings.HasSuffix(ref, ".json")
 }
 
 // loadKeyRef loads a key by name from the key directory (--key-dir or its default) or by path.
@@ -286,7 +292,11 @@ func (c Commands) Keygen(_ context.Context, args []string) error {
 	curveName := fs.String("curve", "p256", "p256, secp256k1 or ed25519")
 	keyDir := fs.String("key-dir", "", keyDirHelp)
 	force := fs.Bool("force", false, "replace an existing key of that name")
-	asJSON := fs.Bool("json", false, "print {name, curve, publicKey, uncompressedPublicKey, path} (never the private key)")
+	asJSON := fs.Bool(
+		"json",
+		false,
+		"print {name, curve, publicKey, uncompressedPublicKey, path} (never the private key)",
+	)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -464,7 +474,13 @@ func unreachable(base string, err error) error {
 }
 
 // send performs one HTTP request and returns the body of a 2xx answer.
-func send(ctx context.Context, client *http.Client, method, base, target string, body []byte, headers map[string]string) ([]byte, error) {
+func send(
+	ctx context.Context,
+	client *http.Client,
+	method, base, target string,
+	body []byte,
+	headers map[string]string,
+) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -508,10 +524,22 @@ func printJSON(w io.Writer, b []byte) {
 // to an auth proxy (latchkey request).
 func (c Commands) Request(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
-	apiURL := fs.String("api-url", "", "base URL of the activity API (default "+defaultAPIURL+"; with --proxy, of the auth proxy, default "+defaultProxyURL+")")
-	keyRef := fs.String("key", "", "name of the API key to stamp with (from the key directory), or a key file path (a keygen file or serve --dev's dev-credentials.json)")
+	apiURL := fs.String(
+		"api-url",
+		"",
+		"base URL of the activity API (default "+defaultAPIURL+"; with --proxy, of the auth proxy, default "+defaultProxyURL+")",
+	)
+	keyRef := fs.String(
+		"key",
+		"",
+		"name of the API key to stamp with (from the key directory), or a key file path (a keygen file or serve --dev's dev-credentials.json)",
+	)
 	keyDir := fs.String("key-dir", "", keyDirHelp)
-	path := fs.String("path", "", "request path, e.g. /public/v1/query/whoami or /public/v1/submit/create_wallet (with --proxy: /v1/otp_init)")
+	path := fs.String(
+		"path",
+		"",
+		"request path, e.g. /public/v1/query/whoami or /public/v1/submit/create_wallet (with --proxy: /v1/otp_init)",
+	)
 	bodyArg := fs.String("body", "{}", "JSON body: text, @file, or - for stdin")
 	orgID := fs.String("organization-id", "", "added as organizationId when the body has none")
 	proxy := fs.Bool("proxy", false, "send to an auth proxy: no stamp, header "+proxyConfigHeader+" from --config-id")
@@ -634,7 +662,15 @@ func fetchSignerKey(ctx context.Context, base string, timeout time.Duration) (st
 	if err != nil {
 		return "", err
 	}
-	b, err := send(ctx, &http.Client{Timeout: timeout}, http.MethodGet, base, target, nil, map[string]string{"Accept": "application/json"})
+	b, err := send(
+		ctx,
+		&http.Client{Timeout: timeout},
+		http.MethodGet,
+		base,
+		target,
+		nil,
+		map[string]string{"Accept": "application/json"},
+	)
 	if err != nil {
 		return "", fmt.Errorf("fetching the signer key: %w", err)
 	}
@@ -677,7 +713,10 @@ func formatExported(plain []byte, keyFormat string) (string, error) {
 		return hex.EncodeToString(plain), nil
 	case "SOLANA":
 		if len(plain) != ed25519.SeedSize {
-			return "", fmt.Errorf("--key-format SOLANA needs a 32-byte Ed25519 key, the bundle holds %d bytes", len(plain))
+			return "", fmt.Errorf(
+				"--key-format SOLANA needs a 32-byte Ed25519 key, the bundle holds %d bytes",
+				len(plain),
+			)
 		}
 		return base58.Encode(ed25519.NewKeyFromSeed(plain)), nil
 	}
@@ -687,16 +726,34 @@ func formatExported(plain []byte, keyFormat string) (string, error) {
 // Export decrypts an export bundle to the mnemonic or key it holds (latchkey export decrypt).
 func (c Commands) Export(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "decrypt" {
-		return UsageError{"usage: latchkey export decrypt --bundle B --embedded-key NAME --organization-id ID [--signer-public-key HEX | --api-url URL]"}
+		return UsageError{
+			"usage: latchkey export decrypt --bundle B --embedded-key NAME --organization-id ID [--signer-public-key HEX | --api-url URL]",
+		}
 	}
 	fs := flag.NewFlagSet("export decrypt", flag.ContinueOnError)
-	bundleArg := fs.String("bundle", "-", "the export bundle, or an export activity's response holding one: text, @file, or - for stdin")
-	keyRef := fs.String("embedded-key", "", "name of the P-256 key (made with keygen) whose public key was the export's targetPublicKey (required)")
+	bundleArg := fs.String(
+		"bundle",
+		"-",
+		"the export bundle, or an export activity's response holding one: text, @file, or - for stdin",
+	)
+	keyRef := fs.String(
+		"embedded-key",
+		"",
+		"name of the P-256 key (made with keygen) whose public key was the export's targetPublicKey (required)",
+	)
 	keyDir := fs.String("key-dir", "", keyDirHelp)
 	orgID := fs.String("organization-id", "", "the organization the bundle must be for (required)")
-	signer := fs.String("signer-public-key", "", "the server's signer public key, hex (default: fetched from --api-url/.well-known/latchkey.json)")
+	signer := fs.String(
+		"signer-public-key",
+		"",
+		"the server's signer public key, hex (default: fetched from --api-url/.well-known/latchkey.json)",
+	)
 	apiURL := fs.String("api-url", defaultAPIURL, "base URL of the activity API, to fetch the signer key from")
-	keyFormat := fs.String("key-format", "HEXADECIMAL", "how to print a private key: HEXADECIMAL or SOLANA (base58 of seed ‖ public key); a mnemonic prints as text")
+	keyFormat := fs.String(
+		"key-format",
+		"HEXADECIMAL",
+		"how to print a private key: HEXADECIMAL or SOLANA (base58 of seed ‖ public key); a mnemonic prints as text",
+	)
 	timeout := fs.Duration("timeout", 30*time.Second, "HTTP timeout")
 	if err := c.parse(fs, args[1:]); err != nil {
 		return err
@@ -717,7 +774,11 @@ func (c Commands) Export(ctx context.Context, args []string) error {
 		return err
 	}
 	if k.Curve != string(stamp.CurveP256) {
-		return fmt.Errorf("--embedded-key %q is a %s key; export bundles are encrypted to P-256 keys (keygen --curve p256)", k.Name, k.Curve)
+		return fmt.Errorf(
+			"--embedded-key %q is a %s key; export bundles are encrypted to P-256 keys (keygen --curve p256)",
+			k.Name,
+			k.Curve,
+		)
 	}
 	raw, err := readInput(c.Stdin, "bundle", *bundleArg)
 	if err != nil {

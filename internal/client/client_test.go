@@ -86,7 +86,10 @@ func devServer(t *testing.T) (url string, dc *server.DevCredentials, credsPath s
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := server.Open(ctx, server.Config{DataDir: dir, Dev: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.Open(
+		ctx,
+		server.Config{DataDir: dir, Dev: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +159,22 @@ func TestClientAgainstServer(t *testing.T) {
 	}
 
 	// alice creates a wallet (timestampMs filled in by the client).
-	out = mustCLI(t, "request", "--api-url", apiURL, "--key", "alice", "--path", "/public/v1/submit/create_wallet",
-		"--organization-id", dc.OrganizationID, "--body", `{"type":"ACTIVITY_TYPE_CREATE_WALLET","parameters":{"walletName":"cli",
+	out = mustCLI(
+		t,
+		"request",
+		"--api-url",
+		apiURL,
+		"--key",
+		"alice",
+		"--path",
+		"/public/v1/submit/create_wallet",
+		"--organization-id",
+		dc.OrganizationID,
+		"--body",
+		`{"type":"ACTIVITY_TYPE_CREATE_WALLET","parameters":{"walletName":"cli",
 		"accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}],
-		"mnemonicLength":12}}`)
+		"mnemonicLength":12}}`,
+	)
 	walletID := jsonPath(t, out, "activity", "result", "createWalletResult", "walletId")
 	ethAddr := jsonPath(t, out, "activity", "result", "createWalletResult", "addresses", "0")
 	if walletID == "" || !strings.HasPrefix(ethAddr, "0x") {
@@ -176,13 +191,32 @@ func TestClientAgainstServer(t *testing.T) {
 
 	// Export to a keygen'ed P-256 key (body from a file), decrypt to the mnemonic.
 	var recv publicRecord
-	if err := json.Unmarshal([]byte(mustCLI(t, "keygen", "--name", "recv", "--json")), &recv); err != nil || len(recv.UncompressedPublicKey) != 130 {
+	if err := json.Unmarshal([]byte(mustCLI(t, "keygen", "--name", "recv", "--json")), &recv); err != nil ||
+		len(recv.UncompressedPublicKey) != 130 {
 		t.Fatalf("keygen --json: %+v %v", recv, err)
 	}
 	bodyFile := filepath.Join(t.TempDir(), "export.json")
-	os.WriteFile(bodyFile, []byte(`{"type":"ACTIVITY_TYPE_EXPORT_WALLET","parameters":{"walletId":"`+walletID+`","targetPublicKey":"`+recv.UncompressedPublicKey+`"}}`), 0o600)
-	exportResp := mustCLI(t, "request", "--api-url", apiURL, "--key", "alice", "--path", "/public/v1/submit/export_wallet",
-		"--organization-id", dc.OrganizationID, "--body", "@"+bodyFile)
+	os.WriteFile(
+		bodyFile,
+		[]byte(
+			`{"type":"ACTIVITY_TYPE_EXPORT_WALLET","parameters":{"walletId":"`+walletID+`","targetPublicKey":"`+recv.UncompressedPublicKey+`"}}`,
+		),
+		0o600,
+	)
+	exportResp := mustCLI(
+		t,
+		"request",
+		"--api-url",
+		apiURL,
+		"--key",
+		"alice",
+		"--path",
+		"/public/v1/submit/export_wallet",
+		"--organization-id",
+		dc.OrganizationID,
+		"--body",
+		"@"+bodyFile,
+	)
 	bundle := jsonPath(t, exportResp, "activity", "result", "exportWalletResult", "exportBundle")
 	if bundle == "" {
 		t.Fatalf("export_wallet: %s", exportResp)
@@ -201,7 +235,18 @@ func TestClientAgainstServer(t *testing.T) {
 		t.Fatalf("the exported mnemonic derives %s, want %s", got, ethAddr)
 	}
 	// The whole response on stdin works too, with the signer key given.
-	wk := mustCLI(t, "request", "--api-url", apiURL, "--key", "alice", "--path", "/public/v1/query/whoami", "--organization-id", dc.OrganizationID)
+	wk := mustCLI(
+		t,
+		"request",
+		"--api-url",
+		apiURL,
+		"--key",
+		"alice",
+		"--path",
+		"/public/v1/query/whoami",
+		"--organization-id",
+		dc.OrganizationID,
+	)
 	if jsonPath(t, wk, "organizationId") != dc.OrganizationID {
 		t.Fatalf("whoami: %s", wk)
 	}
@@ -303,7 +348,9 @@ func TestKeygen(t *testing.T) {
 				t.Fatalf("keygen --json printed the private key: %s", out)
 			}
 			var rec publicRecord
-			if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Name != name || rec.Curve != string(tc.stored) || len(rec.PublicKey) != tc.pubLen {
+			if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Name != name ||
+				rec.Curve != string(tc.stored) ||
+				len(rec.PublicKey) != tc.pubLen {
 				t.Fatalf("keygen --json: %s (%v)", out, err)
 			}
 			k, err := loadKey(dir, name)
@@ -318,7 +365,9 @@ func TestKeygen(t *testing.T) {
 				t.Fatalf("stamper public key %s, want %s", got, rec.PublicKey)
 			}
 			// --force replaces it with a new key.
-			again := strings.TrimSpace(mustCLI(t, "keygen", "--key-dir", dir, "--name", name, "--curve", tc.curve, "--force"))
+			again := strings.TrimSpace(
+				mustCLI(t, "keygen", "--key-dir", dir, "--name", name, "--curve", tc.curve, "--force"),
+			)
 			if again == rec.PublicKey || len(again) != tc.pubLen {
 				t.Fatalf("--force: %q", again)
 			}
@@ -341,7 +390,16 @@ func TestKeygen(t *testing.T) {
 		})
 	}
 	// A tampered key file is refused.
-	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"name":"bad","curve":"API_KEY_CURVE_P256","publicKey":"02aa","privateKey":"`+strings.Repeat("11", 32)+`"}`), 0o600)
+	os.WriteFile(
+		filepath.Join(dir, "bad.json"),
+		[]byte(
+			`{"name":"bad","curve":"API_KEY_CURVE_P256","publicKey":"02aa","privateKey":"`+strings.Repeat(
+				"11",
+				32,
+			)+`"}`,
+		),
+		0o600,
+	)
 	if _, err := loadKey(dir, "bad"); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("tampered key: %v", err)
 	}
@@ -399,8 +457,10 @@ func TestRequestProxy(t *testing.T) {
 	defer srv.Close()
 	out := mustCLI(t, "request", "--proxy", "--api-url", srv.URL, "--config-id", "cfg-1", "--path", "/v1/otp_init",
 		"--body", `{"otpType":"OTP_TYPE_EMAIL", "contact":"a@example.com"}`)
-	if got.Method != http.MethodPost || got.URL.Path != "/v1/otp_init" || got.Header.Get("X-Auth-Proxy-Config-ID") != "cfg-1" ||
-		got.Header.Get("Content-Type") != "application/json" || got.Header.Get("X-Stamp") != "" {
+	if got.Method != http.MethodPost || got.URL.Path != "/v1/otp_init" ||
+		got.Header.Get("X-Auth-Proxy-Config-ID") != "cfg-1" ||
+		got.Header.Get("Content-Type") != "application/json" ||
+		got.Header.Get("X-Stamp") != "" {
 		t.Fatalf("request: %s %s %v", got.Method, got.URL, got.Header)
 	}
 	if string(gotBody) != `{"otpType":"OTP_TYPE_EMAIL","contact":"a@example.com"}` {

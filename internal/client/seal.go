@@ -37,7 +37,12 @@ func (s sealStatus) String() string {
 	if !s.Sealed {
 		return "Latchkey is unsealed."
 	}
-	return fmt.Sprintf("Latchkey is sealed: %d of the %d shares needed given (%d exist).", s.Progress, s.Threshold, s.Shares)
+	return fmt.Sprintf(
+		"Latchkey is sealed: %d of the %d shares needed given (%d exist).",
+		s.Progress,
+		s.Threshold,
+		s.Shares,
+	)
 }
 
 // ShareReader reads unseal shares one at a time from in: from the terminal without echo (the
@@ -82,7 +87,15 @@ func (c Commands) Unseal(ctx context.Context, args []string) error {
 	switch {
 	case err != nil || *status || !st.Sealed && !*reset:
 	case *reset:
-		st, err = sealCall(ctx, hc, http.MethodPut, *apiURL, unsealPath, []byte(`{"reset":true}`), map[string]string{"Content-Type": "application/json"})
+		st, err = sealCall(
+			ctx,
+			hc,
+			http.MethodPut,
+			*apiURL,
+			unsealPath,
+			[]byte(`{"reset":true}`),
+			map[string]string{"Content-Type": "application/json"},
+		)
 	default:
 		var share []byte
 		share, err = ShareReader(c.Stdin, c.Stderr)(st.Progress, st.Threshold)
@@ -98,11 +111,21 @@ func (c Commands) Unseal(ctx context.Context, args []string) error {
 				body = append(body, ch)
 			case ch == '\r', ch == '\n', ch == '\t':
 			default:
-				return UsageError{"that is not an unseal share: a share is the 88 hexadecimal characters latchkey init printed"}
+				return UsageError{
+					"that is not an unseal share: a share is the 88 hexadecimal characters latchkey init printed",
+				}
 			}
 		}
 		body = append(body, `"}`...)
-		st, err = sealCall(ctx, hc, http.MethodPut, *apiURL, unsealPath, body, map[string]string{"Content-Type": "application/json"})
+		st, err = sealCall(
+			ctx,
+			hc,
+			http.MethodPut,
+			*apiURL,
+			unsealPath,
+			body,
+			map[string]string{"Content-Type": "application/json"},
+		)
 	}
 	if err != nil {
 		return err
@@ -116,7 +139,11 @@ func (c Commands) Unseal(ctx context.Context, args []string) error {
 func (c Commands) Seal(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("seal", flag.ContinueOnError)
 	apiURL := fs.String("api-url", defaultAPIURL, "base URL of the Latchkey to seal")
-	keyRef := fs.String("key", "", "name of the API key to stamp with (a root user's of a top-level organization), or a key file path (required)")
+	keyRef := fs.String(
+		"key",
+		"",
+		"name of the API key to stamp with (a root user's of a top-level organization), or a key file path (required)",
+	)
 	keyDir := fs.String("key-dir", "", keyDirHelp)
 	orgID := fs.String("organization-id", "", "the top-level organization of that user (required)")
 	timeout := fs.Duration("timeout", 60*time.Second, "HTTP timeout (sealing waits for in-flight requests to finish)")
@@ -124,7 +151,9 @@ func (c Commands) Seal(ctx context.Context, args []string) error {
 		return err
 	}
 	if *keyRef == "" || *orgID == "" {
-		return UsageError{"--key and --organization-id are required: sealing is stamped by a root user of a top-level organization"}
+		return UsageError{
+			"--key and --organization-id are required: sealing is stamped by a root user of a top-level organization",
+		}
 	}
 	k, err := loadKeyRef(*keyDir, *keyRef)
 	if err != nil {
@@ -134,12 +163,22 @@ func (c Commands) Seal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	body, _ := json.Marshal(map[string]string{"organizationId": *orgID, "timestampMs": strconv.FormatInt(time.Now().UnixMilli(), 10)})
+	body, _ := json.Marshal(
+		map[string]string{"organizationId": *orgID, "timestampMs": strconv.FormatInt(time.Now().UnixMilli(), 10)},
+	)
 	name, value, err := stamper.Stamp(body)
 	if err != nil {
 		return fmt.Errorf("stamping: %w", err)
 	}
-	st, err := sealCall(ctx, &http.Client{Timeout: *timeout}, http.MethodPut, *apiURL, sealPath, body, map[string]string{"Content-Type": "application/json", name: value})
+	st, err := sealCall(
+		ctx,
+		&http.Client{Timeout: *timeout},
+		http.MethodPut,
+		*apiURL,
+		sealPath,
+		body,
+		map[string]string{"Content-Type": "application/json", name: value},
+	)
 	if err != nil {
 		return err
 	}
@@ -148,7 +187,13 @@ func (c Commands) Seal(ctx context.Context, args []string) error {
 }
 
 // sealCall sends a request to a seal endpoint and reads the seal status it answers.
-func sealCall(ctx context.Context, hc *http.Client, method, base, path string, body []byte, headers map[string]string) (sealStatus, error) {
+func sealCall(
+	ctx context.Context,
+	hc *http.Client,
+	method, base, path string,
+	body []byte,
+	headers map[string]string,
+) (sealStatus, error) {
 	var st sealStatus
 	target, err := joinURL(base, path)
 	if err != nil {

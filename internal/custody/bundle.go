@@ -33,8 +33,10 @@ func (c *Custodian) signedEnvelope(payload any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(envelope{Version: "v1.0.0", Data: hex.EncodeToString(data), DataSignature: hex.EncodeToString(sig),
-		EnclaveQuorumPublic: c.keys.PublicKey(Signer)})
+	b, err := json.Marshal(
+		envelope{Version: "v1.0.0", Data: hex.EncodeToString(data), DataSignature: hex.EncodeToString(sig),
+			EnclaveQuorumPublic: c.keys.PublicKey(Signer)},
+	)
 	return string(b), err
 }
 
@@ -53,18 +55,28 @@ func (c *Custodian) exportBundle(plaintext []byte, targetPublicKey, orgID string
 	if err != nil {
 		return "", err
 	}
-	return c.signedEnvelope(exportData{EncappedPublic: hex.EncodeToString(enc), Ciphertext: hex.EncodeToString(ct), OrganizationID: orgID})
+	return c.signedEnvelope(
+		exportData{EncappedPublic: hex.EncodeToString(enc), Ciphertext: hex.EncodeToString(ct), OrganizationID: orgID},
+	)
 }
 
 // ExportMnemonic encrypts a wallet's mnemonic (in language, a MNEMONIC_LANGUAGE_* value; ""
 // keeps English) to targetPublicKey as an export bundle that @turnkey/crypto's
 // decryptExportBundle opens given this server's signer key.
-func (c *Custodian) ExportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (bundle string, err error) {
+func (c *Custodian) ExportMnemonic(
+	sealedMnemonic []byte,
+	b Binding,
+	language, targetPublicKey, orgID string,
+) (bundle string, err error) {
 	inSecret(func() { bundle, err = c.exportMnemonic(sealedMnemonic, b, language, targetPublicKey, orgID) })
 	return bundle, err
 }
 
-func (c *Custodian) exportMnemonic(sealedMnemonic []byte, b Binding, language, targetPublicKey, orgID string) (string, error) {
+func (c *Custodian) exportMnemonic(
+	sealedMnemonic []byte,
+	b Binding,
+	language, targetPublicKey, orgID string,
+) (string, error) {
 	m, err := c.kr.Open(sealedMnemonic, b)
 	if err != nil {
 		return "", err
@@ -112,7 +124,9 @@ func (c *Custodian) NewImportTarget(b Binding, orgID, userID string) (bundle str
 }
 
 // ErrBadImportBundle is returned for an encrypted bundle that is malformed or does not open.
-var ErrBadImportBundle = errors.New("encryptedBundle does not open with this user's import target (run init_import again and encrypt to the new bundle)")
+var ErrBadImportBundle = errors.New(
+	"encryptedBundle does not open with this user's import target (run init_import again and encrypt to the new bundle)",
+)
 
 func (c *Custodian) openImport(encryptedBundle string, sealedTarget []byte, tb Binding) ([]byte, error) {
 	var eb struct {
@@ -148,7 +162,11 @@ func (c *Custodian) openImport(encryptedBundle string, sealedTarget []byte, tb B
 }
 
 // ImportMnemonic opens an imported mnemonic, checks it, and returns it sealed for the wallet.
-func (c *Custodian) ImportMnemonic(encryptedBundle string, sealedTarget []byte, tb, wallet Binding) (sealed []byte, err error) {
+func (c *Custodian) ImportMnemonic(
+	encryptedBundle string,
+	sealedTarget []byte,
+	tb, wallet Binding,
+) (sealed []byte, err error) {
 	inSecret(func() { sealed, err = c.importMnemonic(encryptedBundle, sealedTarget, tb, wallet) })
 	return sealed, err
 }
@@ -168,12 +186,22 @@ func (c *Custodian) importMnemonic(encryptedBundle string, sealedTarget []byte, 
 }
 
 // ImportPrivateKey opens an imported private key (raw bytes) on curve and returns it sealed.
-func (c *Custodian) ImportPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (d DerivedAccount, err error) {
+func (c *Custodian) ImportPrivateKey(
+	encryptedBundle string,
+	sealedTarget []byte,
+	tb, key Binding,
+	curve string,
+) (d DerivedAccount, err error) {
 	inSecret(func() { d, err = c.importPrivateKey(encryptedBundle, sealedTarget, tb, key, curve) })
 	return d, err
 }
 
-func (c *Custodian) importPrivateKey(encryptedBundle string, sealedTarget []byte, tb, key Binding, curve string) (DerivedAccount, error) {
+func (c *Custodian) importPrivateKey(
+	encryptedBundle string,
+	sealedTarget []byte,
+	tb, key Binding,
+	curve string,
+) (DerivedAccount, error) {
 	plain, err := c.openImport(encryptedBundle, sealedTarget, tb)
 	if err != nil {
 		return DerivedAccount{}, err
@@ -213,7 +241,11 @@ func OpenExportBundle(bundle, receiverPrivateKeyHex, orgID, signerPublicKey stri
 		return nil, fmt.Errorf("export bundle is not JSON: %w", err)
 	}
 	if env.EnclaveQuorumPublic != signerPublicKey {
-		return nil, fmt.Errorf("export bundle signer %s is not the expected %s", env.EnclaveQuorumPublic, signerPublicKey)
+		return nil, fmt.Errorf(
+			"export bundle signer %s is not the expected %s",
+			env.EnclaveQuorumPublic,
+			signerPublicKey,
+		)
 	}
 	data, err := verifyEnvelope(env)
 	if err != nil {
@@ -267,7 +299,9 @@ func SealToImportBundle(importBundle string, plaintext []byte, orgID, userID, si
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(map[string]string{"encappedPublic": hex.EncodeToString(enc), "ciphertext": hex.EncodeToString(ct)})
+	b, err := json.Marshal(
+		map[string]string{"encappedPublic": hex.EncodeToString(enc), "ciphertext": hex.EncodeToString(ct)},
+	)
 	return string(b), err
 }
 

@@ -184,7 +184,10 @@ func (kr *Keyring) create(ctx context.Context, st store.Store) error {
 	}
 	now := time.Now().UTC()
 	err = st.Update(ctx, func(tx store.Tx) error {
-		return tx.Insert(ctx, store.Record{Kind: keyringKind, ID: keyringID, Data: data, CreatedAt: now, UpdatedAt: now})
+		return tx.Insert(
+			ctx,
+			store.Record{Kind: keyringKind, ID: keyringID, Data: data, CreatedAt: now, UpdatedAt: now},
+		)
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// Another process created it first: use theirs.
@@ -549,7 +552,10 @@ func (kr *Keyring) refreshMaster(ctx context.Context, data []byte) (keyringFile,
 	}
 	m, err := source(ctx)
 	if err != nil {
-		return keyringFile{}, fmt.Errorf("custody: the keyring was rewrapped under another master key, and fetching it again failed: %w", err)
+		return keyringFile{}, fmt.Errorf(
+			"custody: the keyring was rewrapped under another master key, and fetching it again failed: %w",
+			err,
+		)
 	}
 	file, err := unwrapKeyring(m, data)
 	if err != nil {
@@ -668,7 +674,15 @@ func (kr *Keyring) Status(ctx context.Context, st store.Store, ex store.Exporter
 		return out, err
 	}
 	for _, t := range file.Terms {
-		out.Versions = append(out.Versions, KeyringVersion{Version: t.Version, Created: t.Created, Active: t.Version == file.Active, Sealed: counts[t.Version]})
+		out.Versions = append(
+			out.Versions,
+			KeyringVersion{
+				Version: t.Version,
+				Created: t.Created,
+				Active:  t.Version == file.Active,
+				Sealed:  counts[t.Version],
+			},
+		)
 	}
 	return out, nil
 }

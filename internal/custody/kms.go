@@ -35,7 +35,9 @@ const (
 // anything but loopback (emulators and tests).
 func checkEndpoint(flag, raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" ||
+		u.Fragment != "" ||
+		u.User != nil {
 		return fmt.Errorf("%s %q must be an https URL", flag, raw)
 	}
 	if u.Scheme == "http" {

@@ -79,9 +79,11 @@ func TestAWSKMSWire(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
 		}
-		if r.Method != http.MethodPost || r.URL.Path != "/" || r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
+		if r.Method != http.MethodPost || r.URL.Path != "/" ||
+			r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
 			!strings.Contains(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDWIRE/") ||
-			!strings.Contains(r.Header.Get("Authorization"), "/eu-west-2/kms/aws4_request") || json.Unmarshal(body, &in) != nil {
+			!strings.Contains(r.Header.Get("Authorization"), "/eu-west-2/kms/aws4_request") ||
+			json.Unmarshal(body, &in) != nil {
 			fail("ValidationException", "unexpected request shape")
 			return
 		}
@@ -97,14 +99,16 @@ func TestAWSKMSWire(t *testing.T) {
 			for i := range pt {
 				stored[len(pt)-1-i] = pt[i]
 			}
-			json.NewEncoder(w).Encode(map[string]string{"CiphertextBlob": base64.StdEncoding.EncodeToString(stored), "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"})
+			json.NewEncoder(w).
+				Encode(map[string]string{"CiphertextBlob": base64.StdEncoding.EncodeToString(stored), "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"})
 		case "TrentService.Decrypt":
 			blob, _ := base64.StdEncoding.DecodeString(in.CiphertextBlob)
 			pt := make([]byte, len(blob))
 			for i := range blob {
 				pt[len(blob)-1-i] = blob[i]
 			}
-			json.NewEncoder(w).Encode(map[string]string{"Plaintext": base64.StdEncoding.EncodeToString(pt[:min(len(pt), int(plaintextLen.Load()))]), "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"})
+			json.NewEncoder(w).
+				Encode(map[string]string{"Plaintext": base64.StdEncoding.EncodeToString(pt[:min(len(pt), int(plaintextLen.Load()))]), "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"})
 		default:
 			fail("UnknownOperationException", "")
 		}

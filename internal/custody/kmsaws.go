@@ -44,7 +44,9 @@ func (a AWSKMS) Locate(rec *SealRecord) {
 // Check refuses an incomplete AWS KMS configuration (no request is made, no credential read).
 func (a AWSKMS) Check() error {
 	if a.KeyID == "" || strings.ContainsAny(a.KeyID, " \t\r\n") {
-		return errors.New("--awskms-key-id is required: the id, ARN or alias (alias/NAME) of the symmetric KMS key that wraps the master key")
+		return errors.New(
+			"--awskms-key-id is required: the id, ARN or alias (alias/NAME) of the symmetric KMS key that wraps the master key",
+		)
 	}
 	if a.Endpoint != "" {
 		if err := checkEndpoint("--awskms-endpoint", a.Endpoint); err != nil {
@@ -98,7 +100,10 @@ func (a AWSKMS) Wrap(ctx context.Context, m *MasterKey) (string, error) {
 	pt := make([]byte, MasterKeySize)
 	copy(pt, m.k[:])
 	defer clear(pt)
-	out, err := c.Encrypt(ctx, &kms.EncryptInput{KeyId: aws.String(a.KeyID), Plaintext: pt, EncryptionContext: awsContext()})
+	out, err := c.Encrypt(
+		ctx,
+		&kms.EncryptInput{KeyId: aws.String(a.KeyID), Plaintext: pt, EncryptionContext: awsContext()},
+	)
 	if err != nil {
 		return "", fmt.Errorf("custody: AWS KMS encrypt with key %q: %w", a.KeyID, err)
 	}
@@ -121,7 +126,10 @@ func (a AWSKMS) Unwrap(ctx context.Context, ciphertext string) (*MasterKey, erro
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.Decrypt(ctx, &kms.DecryptInput{KeyId: aws.String(a.KeyID), CiphertextBlob: blob, EncryptionContext: awsContext()})
+	out, err := c.Decrypt(
+		ctx,
+		&kms.DecryptInput{KeyId: aws.String(a.KeyID), CiphertextBlob: blob, EncryptionContext: awsContext()},
+	)
 	if err != nil {
 		return nil, fmt.Errorf("custody: AWS KMS decrypt with key %q: %w", a.KeyID, err)
 	}

@@ -40,7 +40,8 @@ func (a AzureKV) Locate(rec *SealRecord) { rec.Addr, rec.Key = a.Vault, a.Key }
 // Check refuses an incomplete Key Vault configuration (no request is made, no credential read).
 func (a AzureKV) Check() error {
 	u, err := url.Parse(a.Vault)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		strings.Trim(u.Path, "/") != "" {
 		return fmt.Errorf("--azurekv-vault %q must be the vault's https URL (https://NAME.vault.azure.net)", a.Vault)
 	}
 	if a.Key == "" {

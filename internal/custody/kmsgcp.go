@@ -47,10 +47,15 @@ func (g GCPKMS) Locate(rec *SealRecord) {
 // Check refuses an incomplete Cloud KMS configuration (no request is made, no credential read).
 func (g GCPKMS) Check() error {
 	if g.Key == "" {
-		return errors.New("--gcpkms-key is required: the resource name of the Cloud KMS key that wraps the master key (projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY)")
+		return errors.New(
+			"--gcpkms-key is required: the resource name of the Cloud KMS key that wraps the master key (projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY)",
+		)
 	}
 	if !gcpKeyName.MatchString(g.Key) {
-		return fmt.Errorf("--gcpkms-key %q must be a CryptoKey's resource name: projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY", g.Key)
+		return fmt.Errorf(
+			"--gcpkms-key %q must be a CryptoKey's resource name: projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY",
+			g.Key,
+		)
 	}
 	if g.Endpoint != "" {
 		return checkEndpoint("--gcpkms-endpoint", g.Endpoint)
@@ -100,7 +105,9 @@ func (g GCPKMS) Wrap(ctx context.Context, m *MasterKey) (string, error) {
 		return "", fmt.Errorf("custody: Cloud KMS encrypt with key %q: %w", g.Key, err)
 	}
 	if !out.GetVerifiedPlaintextCrc32C() || !out.GetVerifiedAdditionalAuthenticatedDataCrc32C() ||
-		len(out.GetCiphertext()) == 0 || out.GetCiphertextCrc32C().GetValue() != crc32c(out.GetCiphertext()).GetValue() {
+		len(
+			out.GetCiphertext(),
+		) == 0 || out.GetCiphertextCrc32C().GetValue() != crc32c(out.GetCiphertext()).GetValue() {
 		return "", errors.New("custody: Cloud KMS encrypt: the request or the answer was corrupted in transit (CRC32C)")
 	}
 	return base64.StdEncoding.EncodeToString(out.GetCiphertext()), nil

@@ -27,7 +27,10 @@ func secretPage(n int) ([]byte, error) {
 		return b[:n], fmt.Errorf("custody: excluding the master key's page from core dumps: %w", err)
 	}
 	if err := unix.Mlock(b); err != nil {
-		return b[:n], fmt.Errorf("custody: locking the master key's page in memory (raise RLIMIT_MEMLOCK, or LimitMEMLOCK= in systemd): %w", err)
+		return b[:n], fmt.Errorf(
+			"custody: locking the master key's page in memory (raise RLIMIT_MEMLOCK, or LimitMEMLOCK= in systemd): %w",
+			err,
+		)
 	}
 	return b[:n], nil
 }

@@ -32,7 +32,10 @@ func (c *Custodian) NewOTPTarget(b Binding, orgID string) (bundle string, sealed
 	if sealed, err = c.kr.Seal(scalar, b); err != nil {
 		return "", nil, err
 	}
-	bundle, err = c.signedEnvelopeWith(OTP, otpTargetData{TargetPublic: hex.EncodeToString(k.PublicKey().Bytes()), OrganizationID: orgID})
+	bundle, err = c.signedEnvelopeWith(
+		OTP,
+		otpTargetData{TargetPublic: hex.EncodeToString(k.PublicKey().Bytes()), OrganizationID: orgID},
+	)
 	return bundle, sealed, err
 }
 
@@ -45,14 +48,18 @@ func (c *Custodian) signedEnvelopeWith(key ServerKey, payload any) (string, erro
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(envelope{Version: "v1.0.0", Data: hex.EncodeToString(data), DataSignature: hex.EncodeToString(sig),
-		EnclaveQuorumPublic: c.keys.PublicKey(key)})
+	b, err := json.Marshal(
+		envelope{Version: "v1.0.0", Data: hex.EncodeToString(data), DataSignature: hex.EncodeToString(sig),
+			EnclaveQuorumPublic: c.keys.PublicKey(key)},
+	)
 	return string(b), err
 }
 
 // ErrBadOTPBundle is returned for an encryptedOtpBundle that is malformed or does not open with
 // the code's target key. Its text never includes the bundle.
-var ErrBadOTPBundle = errors.New("encryptedOtpBundle does not open with this OTP's target key (encrypt the code to the otpEncryptionTargetBundle of the same init_otp)")
+var ErrBadOTPBundle = errors.New(
+	"encryptedOtpBundle does not open with this OTP's target key (encrypt the code to the otpEncryptionTargetBundle of the same init_otp)",
+)
 
 type otpPlaintext struct {
 	OTPCode   string `json:"otp_code"`
@@ -61,7 +68,11 @@ type otpPlaintext struct {
 
 // OpenOTPBundle opens a client's encryptedOtpBundle ({"encappedPublic","ciphertext"}, hex) with
 // the target key sealed for b and returns the code and the client's public key it carries.
-func (c *Custodian) OpenOTPBundle(encryptedBundle string, sealed []byte, b Binding) (code, publicKey string, err error) {
+func (c *Custodian) OpenOTPBundle(
+	encryptedBundle string,
+	sealed []byte,
+	b Binding,
+) (code, publicKey string, err error) {
 	var eb struct {
 		EncappedPublic string `json:"encappedPublic"`
 		Ciphertext     string `json:"ciphertext"`
@@ -132,6 +143,8 @@ func SealOTPCode(targetBundle, code, publicKey, otpPublicKey string) (string, er
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(map[string]string{"encappedPublic": hex.EncodeToString(enc), "ciphertext": hex.EncodeToString(ct)})
+	b, err := json.Marshal(
+		map[string]string{"encappedPublic": hex.EncodeToString(enc), "ciphertext": hex.EncodeToString(ct)},
+	)
 	return string(b), err
 }

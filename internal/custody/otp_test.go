@@ -14,7 +14,8 @@ func TestOTPTargetRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	otpPub := c.Keys().PublicKey(OTP)
-	if _, err := SealOTPCode(bundle, "ABC123", "02aa", c.Keys().PublicKey(Signer)); err == nil || !strings.Contains(err.Error(), "does not match") {
+	if _, err := SealOTPCode(bundle, "ABC123", "02aa", c.Keys().PublicKey(Signer)); err == nil ||
+		!strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("bundle accepted under the signer key: %v", err)
 	}
 	enc, err := SealOTPCode(bundle, "ABC123", "02"+strings.Repeat("ab", 32), otpPub)
@@ -27,7 +28,10 @@ func TestOTPTargetRoundTrip(t *testing.T) {
 	}
 	// Another OTP's target key does not open it; nor does the binding of another record.
 	_, sealed2, _ := c.NewOTPTarget(Binding{OrgID: "org", Kind: "otp", ID: "otp-2"}, "org")
-	if _, _, err := c.OpenOTPBundle(enc, sealed2, Binding{OrgID: "org", Kind: "otp", ID: "otp-2"}); !errors.Is(err, ErrBadOTPBundle) {
+	if _, _, err := c.OpenOTPBundle(enc, sealed2, Binding{OrgID: "org", Kind: "otp", ID: "otp-2"}); !errors.Is(
+		err,
+		ErrBadOTPBundle,
+	) {
 		t.Fatalf("opened with another target: %v", err)
 	}
 	if _, _, err := c.OpenOTPBundle(enc, sealed, Binding{OrgID: "org", Kind: "otp", ID: "otp-2"}); err == nil {

@@ -37,7 +37,9 @@ type PKCS11 struct {
 }
 
 // errNoPKCS11 refuses --seal pkcs11 in a build without PKCS#11 support.
-var errNoPKCS11 = errors.New("--seal pkcs11: this latchkey was built without PKCS#11 support (the release binary is static and cannot load a module): build it with -tags pkcs11 (docs/operations.md, \"Production custody\")")
+var errNoPKCS11 = errors.New(
+	"--seal pkcs11: this latchkey was built without PKCS#11 support (the release binary is static and cannot load a module): build it with -tags pkcs11 (docs/operations.md, \"Production custody\")",
+)
 
 // Type is SealPKCS11.
 func (PKCS11) Type() string { return SealPKCS11 }
@@ -62,10 +64,15 @@ func (p PKCS11) Check() error {
 		return errNoPKCS11
 	}
 	if p.Module == "" {
-		return errors.New("--pkcs11-module is required: the path of the token's PKCS#11 module (SoftHSM2: /usr/lib/softhsm/libsofthsm2.so)")
+		return errors.New(
+			"--pkcs11-module is required: the path of the token's PKCS#11 module (SoftHSM2: /usr/lib/softhsm/libsofthsm2.so)",
+		)
 	}
 	if !filepath.IsAbs(p.Module) {
-		return fmt.Errorf("--pkcs11-module %q must be an absolute path (a bare name would be searched for in the library path)", p.Module)
+		return fmt.Errorf(
+			"--pkcs11-module %q must be an absolute path (a bare name would be searched for in the library path)",
+			p.Module,
+		)
 	}
 	switch {
 	case p.TokenLabel == "" && p.Slot == "":
@@ -79,10 +86,14 @@ func (p PKCS11) Check() error {
 		}
 	}
 	if p.KeyLabel == "" {
-		return errors.New("--pkcs11-key-label is required: the label of the AES key on the token that wraps the master key")
+		return errors.New(
+			"--pkcs11-key-label is required: the label of the AES key on the token that wraps the master key",
+		)
 	}
 	if p.PIN == "" {
-		return errors.New("the PKCS#11 user PIN is required: give it in LATCHKEY_PKCS11_PIN or a file named by LATCHKEY_PKCS11_PIN_FILE")
+		return errors.New(
+			"the PKCS#11 user PIN is required: give it in LATCHKEY_PKCS11_PIN or a file named by LATCHKEY_PKCS11_PIN_FILE",
+		)
 	}
 	return nil
 }

@@ -73,7 +73,12 @@ func (p PKCS11) Unwrap(ctx context.Context, ciphertext string) (*MasterKey, erro
 		defer clear(plain)
 		n, err := s.DecryptGCM(key, iv, pkcs11AAD, ct, plain)
 		if err != nil {
-			return fmt.Errorf("custody: pkcs11: key %q on %s does not open this deployment's master key (another key with the same label?): %w", p.KeyLabel, p.token(), err)
+			return fmt.Errorf(
+				"custody: pkcs11: key %q on %s does not open this deployment's master key (another key with the same label?): %w",
+				p.KeyLabel,
+				p.token(),
+				err,
+			)
 		}
 		if n != MasterKeySize {
 			return errors.New("custody: pkcs11: the unwrapped master key has the wrong size")
@@ -119,9 +124,15 @@ func (p PKCS11) withSession(ctx context.Context, rw bool, f func(*pkcs11.Session
 	clear(pin)
 	switch {
 	case errors.Is(err, &pkcs11.Error{RV: pkcs11.CKR_PIN_INCORRECT}):
-		return fmt.Errorf("custody: pkcs11: the PIN for %s is wrong (CKR_PIN_INCORRECT): check LATCHKEY_PKCS11_PIN (or its _FILE); repeated failures may lock the PIN", p.token())
+		return fmt.Errorf(
+			"custody: pkcs11: the PIN for %s is wrong (CKR_PIN_INCORRECT): check LATCHKEY_PKCS11_PIN (or its _FILE); repeated failures may lock the PIN",
+			p.token(),
+		)
 	case errors.Is(err, &pkcs11.Error{RV: pkcs11.CKR_PIN_LOCKED}):
-		return fmt.Errorf("custody: pkcs11: the user PIN of %s is locked (CKR_PIN_LOCKED): the token's security officer must reset it", p.token())
+		return fmt.Errorf(
+			"custody: pkcs11: the user PIN of %s is locked (CKR_PIN_LOCKED): the token's security officer must reset it",
+			p.token(),
+		)
 	case err != nil:
 		return fmt.Errorf("custody: pkcs11: logging in to %s: %w", p.token(), err)
 	}
@@ -150,11 +161,21 @@ func (p PKCS11) findSlot(mod *pkcs11.Module) (uint64, error) {
 	}
 	switch len(found) {
 	case 0:
-		return 0, fmt.Errorf("custody: pkcs11: no token labelled %q in module %q (%d slots hold a token): is the token present, and is its label right?", p.TokenLabel, p.Module, len(slots))
+		return 0, fmt.Errorf(
+			"custody: pkcs11: no token labelled %q in module %q (%d slots hold a token): is the token present, and is its label right?",
+			p.TokenLabel,
+			p.Module,
+			len(slots),
+		)
 	case 1:
 		return found[0], nil
 	}
-	return 0, fmt.Errorf("custody: pkcs11: %d tokens are labelled %q in module %q: name one with --pkcs11-slot", len(found), p.TokenLabel, p.Module)
+	return 0, fmt.Errorf(
+		"custody: pkcs11: %d tokens are labelled %q in module %q: name one with --pkcs11-slot",
+		len(found),
+		p.TokenLabel,
+		p.Module,
+	)
 }
 
 // findKey is the handle of the one AES key labelled KeyLabel. When none exists, wrap (a new
@@ -174,11 +195,23 @@ func (p PKCS11) findKey(s *pkcs11.Session, wrap bool) (uint64, error) {
 	case len(keys) == 1:
 		return keys[0], nil
 	case len(keys) > 1:
-		return 0, fmt.Errorf("custody: pkcs11: several AES keys on %s are labelled %q: the label must name one key", p.token(), p.KeyLabel)
+		return 0, fmt.Errorf(
+			"custody: pkcs11: several AES keys on %s are labelled %q: the label must name one key",
+			p.token(),
+			p.KeyLabel,
+		)
 	case !wrap:
-		return 0, fmt.Errorf("custody: pkcs11: %s holds no AES key labelled %q: this deployment's master key opens only with the key that wrapped it (another token, or a deleted key?)", p.token(), p.KeyLabel)
+		return 0, fmt.Errorf(
+			"custody: pkcs11: %s holds no AES key labelled %q: this deployment's master key opens only with the key that wrapped it (another token, or a deleted key?)",
+			p.token(),
+			p.KeyLabel,
+		)
 	case !p.CreateKey:
-		return 0, fmt.Errorf("custody: pkcs11: %s holds no AES key labelled %q: make it as docs/operations.md, \"Production custody\", says, or let latchkey init make it with --pkcs11-create-key", p.token(), p.KeyLabel)
+		return 0, fmt.Errorf(
+			"custody: pkcs11: %s holds no AES key labelled %q: make it as docs/operations.md, \"Production custody\", says, or let latchkey init make it with --pkcs11-create-key",
+			p.token(),
+			p.KeyLabel,
+		)
 	}
 	key, err := s.GenerateKey(pkcs11.CKM_AES_KEY_GEN, append(tmpl,
 		pkcs11.Ulong(pkcs11.CKA_VALUE_LEN, 32),

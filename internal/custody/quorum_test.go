@@ -32,7 +32,8 @@ func TestClientSecretFromTurnkeyCrypto(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	if err := c.WithClientSecret(sealed, b, func(s string) error { got = s; return nil }); err != nil || got != "s3cr3t-value" {
+	if err := c.WithClientSecret(sealed, b, func(s string) error { got = s; return nil }); err != nil ||
+		got != "s3cr3t-value" {
 		t.Fatalf("opened %q, %v", got, err)
 	}
 	if err := c.WithClientSecret(sealed, Binding{OrgID: "o", Kind: "oauth2_credential", ID: "c2"}, func(string) error { return nil }); err == nil {

@@ -14,7 +14,10 @@ const MaxSecretBytes = 64 << 10
 // ServerTargetMsgV1 of "enclave encrypt v1": the same signed envelope as an import bundle). bind
 // names the binding the target's private key is sealed under, given the target's public key
 // (uncompressed lowercase hex), which is how import_secrets finds it again.
-func (c *Custodian) NewSecretTarget(orgID, userID string, bind func(targetPublic string) Binding) (bundle, targetPublic string, sealed []byte, err error) {
+func (c *Custodian) NewSecretTarget(
+	orgID, userID string,
+	bind func(targetPublic string) Binding,
+) (bundle, targetPublic string, sealed []byte, err error) {
 	k, err := ecdh.P256().GenerateKey(rand.Reader)
 	if err != nil {
 		return "", "", nil, err
@@ -32,7 +35,11 @@ func (c *Custodian) NewSecretTarget(orgID, userID string, bind func(targetPublic
 // ImportSecret opens a secret encrypted to a secret target (a ClientSendMsg: the JSON
 // {encappedPublic, ciphertext}) and returns it sealed for secret. Any bytes up to
 // MaxSecretBytes are a secret.
-func (c *Custodian) ImportSecret(encryptedPayload string, sealedTarget []byte, tb, secret Binding) (sealed []byte, err error) {
+func (c *Custodian) ImportSecret(
+	encryptedPayload string,
+	sealedTarget []byte,
+	tb, secret Binding,
+) (sealed []byte, err error) {
 	inSecret(func() { sealed, err = c.importSecret(encryptedPayload, sealedTarget, tb, secret) })
 	return sealed, err
 }

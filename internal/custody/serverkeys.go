@@ -213,7 +213,10 @@ func loadOrCreateServerKey(ctx context.Context, st store.Store, kr *Keyring, nam
 	data, _ := json.Marshal(serverKeyRecord{PublicKey: pub, Sealed: sealed})
 	now := time.Now().UTC()
 	err = st.Update(ctx, func(tx store.Tx) error {
-		return tx.Insert(ctx, store.Record{Kind: serverKeyKind, ID: string(name), Data: data, CreatedAt: now, UpdatedAt: now})
+		return tx.Insert(
+			ctx,
+			store.Record{Kind: serverKeyKind, ID: string(name), Data: data, CreatedAt: now, UpdatedAt: now},
+		)
 	})
 	if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
 		return nil, err
@@ -316,9 +319,20 @@ var Rotatable = []ServerKey{Signer, Notarizer, OTP, AppProof, ClientSecrets}
 // still verifies for grace after that. A previous rotation that has taken over is folded in
 // first (its replaced key joins the retired keys); one still pending is refused. The other
 // processes see it at their next Reload.
-func RotateServerKey(ctx context.Context, st store.Store, kr *Keyring, name ServerKey, overlap, grace time.Duration, now time.Time) (Rotation, error) {
+func RotateServerKey(
+	ctx context.Context,
+	st store.Store,
+	kr *Keyring,
+	name ServerKey,
+	overlap, grace time.Duration,
+	now time.Time,
+) (Rotation, error) {
 	if !slices.Contains(Rotatable, name) {
-		return Rotation{}, fmt.Errorf("rotating the %s key is not supported: it is published in a key set whose ids receivers cache (rotatable: %v)", name, Rotatable)
+		return Rotation{}, fmt.Errorf(
+			"rotating the %s key is not supported: it is published in a key set whose ids receivers cache (rotatable: %v)",
+			name,
+			Rotatable,
+		)
 	}
 	if overlap < 0 || grace < 0 {
 		return Rotation{}, errors.New("the overlap and the grace period must not be negative")
@@ -339,9 +353,16 @@ func RotateServerKey(ctx context.Context, st store.Store, kr *Keyring, name Serv
 		}
 		if n := sr.Next; n != nil {
 			if now.Before(n.ActivatesAt) {
-				return fmt.Errorf("the %s key already has a rotation pending until %s", name, n.ActivatesAt.UTC().Format(time.RFC3339))
+				return fmt.Errorf(
+					"the %s key already has a rotation pending until %s",
+					name,
+					n.ActivatesAt.UTC().Format(time.RFC3339),
+				)
 			}
-			sr.Retired = append(sr.Retired, retiredKey{PublicKey: sr.PublicKey, RetiredAt: n.ActivatesAt, VerifyUntil: n.OldVerifyUntil})
+			sr.Retired = append(
+				sr.Retired,
+				retiredKey{PublicKey: sr.PublicKey, RetiredAt: n.ActivatesAt, VerifyUntil: n.OldVerifyUntil},
+			)
 			sr.PublicKey, sr.Sealed, sr.Next = n.PublicKey, n.Sealed, nil
 		}
 		sr.Retired = slices.DeleteFunc(sr.Retired, func(r retiredKey) bool { return !now.Before(r.VerifyUntil) })

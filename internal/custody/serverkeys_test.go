@@ -75,10 +75,18 @@ func TestServerKeyRotationOverTime(t *testing.T) {
 			for _, v := range c.verify {
 				want = append(want, v[:8])
 			}
-			if k.PublicKey(OTP) != c.inUse || hexes(k.VerifyKeys(OTP)) != strings.Join(want, ",") || len(k.decryptKeys(OTP)) != c.decrypt ||
+			if k.PublicKey(OTP) != c.inUse || hexes(k.VerifyKeys(OTP)) != strings.Join(want, ",") ||
+				len(k.decryptKeys(OTP)) != c.decrypt ||
 				(len(k.Rotations()) == 1) != c.rotating {
-				t.Fatalf("%s at +%v: in use %s, verify %s, decrypt %d, rotations %+v", name, c.at, k.PublicKey(OTP)[:8], hexes(k.VerifyKeys(OTP)),
-					len(k.decryptKeys(OTP)), k.Rotations())
+				t.Fatalf(
+					"%s at +%v: in use %s, verify %s, decrypt %d, rotations %+v",
+					name,
+					c.at,
+					k.PublicKey(OTP)[:8],
+					hexes(k.VerifyKeys(OTP)),
+					len(k.decryptKeys(OTP)),
+					k.Rotations(),
+				)
 			}
 		}
 	}

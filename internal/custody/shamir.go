@@ -51,9 +51,16 @@ func CheckShamir(shares, threshold int) error {
 	case shares < 2 || shares > MaxShares:
 		return fmt.Errorf("--key-shares %d: give between 2 and %d shares", shares, MaxShares)
 	case threshold < 2:
-		return fmt.Errorf("--key-threshold %d: at least 2 shares must be needed (one share alone would be the master key)", threshold)
+		return fmt.Errorf(
+			"--key-threshold %d: at least 2 shares must be needed (one share alone would be the master key)",
+			threshold,
+		)
 	case threshold > shares:
-		return fmt.Errorf("--key-threshold %d is more than --key-shares %d: the master key could never be rebuilt", threshold, shares)
+		return fmt.Errorf(
+			"--key-threshold %d is more than --key-shares %d: the master key could never be rebuilt",
+			threshold,
+			shares,
+		)
 	}
 	return nil
 }
@@ -270,7 +277,9 @@ func (u *ShamirUnsealer) Add(text []byte) (*MasterKey, error) {
 	}
 	split, err := hex.DecodeString(u.seal.SplitID)
 	if err != nil || subtle.ConstantTimeCompare(split, sh.split[:]) != 1 {
-		return refuse("it belongs to another split of a master key (another deployment, or shares replaced by a new init)")
+		return refuse(
+			"it belongs to another split of a master key (another deployment, or shares replaced by a new init)",
+		)
 	}
 	if int(sh.threshold) != u.seal.Threshold || x > u.seal.Shares || x > len(u.seal.ShareTags) {
 		return refuse(fmt.Sprintf("it is not one of this deployment's %d shares", u.seal.Shares))

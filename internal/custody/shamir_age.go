@@ -17,17 +17,28 @@ type ShareRecipients []*age.X25519Recipient
 // ParseShareRecipients reads one age X25519 recipient per share; shares is --key-shares.
 func ParseShareRecipients(list []string, shares int) (ShareRecipients, error) {
 	if len(list) != shares {
-		return nil, fmt.Errorf("--share-recipients: give one age recipient per share: %d for --key-shares %d", len(list), shares)
+		return nil, fmt.Errorf(
+			"--share-recipients: give one age recipient per share: %d for --key-shares %d",
+			len(list),
+			shares,
+		)
 	}
 	out := make(ShareRecipients, len(list))
 	seen := map[string]bool{}
 	for i, s := range list {
 		r, err := age.ParseX25519Recipient(strings.TrimSpace(s))
 		if err != nil {
-			return nil, fmt.Errorf("--share-recipients: recipient %d is not an age X25519 recipient (age1…): %v", i+1, err)
+			return nil, fmt.Errorf(
+				"--share-recipients: recipient %d is not an age X25519 recipient (age1…): %v",
+				i+1,
+				err,
+			)
 		}
 		if seen[r.String()] {
-			return nil, fmt.Errorf("--share-recipients: recipient %d is given twice: every share goes to a different holder", i+1)
+			return nil, fmt.Errorf(
+				"--share-recipients: recipient %d is given twice: every share goes to a different holder",
+				i+1,
+			)
 		}
 		seen[r.String()] = true
 		out[i] = r

@@ -17,7 +17,12 @@ func decryptShares(t *testing.T, out string, ids []*age.X25519Identity) []string
 	blocks := strings.Split(out, "-----BEGIN AGE ENCRYPTED FILE-----")
 	for i, id := range ids {
 		block, _, _ := strings.Cut(blocks[i+1], "-----END AGE ENCRYPTED FILE-----")
-		r, err := age.Decrypt(armor.NewReader(strings.NewReader("-----BEGIN AGE ENCRYPTED FILE-----"+block+"-----END AGE ENCRYPTED FILE-----\n")), id)
+		r, err := age.Decrypt(
+			armor.NewReader(
+				strings.NewReader("-----BEGIN AGE ENCRYPTED FILE-----"+block+"-----END AGE ENCRYPTED FILE-----\n"),
+			),
+			id,
+		)
 		if err != nil {
 			t.Fatalf("share %d: %v", i+1, err)
 		}
@@ -52,7 +57,10 @@ func TestShareRecipients(t *testing.T) {
 			t.Fatal("a plaintext share in the encrypted output")
 		}
 	}
-	if !strings.Contains(out.String(), "Unseal share 2 of 3 (any 2 unseal), encrypted to "+list[1]+":\n-----BEGIN AGE ENCRYPTED FILE-----") {
+	if !strings.Contains(
+		out.String(),
+		"Unseal share 2 of 3 (any 2 unseal), encrypted to "+list[1]+":\n-----BEGIN AGE ENCRYPTED FILE-----",
+	) {
 		t.Fatalf("output:\n%s", out.String())
 	}
 	got := decryptShares(t, out.String(), ids)
@@ -64,7 +72,8 @@ func TestShareRecipients(t *testing.T) {
 	// Another holder's identity does not open a share.
 	first := out.String()[strings.Index(out.String(), "-----BEGIN"):]
 	first = first[:strings.Index(first, "-----END AGE ENCRYPTED FILE-----")] + "-----END AGE ENCRYPTED FILE-----\n"
-	if _, err := age.Decrypt(armor.NewReader(strings.NewReader(first)), ids[1]); err == nil || !strings.Contains(err.Error(), "did not match") {
+	if _, err := age.Decrypt(armor.NewReader(strings.NewReader(first)), ids[1]); err == nil ||
+		!strings.Contains(err.Error(), "did not match") {
 		t.Fatalf("share 1 with holder 2's identity: %v", err)
 	}
 	for _, c := range []struct {

@@ -72,14 +72,16 @@ func TestShamirProperties(t *testing.T) {
 				if err := interpolateWithZero(forged, other, xs1, ys1); err != nil {
 					t.Fatal(err)
 				}
-				if err := shamirCombine(got, append(append([]byte{}, xs[:c.k-1]...), other), append(append([][]byte{}, pick[:c.k-1]...), forged)); err != nil || !bytes.Equal(got, candidate) {
+				if err := shamirCombine(got, append(append([]byte{}, xs[:c.k-1]...), other), append(append([][]byte{}, pick[:c.k-1]...), forged)); err != nil ||
+					!bytes.Equal(got, candidate) {
 					t.Fatalf("%d of %d: K-1 shares are not consistent with an arbitrary secret", c.k, c.n)
 				}
 			}
 		}
 		if c.k >= 2 {
 			got := make([]byte, MasterKeySize)
-			if err := shamirCombine(got, []byte{1, 1}, [][]byte{ys[0], ys[0]}); err == nil || !strings.Contains(err.Error(), "twice") {
+			if err := shamirCombine(got, []byte{1, 1}, [][]byte{ys[0], ys[0]}); err == nil ||
+				!strings.Contains(err.Error(), "twice") {
 				t.Fatalf("a duplicate x: %v", err)
 			}
 		}
@@ -125,7 +127,8 @@ func TestShamirUnsealer(t *testing.T) {
 	defer shares.Wipe()
 	var printed bytes.Buffer
 	shares.WriteTo(&printed)
-	if strings.Count(printed.String(), "Unseal share ") != 3 || !strings.Contains(printed.String(), "share 2 of 3 (any 2 unseal): ") {
+	if strings.Count(printed.String(), "Unseal share ") != 3 ||
+		!strings.Contains(printed.String(), "share 2 of 3 (any 2 unseal): ") {
 		t.Fatalf("printed:\n%s", printed.String())
 	}
 	other, _ := NewMasterKey()
@@ -138,7 +141,9 @@ func TestShamirUnsealer(t *testing.T) {
 		t.Fatalf("first share: %v %v %d", k, err, u.Progress())
 	}
 	var se *ShareError
-	if _, err := u.Add(append([]byte{}, otherShares.Text(1)...)); !errors.As(err, &se) || se.X != 2 || !strings.Contains(err.Error(), "another split") || u.Progress() != 0 {
+	if _, err := u.Add(append([]byte{}, otherShares.Text(1)...)); !errors.As(err, &se) || se.X != 2 ||
+		!strings.Contains(err.Error(), "another split") ||
+		u.Progress() != 0 {
 		t.Fatalf("a share of another split: %v, progress %d", err, u.Progress())
 	}
 	// A mistyped share: the checksum catches it.
@@ -160,7 +165,8 @@ func TestShamirUnsealer(t *testing.T) {
 	sh.y[0] ^= 1
 	encodeShare(&raw, sh.split, sh.threshold, sh.x, sh.y[:])
 	forged := []byte(strings.ToUpper(string(hexBytes(raw[:]))))
-	if _, err := u.Add(forged); !errors.As(err, &se) || se.X != 3 || !strings.Contains(err.Error(), "altered or forged") {
+	if _, err := u.Add(forged); !errors.As(err, &se) || se.X != 3 ||
+		!strings.Contains(err.Error(), "altered or forged") {
 		t.Fatalf("a forged share: %v", err)
 	}
 	// The same share twice is refused without losing progress.

@@ -97,7 +97,10 @@ func SaveSealRecord(ctx context.Context, st store.Store, s *SealRecord) error {
 		return err
 	}
 	return st.Update(ctx, func(tx store.Tx) error {
-		return tx.Insert(ctx, store.Record{Kind: sealKind, ID: sealID, Data: data, CreatedAt: s.Created, UpdatedAt: s.Created})
+		return tx.Insert(
+			ctx,
+			store.Record{Kind: sealKind, ID: sealID, Data: data, CreatedAt: s.Created, UpdatedAt: s.Created},
+		)
 	})
 }
 
@@ -152,7 +155,8 @@ func (t Transit) Locate(rec *SealRecord) { rec.Addr, rec.Mount, rec.Key = t.Addr
 // Check refuses an incomplete or unsafe transit configuration (no request is made).
 func (t Transit) Check() error {
 	u, err := url.Parse(t.Addr)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" ||
+		u.Fragment != "" {
 		return fmt.Errorf("--transit-addr %q must be the https URL of an OpenBao or Vault server", t.Addr)
 	}
 	if u.Scheme == "http" {
@@ -167,7 +171,9 @@ func (t Transit) Check() error {
 		return fmt.Errorf("--transit-mount %q is not a mount path", t.Mount)
 	}
 	if t.Token == "" {
-		return errors.New("the transit token is required: give it in LATCHKEY_TRANSIT_TOKEN or a file named by LATCHKEY_TRANSIT_TOKEN_FILE")
+		return errors.New(
+			"the transit token is required: give it in LATCHKEY_TRANSIT_TOKEN or a file named by LATCHKEY_TRANSIT_TOKEN_FILE",
+		)
 	}
 	return nil
 }
@@ -255,7 +261,14 @@ func (t Transit) call(ctx context.Context, op string, body any, out any) error {
 			Errors []string `json:"errors"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		return fmt.Errorf("custody: transit %s of key %q at %s: HTTP %d %s", op, t.Key, t.Addr, resp.StatusCode, strings.Join(e.Errors, "; "))
+		return fmt.Errorf(
+			"custody: transit %s of key %q at %s: HTTP %d %s",
+			op,
+			t.Key,
+			t.Addr,
+			resp.StatusCode,
+			strings.Join(e.Errors, "; "),
+		)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("custody: transit %s: unreadable answer: %w", op, err)

@@ -21,7 +21,9 @@ func TestTransitUnwrapRefusesBadAnswers(t *testing.T) {
 		{"not JSON", `<html>`, "unreadable answer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(c.body)) }))
+			srv := httptest.NewServer(
+				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(c.body)) }),
+			)
 			defer srv.Close()
 			_, err := Transit{Addr: srv.URL, Key: "k", Token: "t"}.Unwrap(context.Background(), "vault:v1:x")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -43,7 +45,8 @@ func TestTransitUnwrapRefusesBadAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := (Transit{Addr: srv.URL, Key: "k", Token: "wrong"}).Unwrap(context.Background(), "vault:v1:x")
-	if err == nil || !strings.Contains(err.Error(), "HTTP 403 permission denied") || strings.Contains(err.Error(), "wrong") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 403 permission denied") ||
+		strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("refused token: %v", err)
 	}
 }

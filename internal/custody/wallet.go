@@ -62,12 +62,20 @@ type DerivedAccount struct {
 // key for its binding, so that signing later opens one small sealed key instead of re-running
 // PBKDF2 and the path derivation. The mnemonic, the seed and every node on the way are wiped
 // before it returns: no request keeps a seed.
-func (c *Custodian) DeriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) (out []DerivedAccount, err error) {
+func (c *Custodian) DeriveAccounts(
+	sealedMnemonic []byte,
+	wallet Binding,
+	specs []AccountSpec,
+) (out []DerivedAccount, err error) {
 	inSecret(func() { out, err = c.deriveAccounts(sealedMnemonic, wallet, specs) })
 	return out, err
 }
 
-func (c *Custodian) deriveAccounts(sealedMnemonic []byte, wallet Binding, specs []AccountSpec) ([]DerivedAccount, error) {
+func (c *Custodian) deriveAccounts(
+	sealedMnemonic []byte,
+	wallet Binding,
+	specs []AccountSpec,
+) ([]DerivedAccount, error) {
 	m, err := c.kr.Open(sealedMnemonic, wallet)
 	if err != nil {
 		return nil, err
@@ -145,7 +153,13 @@ func (s Signature) Bytes() []byte { return append(append([]byte{}, s.R[:]...), s
 
 // Sign opens a sealed key and signs msg (a digest for ECDSA and Schnorr, the message for
 // Ed25519).
-func (c *Custodian) Sign(sealedKey []byte, b Binding, curve string, kind SignKind, msg []byte) (sig Signature, err error) {
+func (c *Custodian) Sign(
+	sealedKey []byte,
+	b Binding,
+	curve string,
+	kind SignKind,
+	msg []byte,
+) (sig Signature, err error) {
 	inSecret(func() { sig, err = c.sign(sealedKey, b, curve, kind, msg) })
 	return sig, err
 }

@@ -39,14 +39,28 @@ func TestWalletDeriveSignExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	accts, err := c.DeriveAccounts(sealed, wb, []AccountSpec{
-		{Curve: "CURVE_SECP256K1", Path: "m/44'/60'/0'/0/0", Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a1"}},
-		{Curve: "CURVE_ED25519", Path: "m/44'/501'/0'/0'", Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a2"}},
+		{
+			Curve:   "CURVE_SECP256K1",
+			Path:    "m/44'/60'/0'/0/0",
+			Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a1"},
+		},
+		{
+			Curve:   "CURVE_ED25519",
+			Path:    "m/44'/501'/0'/0'",
+			Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a2"},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	digest := sha256.Sum256([]byte("hello"))
-	sig, err := c.Sign(accts[0].SealedKey, Binding{OrgID: "org", Kind: "wallet_account", ID: "a1"}, "CURVE_SECP256K1", SignECDSA, digest[:])
+	sig, err := c.Sign(
+		accts[0].SealedKey,
+		Binding{OrgID: "org", Kind: "wallet_account", ID: "a1"},
+		"CURVE_SECP256K1",
+		SignECDSA,
+		digest[:],
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +69,13 @@ func TestWalletDeriveSignExport(t *testing.T) {
 	if err != nil || hex.EncodeToString(pub.SerializeCompressed()) != hex.EncodeToString(accts[0].PublicKey) {
 		t.Fatalf("recovered key does not match: %v", err)
 	}
-	esig, err := c.Sign(accts[1].SealedKey, Binding{OrgID: "org", Kind: "wallet_account", ID: "a2"}, "CURVE_ED25519", SignEd25519, []byte("msg"))
+	esig, err := c.Sign(
+		accts[1].SealedKey,
+		Binding{OrgID: "org", Kind: "wallet_account", ID: "a2"},
+		"CURVE_ED25519",
+		SignEd25519,
+		[]byte("msg"),
+	)
 	if err != nil || !ed25519.Verify(accts[1].PublicKey, []byte("msg"), esig.Bytes()) {
 		t.Fatalf("ed25519 signature does not verify: %v", err)
 	}
@@ -95,7 +115,17 @@ func TestWalletDeriveSignExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.DeriveAccounts(sealed2, wb2, []AccountSpec{{Curve: "CURVE_SECP256K1", Path: "m/44'/60'/0'/0/0", Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a3"}}})
+	again, err := c.DeriveAccounts(
+		sealed2,
+		wb2,
+		[]AccountSpec{
+			{
+				Curve:   "CURVE_SECP256K1",
+				Path:    "m/44'/60'/0'/0/0",
+				Binding: Binding{OrgID: "org", Kind: "wallet_account", ID: "a3"},
+			},
+		},
+	)
 	if err != nil || hex.EncodeToString(again[0].PublicKey) != hex.EncodeToString(accts[0].PublicKey) {
 		t.Fatalf("imported mnemonic derives another key: %v", err)
 	}

@@ -101,8 +101,14 @@ func parseVotes(raw json.RawMessage) []vote {
 	_ = json.Unmarshal(raw, &ws)
 	var out []vote
 	for _, w := range ws {
-		v := vote{UserID: w.UserID, UserName: w.User.UserName, UserEmail: w.User.UserEmail, PublicKey: w.PublicKey, Scheme: w.Scheme,
-			Selection: strings.ToLower(strings.TrimPrefix(w.Selection, "VOTE_SELECTION_"))}
+		v := vote{
+			UserID:    w.UserID,
+			UserName:  w.User.UserName,
+			UserEmail: w.User.UserEmail,
+			PublicKey: w.PublicKey,
+			Scheme:    w.Scheme,
+			Selection: strings.ToLower(strings.TrimPrefix(w.Selection, "VOTE_SELECTION_")),
+		}
 		if sec, err := strconv.ParseInt(w.CreatedAt.Seconds, 10, 64); err == nil {
 			ns, _ := strconv.ParseInt(w.CreatedAt.Nanos, 10, 64)
 			v.At = time.Unix(sec, ns).UTC()
@@ -143,7 +149,11 @@ func (s *Server) failed(w http.ResponseWriter, r *http.Request) {
 	var list []failedView
 	next := ""
 	err := s.Store.View(ctx, func(rd store.Reader) error {
-		as, err := rd.ListActivities(ctx, "", store.ActivityFilter{Statuses: []string{store.ActivityStatusFailed}, Limit: pageSize + 1, After: after})
+		as, err := rd.ListActivities(
+			ctx,
+			"",
+			store.ActivityFilter{Statuses: []string{store.ActivityStatusFailed}, Limit: pageSize + 1, After: after},
+		)
 		if err != nil {
 			return err
 		}
@@ -159,7 +169,17 @@ func (s *Server) failed(w http.ResponseWriter, r *http.Request) {
 				}
 				names[a.OrgID] = name
 			}
-			list = append(list, failedView{ID: a.ID, Type: a.Type, OrgID: a.OrgID, OrgName: name, Message: failureMessage(a.Data), CreatedAt: a.CreatedAt})
+			list = append(
+				list,
+				failedView{
+					ID:        a.ID,
+					Type:      a.Type,
+					OrgID:     a.OrgID,
+					OrgName:   name,
+					Message:   failureMessage(a.Data),
+					CreatedAt: a.CreatedAt,
+				},
+			)
 		}
 		return nil
 	})

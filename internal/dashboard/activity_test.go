@@ -19,8 +19,13 @@ func TestFailedFeed(t *testing.T) {
 		if i%2 == 1 {
 			org = other
 		}
-		e.putActivity(org, "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", "ACTIVITY_STATUS_FAILED", e.now.Add(-time.Duration(55-i)*time.Second),
-			map[string]any{"failure": map[string]any{"code": 3, "message": fmt.Sprintf("failure number %02d", i)}})
+		e.putActivity(
+			org,
+			"ACTIVITY_TYPE_SIGN_TRANSACTION_V2",
+			"ACTIVITY_STATUS_FAILED",
+			e.now.Add(-time.Duration(55-i)*time.Second),
+			map[string]any{"failure": map[string]any{"code": 3, "message": fmt.Sprintf("failure number %02d", i)}},
+		)
 	}
 	e.putActivity(e.orgID, "ACTIVITY_TYPE_CREATE_WALLET", "ACTIVITY_STATUS_COMPLETED", e.now, nil)
 	b := e.browser()
@@ -35,18 +40,23 @@ func TestFailedFeed(t *testing.T) {
 	rows := strings.Count(page, `<td class="nowrap">`)
 	next := regexp.MustCompile(`href="/failed\?after=([0-9a-f-]+)"`).FindStringSubmatch(page)
 	if rows != 50 || next == nil || !strings.Contains(page, "Globex") || !strings.Contains(page, "Acme Corp") ||
-		!strings.Contains(page, "failure number 54") || strings.Contains(page, "failure number 04") || strings.Contains(page, "CREATE_WALLET") {
+		!strings.Contains(
+			page,
+			"failure number 54",
+		) || strings.Contains(page, "failure number 04") || strings.Contains(page, "CREATE_WALLET") {
 		t.Fatalf("first page: %d rows, next %v", rows, next)
 	}
 	if strings.Index(page, "failure number 54") > strings.Index(page, "failure number 53") {
 		t.Error("not newest first")
 	}
 	_, page2 := b.get("/failed?after=" + next[1])
-	if n := strings.Count(page2, `<td class="nowrap">`); n != 5 || !strings.Contains(page2, "failure number 00") || strings.Contains(page2, "/failed?after=") {
+	if n := strings.Count(page2, `<td class="nowrap">`); n != 5 || !strings.Contains(page2, "failure number 00") ||
+		strings.Contains(page2, "/failed?after=") {
 		t.Fatalf("second page: %d rows", n)
 	}
 	for _, bad := range []string{"x", "'; drop table", strings.Repeat("a", 36)} {
-		if code, body := b.get("/failed?after=" + url.QueryEscape(bad)); code != 400 || !strings.Contains(body, "activity id") {
+		if code, body := b.get("/failed?after=" + url.QueryEscape(bad)); code != 400 ||
+			!strings.Contains(body, "activity id") {
 			t.Errorf("after=%q: %d", bad, code)
 		}
 	}
@@ -57,7 +67,11 @@ func TestFailedFeed(t *testing.T) {
 // collapsed <details>.
 func TestActivityPageReadable(t *testing.T) {
 	e := setup(t)
-	res := e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`)
+	res := e.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		`{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`,
+	)
 	actID := regexp.MustCompile(`"id":"([0-9a-f-]{36})"`).FindStringSubmatch(res)[1]
 	b := e.browser()
 	b.login(password)
@@ -82,9 +96,16 @@ func TestActivityPageReadable(t *testing.T) {
 		}
 	}
 	// A failed activity shows its failure message, and no initiator when nothing voted.
-	id := e.putActivity(e.orgID, "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", "ACTIVITY_STATUS_FAILED", e.now, map[string]any{"failure": map[string]any{"message": "no such key <x>"}})
+	id := e.putActivity(
+		e.orgID,
+		"ACTIVITY_TYPE_SIGN_TRANSACTION_V2",
+		"ACTIVITY_STATUS_FAILED",
+		e.now,
+		map[string]any{"failure": map[string]any{"message": "no such key <x>"}},
+	)
 	_, page = b.get("/activities/" + id)
-	if !strings.Contains(page, `<dd class="bad">no such key &lt;x&gt;</dd>`) || !strings.Contains(page, "not recorded (no vote)") {
+	if !strings.Contains(page, `<dd class="bad">no such key &lt;x&gt;</dd>`) ||
+		!strings.Contains(page, "not recorded (no vote)") {
 		t.Errorf("failed activity page: %s", page)
 	}
 }

@@ -27,8 +27,20 @@ const (
 )
 
 // auditActions are offered by the audit log's action filter (any action can be typed).
-var auditActions = []string{ActionOperatorCreated, ActionSignIn, ActionSignInFailed, ActionLockedOut, ActionSignOut, ActionProxySettings,
-	"proxy enabled", "proxy updated", "proxy disabled", "access granted", "access revoked", "keyring rotated"}
+var auditActions = []string{
+	ActionOperatorCreated,
+	ActionSignIn,
+	ActionSignInFailed,
+	ActionLockedOut,
+	ActionSignOut,
+	ActionProxySettings,
+	"proxy enabled",
+	"proxy updated",
+	"proxy disabled",
+	"access granted",
+	"access revoked",
+	"keyring rotated",
+}
 
 // Outcome is "failure" for refused sign-ins and lockouts, "success" for the rest.
 func (a *Audit) Outcome() string {
@@ -118,14 +130,26 @@ func (f auditFilter) Query() string {
 // scanAudit calls fn with the records matching f, newest first, from the one after `after`,
 // reading at most budget records; fn returns false to stop. It returns the id of the last
 // record read and whether the log was read to its end (or to the filter's first day).
-func (s *Server) scanAudit(ctx context.Context, f auditFilter, after string, budget int, fn func(*Audit) bool) (last string, done bool, err error) {
+func (s *Server) scanAudit(
+	ctx context.Context,
+	f auditFilter,
+	after string,
+	budget int,
+	fn func(*Audit) bool,
+) (last string, done bool, err error) {
 	last = after
 	for read := 0; read < budget; {
 		var chunk []*Audit
 		want := min(auditChunk, budget-read)
 		err = s.Store.View(ctx, func(rd store.Reader) error {
 			var err error
-			chunk, err = records.List[Audit](ctx, rd, KindAudit, "", store.ListOptions{Limit: want, After: last, Desc: true})
+			chunk, err = records.List[Audit](
+				ctx,
+				rd,
+				KindAudit,
+				"",
+				store.ListOptions{Limit: want, After: last, Desc: true},
+			)
 			return err
 		})
 		if errors.Is(err, store.ErrNotFound) {
@@ -187,8 +211,14 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	if q != "" {
 		amp = q + "&"
 	}
-	s.render(w, r, http.StatusOK, "audit", map[string]any{"Title": "Audit log", "Audit": list, "Next": next, "Partial": partial, "Scanned": auditScanPage,
-		"F": f, "Query": q, "QueryAmp": template.URL(amp), "Operators": ops, "Actions": auditActions})
+	s.render(
+		w,
+		r,
+		http.StatusOK,
+		"audit",
+		map[string]any{"Title": "Audit log", "Audit": list, "Next": next, "Partial": partial, "Scanned": auditScanPage,
+			"F": f, "Query": q, "QueryAmp": template.URL(amp), "Operators": ops, "Actions": auditActions},
+	)
 }
 
 // auditExport serves /audit/export?format=csv|json with the log's filters, as a download.
@@ -214,7 +244,17 @@ func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) {
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"id", "at", "operator", "action", "outcome", "target", "detail"})
 		write = func(a *Audit) error {
-			return cw.Write([]string{a.ID, a.At.UTC().Format(time.RFC3339Nano), cell(a.Operator), cell(a.Action), a.Outcome(), cell(a.Target), cell(a.Detail)})
+			return cw.Write(
+				[]string{
+					a.ID,
+					a.At.UTC().Format(time.RFC3339Nano),
+					cell(a.Operator),
+					cell(a.Action),
+					a.Outcome(),
+					cell(a.Target),
+					cell(a.Detail),
+				},
+			)
 		}
 		finish = func() error { cw.Flush(); return cw.Error() }
 	default:

@@ -46,7 +46,12 @@ func TestAuditFilters(t *testing.T) {
 	}{
 		{"", 200, []string{"10.0.0.1", "10.6.6.6", "org-1", "org-2"}, nil},
 		{"operator=mallory@example.com", 200, []string{"10.6.6.6"}, []string{"org-1", "10.0.0.1", "org-2"}},
-		{"operator=MALLORY@example.com&action=sign-in+locked+out", 200, []string{"sign-in locked out"}, []string{"sign-in failed"}},
+		{
+			"operator=MALLORY@example.com&action=sign-in+locked+out",
+			200,
+			[]string{"sign-in locked out"},
+			[]string{"sign-in failed"},
+		},
 		{"outcome=failure", 200, []string{"10.6.6.6"}, []string{"org-1", "10.0.0.1"}},
 		{"outcome=success&operator=ops@example.com", 200, []string{"org-1", "10.0.0.1"}, []string{"10.6.6.6", "org-2"}},
 		{"from=2026-05-02&to=2026-05-03", 200, []string{"10.6.6.6", "org-1"}, []string{"10.0.0.1", "org-2"}},
@@ -100,7 +105,8 @@ func TestAuditExport(t *testing.T) {
 	}
 	resp, body := get("format=csv&operator=ops@example.com")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), `attachment; filename="latchkey-audit-`) ||
-		!strings.HasSuffix(resp.Header.Get("Content-Disposition"), `.csv"`) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
+		!strings.HasSuffix(resp.Header.Get("Content-Disposition"), `.csv"`) ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
 		t.Fatalf("csv: %d %v", resp.StatusCode, resp.Header)
 	}
 	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
@@ -109,15 +115,18 @@ func TestAuditExport(t *testing.T) {
 	}
 	// header, the test's own sign-in (newest first), the proxy settings and the sign-in of the fixture
 	if len(rows) != 4 || strings.Join(rows[0], ",") != "id,at,operator,action,outcome,target,detail" || rows[2][3] != "auth proxy settings" ||
-		rows[2][6] != `'=HYPERLINK("x")` || rows[2][4] != "success" {
+		rows[2][6] != `'=HYPERLINK("x")` ||
+		rows[2][4] != "success" {
 		t.Fatalf("csv rows %q", rows)
 	}
 	resp, body = get("format=json&outcome=failure")
 	var recs []map[string]any
-	if err := json.Unmarshal([]byte(body), &recs); err != nil || resp.StatusCode != 200 || !strings.HasSuffix(resp.Header.Get("Content-Disposition"), `.json"`) {
+	if err := json.Unmarshal([]byte(body), &recs); err != nil || resp.StatusCode != 200 ||
+		!strings.HasSuffix(resp.Header.Get("Content-Disposition"), `.json"`) {
 		t.Fatalf("json: %d %v %s", resp.StatusCode, err, body)
 	}
-	if len(recs) != 2 || recs[0]["action"] != "sign-in locked out" || recs[0]["outcome"] != "failure" || recs[1]["target"] != "10.6.6.6" {
+	if len(recs) != 2 || recs[0]["action"] != "sign-in locked out" || recs[0]["outcome"] != "failure" ||
+		recs[1]["target"] != "10.6.6.6" {
 		t.Fatalf("json records %v", recs)
 	}
 	resp, body = get("format=json&from=2030-01-01")
@@ -125,7 +134,8 @@ func TestAuditExport(t *testing.T) {
 		t.Fatalf("empty export: %q", body)
 	}
 	for _, q := range []string{"format=xml", "", "format=csv&from=bad"} {
-		if resp, body := get(q); resp.StatusCode != 400 || resp.Header.Get("Content-Disposition") != "" || !strings.Contains(body, "Bad export") {
+		if resp, body := get(q); resp.StatusCode != 400 || resp.Header.Get("Content-Disposition") != "" ||
+			!strings.Contains(body, "Bad export") {
 			t.Errorf("%q: %d", q, resp.StatusCode)
 		}
 	}

@@ -25,7 +25,13 @@ func BenchmarkPages10kOrgs(b *testing.B) {
 			if err := directory.SaveOrganization(ctx, tx, o); err != nil {
 				return err
 			}
-			s := &directory.Organization{ID: id.New(), Name: fmt.Sprintf("Sub %05d", i), ParentID: e.orgID, CreatedAt: now, UpdatedAt: now}
+			s := &directory.Organization{
+				ID:        id.New(),
+				Name:      fmt.Sprintf("Sub %05d", i),
+				ParentID:  e.orgID,
+				CreatedAt: now,
+				UpdatedAt: now,
+			}
 			if err := directory.SaveOrganization(ctx, tx, s); err != nil {
 				return err
 			}
@@ -35,7 +41,11 @@ func BenchmarkPages10kOrgs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	act := e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`)
+	act := e.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		`{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`,
+	)
 	actID := regexp.MustCompile(`"id":"([0-9a-f-]{36})"`).FindStringSubmatch(act)[1]
 	addr := regexp.MustCompile(`0x[0-9a-fA-F]{40}`).FindString(act)
 	br := e.browser()

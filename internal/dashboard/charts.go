@@ -157,8 +157,17 @@ func stacked(title string, starts []time.Time, format string, ss []series, yfmt 
 				continue
 			}
 			y0, y1 := yOf(base, top), yOf(base+v, top)
-			c.Bars = append(c.Bars, svgBar{X: round1(xOf(i, n) + gap/2), Y: round1(y1), W: round1(w - gap), H: round1(y0 - y1), Class: s.Class,
-				Tip: fmt.Sprintf("%s %s: %s", starts[i].Format("2006-01-02 15:04"), s.Label, yfmt(v))})
+			c.Bars = append(
+				c.Bars,
+				svgBar{
+					X:     round1(xOf(i, n) + gap/2),
+					Y:     round1(y1),
+					W:     round1(w - gap),
+					H:     round1(y0 - y1),
+					Class: s.Class,
+					Tip:   fmt.Sprintf("%s %s: %s", starts[i].Format("2006-01-02 15:04"), s.Label, yfmt(v)),
+				},
+			)
 			base += v
 		}
 	}
@@ -306,8 +315,20 @@ func activityCharts(acts []store.Activity, from time.Time, rg chartRange) []char
 	return []chart{
 		stacked("Activities by status", starts, rg.Format, statusSeries, countLabel),
 		stacked("Activities by type", starts, rg.Format, typeSeries, countLabel),
-		lineChart("Signatures per second (completed signing activities)", starts, rg.Format, []series{{"signatures/s", "l-sign", rate}}, trimFloat),
-		lineChart("Activity failure rate", starts, rg.Format, []series{{"failed activities", "l-err", errRate}}, percentLabel),
+		lineChart(
+			"Signatures per second (completed signing activities)",
+			starts,
+			rg.Format,
+			[]series{{"signatures/s", "l-sign", rate}},
+			trimFloat,
+		),
+		lineChart(
+			"Activity failure rate",
+			starts,
+			rg.Format,
+			[]series{{"failed activities", "l-err", errRate}},
+			percentLabel,
+		),
 	}
 }
 
@@ -339,8 +360,20 @@ func requestCharts(q *Requests, from time.Time, rg chartRange) []chart {
 	}
 	return []chart{
 		stacked("API requests", starts, rg.Format, []series{{"requests", "c0", count}}, countLabel),
-		lineChart("API error rate", starts, rg.Format, []series{{"server errors (5xx)", "l-err", errRate}, {"refused (4xx)", "l-warn", bad}}, percentLabel),
-		lineChart("API request latency", starts, rg.Format, []series{{"p50", "l-p50", p50}, {"p95", "l-p95", p95}, {"p99", "l-p99", p99}}, msLabel),
+		lineChart(
+			"API error rate",
+			starts,
+			rg.Format,
+			[]series{{"server errors (5xx)", "l-err", errRate}, {"refused (4xx)", "l-warn", bad}},
+			percentLabel,
+		),
+		lineChart(
+			"API request latency",
+			starts,
+			rg.Format,
+			[]series{{"p50", "l-p50", p50}, {"p95", "l-p95", p95}, {"p99", "l-p99", p99}},
+			msLabel,
+		),
 	}
 }
 
@@ -350,7 +383,12 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	rg, ok := findRange(q.Get("range"))
 	if !ok {
-		s.fail(w, r, http.StatusBadRequest, "Unknown range "+fmt.Sprintf("%q", q.Get("range"))+": use hour, day or month.")
+		s.fail(
+			w,
+			r,
+			http.StatusBadRequest,
+			"Unknown range "+fmt.Sprintf("%q", q.Get("range"))+": use hour, day or month.",
+		)
 		return
 	}
 	orgID := q.Get("org")
@@ -381,8 +419,15 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 		cs[0].Note = fmt.Sprintf("The range holds more than %d activities: the charts count the newest %d (from %s).",
 			maxChartActivities, maxChartActivities, acts[len(acts)-1].CreatedAt.UTC().Format("2006-01-02 15:04Z"))
 	}
-	data := map[string]any{"Title": "Charts", "Range": rg, "Ranges": chartRanges, "Charts": cs, "OrgID": orgID, "OrgName": orgName,
-		"Count": len(acts)}
+	data := map[string]any{
+		"Title":   "Charts",
+		"Range":   rg,
+		"Ranges":  chartRanges,
+		"Charts":  cs,
+		"OrgID":   orgID,
+		"OrgName": orgName,
+		"Count":   len(acts),
+	}
 	if orgID == "" {
 		data["RequestCharts"] = requestCharts(&s.Requests, from, rg)
 		data["RequestsSince"] = s.Requests.Since()

@@ -22,7 +22,15 @@ import (
 // putActivity stores an activity directly (statuses the API does not easily produce).
 func (e *env) putActivity(orgID, typ, status string, at time.Time, data map[string]any) string {
 	e.t.Helper()
-	a := store.Activity{ID: id.New(), OrgID: orgID, Fingerprint: id.New(), Status: status, Type: typ, CreatedAt: at, UpdatedAt: at}
+	a := store.Activity{
+		ID:          id.New(),
+		OrgID:       orgID,
+		Fingerprint: id.New(),
+		Status:      status,
+		Type:        typ,
+		CreatedAt:   at,
+		UpdatedAt:   at,
+	}
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -49,10 +57,28 @@ func TestCharts(t *testing.T) {
 	now := e.now
 	minute := now.Truncate(time.Minute)
 	for range 3 {
-		e.putActivity(e.orgID, "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", "ACTIVITY_STATUS_COMPLETED", minute.Add(-10*time.Minute+time.Second), nil)
+		e.putActivity(
+			e.orgID,
+			"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+			"ACTIVITY_STATUS_COMPLETED",
+			minute.Add(-10*time.Minute+time.Second),
+			nil,
+		)
 	}
-	e.putActivity(e.orgID, "ACTIVITY_TYPE_SIGN_TRANSACTION_V2", "ACTIVITY_STATUS_FAILED", minute.Add(-10*time.Minute+2*time.Second), nil)
-	e.putActivity(e.orgID, "ACTIVITY_TYPE_CREATE_USERS_V3", "ACTIVITY_STATUS_COMPLETED", now.Add(-5*time.Hour), nil) // outside the hour
+	e.putActivity(
+		e.orgID,
+		"ACTIVITY_TYPE_SIGN_TRANSACTION_V2",
+		"ACTIVITY_STATUS_FAILED",
+		minute.Add(-10*time.Minute+2*time.Second),
+		nil,
+	)
+	e.putActivity(
+		e.orgID,
+		"ACTIVITY_TYPE_CREATE_USERS_V3",
+		"ACTIVITY_STATUS_COMPLETED",
+		now.Add(-5*time.Hour),
+		nil,
+	) // outside the hour
 	b := e.browser()
 	b.login(password)
 
@@ -69,7 +95,15 @@ func TestCharts(t *testing.T) {
 			`c0|` + tenAgo + " SIGN_RAW_PAYLOAD_V2: 3",
 			tenAgo + " SIGN_TRANSACTION_V2: 1",
 		}, []string{"CREATE_USERS_V3"}},
-		{"/charts?range=day", 200, []string{"CREATE_USERS_V3: 1", minute.Add(-10*time.Minute).Truncate(time.Hour).Format("2006-01-02 15:04") + " SIGN_RAW_PAYLOAD_V2: 3"}, nil},
+		{
+			"/charts?range=day",
+			200,
+			[]string{
+				"CREATE_USERS_V3: 1",
+				minute.Add(-10*time.Minute).Truncate(time.Hour).Format("2006-01-02 15:04") + " SIGN_RAW_PAYLOAD_V2: 3",
+			},
+			nil,
+		},
 		{"/charts?range=month", 200, []string{"CREATE_USERS_V3: 1", "completed: "}, nil},
 		{"/charts?range=year", 400, []string{"Unknown range"}, nil},
 		{"/charts?org=00000000-0000-4000-8000-000000000000", 404, nil, nil},
@@ -96,7 +130,9 @@ func TestCharts(t *testing.T) {
 		}
 	}
 	// The overview shows the last hour's activities by status and the API latency.
-	if _, body := b.get("/"); !strings.Contains(body, tenAgo+" completed: 3") || !strings.Contains(body, "API request latency") || !strings.Contains(body, `href="/charts"`) {
+	if _, body := b.get("/"); !strings.Contains(body, tenAgo+" completed: 3") ||
+		!strings.Contains(body, "API request latency") ||
+		!strings.Contains(body, `href="/charts"`) {
 		t.Error("the overview lacks its charts")
 	}
 	_, body := b.get("/charts")
@@ -113,22 +149,29 @@ func TestCharts(t *testing.T) {
 	otherOrg := e.putOrg("Other Org")
 	e.putActivity(otherOrg, "ACTIVITY_TYPE_CREATE_POLICY_V3", "ACTIVITY_STATUS_COMPLETED", now, nil)
 	_, body = b.get("/charts?org=" + otherOrg)
-	if !strings.Contains(body, "CREATE_POLICY_V3: 1") || strings.Contains(body, "SIGN_RAW_PAYLOAD") || strings.Contains(body, "API request latency") {
+	if !strings.Contains(body, "CREATE_POLICY_V3: 1") || strings.Contains(body, "SIGN_RAW_PAYLOAD") ||
+		strings.Contains(body, "API request latency") {
 		t.Errorf("the organization's charts: %s", body)
 	}
-	if _, body = b.get("/charts?org=" + e.orgID); !strings.Contains(body, "SIGN_RAW_PAYLOAD_V2: 3") || strings.Contains(body, "CREATE_POLICY_V3") {
+	if _, body = b.get("/charts?org=" + e.orgID); !strings.Contains(body, "SIGN_RAW_PAYLOAD_V2: 3") ||
+		strings.Contains(body, "CREATE_POLICY_V3") {
 		t.Error("Acme's charts are wrong")
 	}
 	// Per organization, the API requests of the last hour: Acme's submit is counted there; the
 	// other organization was not served; longer ranges say why they show none.
-	if !strings.Contains(body, "API requests of this organization") || !regexp.MustCompile(`<rect class="c0"[^>]*><title>[^<]* requests: 1<`).MatchString(body) ||
+	if !strings.Contains(body, "API requests of this organization") ||
+		!regexp.MustCompile(`<rect class="c0"[^>]*><title>[^<]* requests: 1<`).MatchString(body) ||
 		!strings.Contains(body, "API request latency") {
 		t.Error("Acme's charts lack its API requests")
 	}
-	if _, body = b.get("/charts?org=" + otherOrg); !strings.Contains(body, "served no API request of this organization") {
+	if _, body = b.get("/charts?org=" + otherOrg); !strings.Contains(
+		body,
+		"served no API request of this organization",
+	) {
 		t.Error("the other organization's request charts")
 	}
-	if _, body = b.get("/charts?range=day&org=" + e.orgID); !strings.Contains(body, "choose the hour range") || strings.Contains(body, "API request latency") {
+	if _, body = b.get("/charts?range=day&org=" + e.orgID); !strings.Contains(body, "choose the hour range") ||
+		strings.Contains(body, "API request latency") {
 		t.Error("a day's range per organization")
 	}
 }

@@ -44,8 +44,11 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	out, _ := notify.NewOutbox(filepath.Join(dir, "outbox.jsonl"))
-	s, err := server.Open(context.Background(), server.Config{DataDir: dir, MasterKeyFile: mk, Emailer: out, Texter: out,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.Open(
+		context.Background(),
+		server.Config{DataDir: dir, MasterKeyFile: mk, Emailer: out, Texter: out,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,10 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	priv, pub, _ := stamp.GenerateKey(stamp.CurveP256)
-	c, err := s.CreateOrganization(context.Background(), server.OrgSpec{OrgName: "Acme Corp", UserName: "alice", UserEmail: "alice@acme.example", APIPublicKey: pub})
+	c, err := s.CreateOrganization(
+		context.Background(),
+		server.OrgSpec{OrgName: "Acme Corp", UserName: "alice", UserEmail: "alice@acme.example", APIPublicKey: pub},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +74,13 @@ func setup(t *testing.T) *env {
 
 // submit sends a stamped activity to the API.
 func (e *env) submit(op, typ, params string) string {
-	body := fmt.Sprintf(`{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`, typ, time.Now().UnixMilli(), e.orgID, params)
+	body := fmt.Sprintf(
+		`{"type":%q,"timestampMs":"%d","organizationId":%q,"parameters":%s}`,
+		typ,
+		time.Now().UnixMilli(),
+		e.orgID,
+		params,
+	)
 	st, _ := stamp.NewP256Stamper(e.priv)
 	name, value, _ := st.Stamp([]byte(body))
 	req, _ := http.NewRequest(http.MethodPost, e.api.URL+"/public/v1/submit/"+op, strings.NewReader(body))
@@ -93,7 +105,14 @@ type browser struct {
 
 func (e *env) browser() *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: e.t, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, u: e.dash.URL}
+	return &browser{
+		t: e.t,
+		c: &http.Client{
+			Jar:           jar,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		u: e.dash.URL,
+	}
 }
 
 func (b *browser) get(path string) (int, string) {
@@ -154,7 +173,10 @@ func TestSignInAndRefusals(t *testing.T) {
 		wrong = "1"
 	}
 	for _, tok := range []string{"", wrong + csrf[1:]} {
-		resp, _ := b.post("/orgs/"+e.orgID+"/proxy", url.Values{"csrf": {tok}, "enabled": {"on"}, "sessionExpirationSeconds": {"900"}, "otpLength": {"6"}})
+		resp, _ := b.post(
+			"/orgs/"+e.orgID+"/proxy",
+			url.Values{"csrf": {tok}, "enabled": {"on"}, "sessionExpirationSeconds": {"900"}, "otpLength": {"6"}},
+		)
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("csrf %q: %d", tok, resp.StatusCode)
 		}
@@ -181,9 +203,21 @@ func TestSignInAndRefusals(t *testing.T) {
 // code, the auth proxy) and checks each for the secrets Latchkey holds.
 func TestPagesShowNoSecrets(t *testing.T) {
 	e := setup(t)
-	e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`)
-	e.submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", `{"privateKeys":[{"privateKeyName":"hot","curve":"CURVE_ED25519","privateKeyTags":[],"addressFormats":["ADDRESS_FORMAT_SOLANA"]}]}`)
-	act := e.submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", `{"otpType":"OTP_TYPE_EMAIL","contact":"alice@acme.example","appName":"Acme"}`)
+	e.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		`{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`,
+	)
+	e.submit(
+		"create_private_keys",
+		"ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2",
+		`{"privateKeys":[{"privateKeyName":"hot","curve":"CURVE_ED25519","privateKeyTags":[],"addressFormats":["ADDRESS_FORMAT_SOLANA"]}]}`,
+	)
+	act := e.submit(
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		`{"otpType":"OTP_TYPE_EMAIL","contact":"alice@acme.example","appName":"Acme"}`,
+	)
 	es, _ := notify.ReadOutbox(e.outbox.Path())
 	code := regexp.MustCompile(`(?m)^    (\S+)\s*$`).FindStringSubmatch(es[0].Email.Text)[1]
 	if _, err := e.s.Proxy.Enable(context.Background(), e.orgID, authproxy.DefaultSettings()); err != nil {
@@ -193,9 +227,24 @@ func TestPagesShowNoSecrets(t *testing.T) {
 
 	b := e.browser()
 	b.login(password)
-	pages := []string{"/", "/orgs", "/orgs?parent=" + e.orgID, "/orgs?q=alice@acme.example", "/orgs/" + e.orgID, "/orgs/" + e.orgID + "/activities",
-		"/activities/" + actID, "/orgs/" + e.orgID + "/proxy", "/keys", "/health", "/audit", "/charts", "/charts?org=" + e.orgID, "/failed",
-		"/audit/export?format=csv", "/audit/export?format=json"}
+	pages := []string{
+		"/",
+		"/orgs",
+		"/orgs?parent=" + e.orgID,
+		"/orgs?q=alice@acme.example",
+		"/orgs/" + e.orgID,
+		"/orgs/" + e.orgID + "/activities",
+		"/activities/" + actID,
+		"/orgs/" + e.orgID + "/proxy",
+		"/keys",
+		"/health",
+		"/audit",
+		"/charts",
+		"/charts?org=" + e.orgID,
+		"/failed",
+		"/audit/export?format=csv",
+		"/audit/export?format=json",
+	}
 	for _, p := range pages {
 		status, body := b.get(p)
 		if status != 200 {
@@ -207,7 +256,8 @@ func TestPagesShowNoSecrets(t *testing.T) {
 			}
 		}
 	}
-	if _, body := b.get("/keys"); !regexp.MustCompile(`<td>1 <span class="st completed">active</span></td><td>[^<]+</td><td>([1-9][0-9]*)</td>`).MatchString(body) ||
+	if _, body := b.get("/keys"); !regexp.MustCompile(`<td>1 <span class="st completed">active</span></td><td>[^<]+</td><td>([1-9][0-9]*)</td>`).
+		MatchString(body) ||
 		!strings.Contains(body, e.s.Keyring.MasterID()) {
 		t.Fatalf("the keys page lacks the keyring's versions and counts: %s", body)
 	}
@@ -233,15 +283,28 @@ func TestProxySettingsFromTheDashboard(t *testing.T) {
 	b.login(password)
 	_, page := b.get("/orgs/" + e.orgID + "/proxy")
 	csrf := csrfField.FindStringSubmatch(page)[1]
-	form := url.Values{"csrf": {csrf}, "action": {"save"}, "enabled": {"on"}, "allowedOrigins": {"https://app.acme.example\nhttps://admin.acme.example"},
-		"sessionExpirationSeconds": {"3600"}, "otpLength": {"8"}, "providers": {"email", "google"}, "emailAppName": {"Acme Wallet"},
-		"oauthClientIds": {"google=acme-google"}, "smsTemplate": {"Your Acme code: {{.OtpCode}}"}}
+	form := url.Values{
+		"csrf":           {csrf},
+		"action":         {"save"},
+		"enabled":        {"on"},
+		"allowedOrigins": {"https://app.acme.example\nhttps://admin.acme.example"},
+		"sessionExpirationSeconds": {
+			"3600",
+		},
+		"otpLength":      {"8"},
+		"providers":      {"email", "google"},
+		"emailAppName":   {"Acme Wallet"},
+		"oauthClientIds": {"google=acme-google"},
+		"smsTemplate":    {"Your Acme code: {{.OtpCode}}"},
+	}
 	resp, _ := b.post("/orgs/"+e.orgID+"/proxy", form)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("save: %d", resp.StatusCode)
 	}
 	c, err := e.s.Proxy.Get(context.Background(), e.orgID)
-	if err != nil || !c.Settings.Enabled || c.Settings.SessionExpirationSeconds != 3600 || len(c.Settings.AllowedOrigins) != 2 || c.Settings.OTPLength != 8 ||
+	if err != nil || !c.Settings.Enabled || c.Settings.SessionExpirationSeconds != 3600 ||
+		len(c.Settings.AllowedOrigins) != 2 ||
+		c.Settings.OTPLength != 8 ||
 		c.Settings.OAuthClientIDs["google"] != "acme-google" {
 		t.Fatalf("settings %+v, %v", c, err)
 	}
@@ -254,7 +317,8 @@ func TestProxySettingsFromTheDashboard(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "sessionExpirationSeconds") {
 		t.Fatalf("invalid value: %d", resp.StatusCode)
 	}
-	if _, body := b.get("/audit"); !strings.Contains(body, "auth proxy settings") || !strings.Contains(body, "ops@example.com") {
+	if _, body := b.get("/audit"); !strings.Contains(body, "auth proxy settings") ||
+		!strings.Contains(body, "ops@example.com") {
 		t.Fatal("the change is not in the audit log")
 	}
 }

@@ -43,12 +43,15 @@ func TestFixes(t *testing.T) {
 	e := setup(t)
 	b := e.browser()
 	// Anonymous: the 404 page too, without the menu.
-	if code, body := b.get("/no/such/page"); code != 404 || !strings.Contains(body, "There is no page at this address") || strings.Contains(body, `href="/audit"`) {
+	if code, body := b.get("/no/such/page"); code != 404 ||
+		!strings.Contains(body, "There is no page at this address") ||
+		strings.Contains(body, `href="/audit"`) {
 		t.Errorf("anonymous unknown path: %d", code)
 	}
 	b.login(password)
 	_, page := b.get("/orgs/" + e.orgID + "/proxy")
-	if strings.Contains(page, "Your Your app") || !strings.Contains(page, "Subject: Your Acme Corp verification code") ||
+	if strings.Contains(page, "Your Your app") ||
+		!strings.Contains(page, "Subject: Your Acme Corp verification code") ||
 		!strings.Contains(page, "Use this code to sign in to Acme Corp") {
 		t.Errorf("the e-mail preview does not name the organization: %s", page)
 	}
@@ -60,7 +63,8 @@ func TestFixes(t *testing.T) {
 	}
 	for _, p := range []string{"/nope", "/orgs/" + e.orgID + "/nope", "/activities"} {
 		code, body := b.get(p)
-		if code != 404 || !strings.Contains(body, "There is no page at this address") || !strings.Contains(body, `href="/audit"`) ||
+		if code != 404 || !strings.Contains(body, "There is no page at this address") ||
+			!strings.Contains(body, `href="/audit"`) ||
 			!strings.Contains(body, "<!doctype html>") {
 			t.Errorf("%s: %d %s", p, code, body)
 		}

@@ -140,7 +140,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		if configured {
 			st = "configured"
 		}
-		return providerRow{Name: name, Configured: configured, Status: st, Detail: detail, LastFailure: f.At, Failures: f.Count}
+		return providerRow{
+			Name:        name,
+			Configured:  configured,
+			Status:      st,
+			Detail:      detail,
+			LastFailure: f.At,
+			Failures:    f.Count,
+		}
 	}
 	rows := []providerRow{
 		row("E-mail (one-time codes)", h.Email, h.EmailDetail, "email"),

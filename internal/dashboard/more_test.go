@@ -23,7 +23,11 @@ import (
 // any letter case), and the auth proxy's sealed private key appears on no page.
 func TestSearchByAddressAndNoProxyKey(t *testing.T) {
 	e := setup(t)
-	res := e.submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", `{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`)
+	res := e.submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		`{"walletName":"treasury","accounts":[{"curve":"CURVE_SECP256K1","pathFormat":"PATH_FORMAT_BIP32","path":"m/44'/60'/0'/0/0","addressFormat":"ADDRESS_FORMAT_ETHEREUM"}]}`,
+	)
 	addr := regexp.MustCompile(`0x[0-9a-fA-F]{40}`).FindString(res)
 	if addr == "" {
 		t.Fatalf("no address in %s", res)
@@ -49,7 +53,11 @@ func TestSearchByAddressAndNoProxyKey(t *testing.T) {
 	}); err != nil || len(sealed) == 0 {
 		t.Fatalf("sealed proxy key: %v (%d bytes)", err, len(sealed))
 	}
-	secrets := []string{base64.StdEncoding.EncodeToString(sealed), base64.RawURLEncoding.EncodeToString(sealed), hex.EncodeToString(sealed)}
+	secrets := []string{
+		base64.StdEncoding.EncodeToString(sealed),
+		base64.RawURLEncoding.EncodeToString(sealed),
+		hex.EncodeToString(sealed),
+	}
 
 	b := e.browser()
 	b.login(password)
@@ -78,7 +86,11 @@ func TestSignInLimitPerAddressSignOutAndTLS(t *testing.T) {
 		b.post("/login", url.Values{"email": {fmt.Sprintf("nobody%d@example.com", i)}, "password": {"x"}})
 	}
 	if r := b.login(password); r.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("after %d failures from one address a sign-in answered %d", dashboard.DefaultMaxFailuresPerAddress, r.StatusCode)
+		t.Fatalf(
+			"after %d failures from one address a sign-in answered %d",
+			dashboard.DefaultMaxFailuresPerAddress,
+			r.StatusCode,
+		)
 	}
 
 	e2 := setup(t)
@@ -136,7 +148,8 @@ func TestAuditPaginates(t *testing.T) {
 		t.Fatalf("first page: %d rows, next %v", n, next)
 	}
 	_, page2 := b.get("/audit?after=" + next[1])
-	if n := strings.Count(page2, "<tr><td>"); n != 6 || strings.Contains(page2, "/audit?after=") || !strings.Contains(page+page2, "operator created") {
+	if n := strings.Count(page2, "<tr><td>"); n != 6 || strings.Contains(page2, "/audit?after=") ||
+		!strings.Contains(page+page2, "operator created") {
 		t.Fatalf("second page: %d rows", n)
 	}
 }

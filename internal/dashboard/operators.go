@@ -88,7 +88,8 @@ var dummyHash, _ = hashPassword("latchkey-dummy-password")
 // CreateOperator adds an operator account.
 func CreateOperator(ctx context.Context, st store.Store, email, password string, now time.Time) (*Operator, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	if at := strings.IndexByte(email, '@'); at <= 0 || at == len(email)-1 || len(email) > 254 || strings.ContainsAny(email, " \t\r\n<>") {
+	if at := strings.IndexByte(email, '@'); at <= 0 || at == len(email)-1 || len(email) > 254 ||
+		strings.ContainsAny(email, " \t\r\n<>") {
 		return nil, apierr.Invalid("email", "not an e-mail address: %q", email)
 	}
 	if len(password) < minPassword {

@@ -118,7 +118,11 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		if counts["LastHour"], err = rd.CountActivities(ctx, "", store.ActivityFilter{Since: hour}); err != nil {
 			return err
 		}
-		counts["FailedLastHour"], err = rd.CountActivities(ctx, "", store.ActivityFilter{Since: hour, Statuses: []string{store.ActivityStatusFailed}})
+		counts["FailedLastHour"], err = rd.CountActivities(
+			ctx,
+			"",
+			store.ActivityFilter{Since: hour, Statuses: []string{store.ActivityStatusFailed}},
+		)
 		return err
 	})
 	if err != nil {
@@ -180,7 +184,13 @@ func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "orgs", map[string]any{"Title": "Organizations", "Orgs": list, "Query": q, "Next": next, "Parent": parent})
+	s.render(
+		w,
+		r,
+		http.StatusOK,
+		"orgs",
+		map[string]any{"Title": "Organizations", "Orgs": list, "Query": q, "Next": next, "Parent": parent},
+	)
 }
 
 // search finds organizations by id, name, a user's e-mail or a wallet account address.
@@ -240,20 +250,39 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		var uv []userView
 		for _, u := range users {
-			v := userView{ID: u.ID, Name: u.Name, Email: u.Email, Phone: u.PhoneNumber, Root: o.IsRoot(u.ID), CreatedAt: u.CreatedAt}
+			v := userView{
+				ID:        u.ID,
+				Name:      u.Name,
+				Email:     u.Email,
+				Phone:     u.PhoneNumber,
+				Root:      o.IsRoot(u.ID),
+				CreatedAt: u.CreatedAt,
+			}
 			ks, err := directory.UserAPIKeys(ctx, rd, u.ID)
 			if err != nil {
 				return err
 			}
 			for _, k := range ks {
-				v.APIKeys = append(v.APIKeys, keyView{ID: k.ID, Name: k.Name, PublicKey: k.PublicKey, Type: k.CredentialType, Expires: k.ExpiresAt})
+				v.APIKeys = append(
+					v.APIKeys,
+					keyView{
+						ID:        k.ID,
+						Name:      k.Name,
+						PublicKey: k.PublicKey,
+						Type:      k.CredentialType,
+						Expires:   k.ExpiresAt,
+					},
+				)
 			}
 			as, err := directory.UserAuthenticators(ctx, rd, u.ID)
 			if err != nil {
 				return err
 			}
 			for _, a := range as {
-				v.Authenticators = append(v.Authenticators, authView{ID: a.ID, Name: a.Name, CredentialID: a.CredentialID, Attestation: a.AttestationType})
+				v.Authenticators = append(
+					v.Authenticators,
+					authView{ID: a.ID, Name: a.Name, CredentialID: a.CredentialID, Attestation: a.AttestationType},
+				)
 			}
 			uv = append(uv, v)
 		}
@@ -262,20 +291,35 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		accts, err := records.List[wallets.Account](ctx, rd, wallets.KindAccount, id, store.ListOptions{Limit: 10 * pageSize})
+		accts, err := records.List[wallets.Account](
+			ctx,
+			rd,
+			wallets.KindAccount,
+			id,
+			store.ListOptions{Limit: 10 * pageSize},
+		)
 		if err != nil {
 			return err
 		}
 		byWallet := map[string][]accountView{}
 		for _, a := range accts {
-			byWallet[a.WalletID] = append(byWallet[a.WalletID], accountView{Address: a.Address, Path: a.Path, Curve: a.Curve, Format: a.AddressFormat})
+			byWallet[a.WalletID] = append(
+				byWallet[a.WalletID],
+				accountView{Address: a.Address, Path: a.Path, Curve: a.Curve, Format: a.AddressFormat},
+			)
 		}
 		var wv []walletView
 		for _, wl := range ws {
 			wv = append(wv, walletView{ID: wl.ID, Name: wl.Name, Accounts: byWallet[wl.ID], CreatedAt: wl.CreatedAt})
 		}
 		data["Wallets"] = wv
-		pks, err := records.List[wallets.PrivateKey](ctx, rd, wallets.KindPrivateKey, id, store.ListOptions{Limit: pageSize})
+		pks, err := records.List[wallets.PrivateKey](
+			ctx,
+			rd,
+			wallets.KindPrivateKey,
+			id,
+			store.ListOptions{Limit: pageSize},
+		)
 		if err != nil {
 			return err
 		}
@@ -294,18 +338,33 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		var polv []policyView
 		for _, p := range ps {
-			polv = append(polv, policyView{ID: p.ID, Name: p.Name, Effect: p.Effect, Condition: p.Condition, Consensus: p.Consensus})
+			polv = append(
+				polv,
+				policyView{ID: p.ID, Name: p.Name, Effect: p.Effect, Condition: p.Condition, Consensus: p.Consensus},
+			)
 		}
 		data["Policies"] = polv
 		var tags []tagView
-		uts, err := records.List[directory.UserTag](ctx, rd, directory.KindUserTag, id, store.ListOptions{Limit: pageSize})
+		uts, err := records.List[directory.UserTag](
+			ctx,
+			rd,
+			directory.KindUserTag,
+			id,
+			store.ListOptions{Limit: pageSize},
+		)
 		if err != nil {
 			return err
 		}
 		for _, t := range uts {
 			tags = append(tags, tagView{ID: t.ID, Name: t.Name, Kind: "user", Members: len(t.UserIDs)})
 		}
-		pts, err := records.List[wallets.PrivateKeyTag](ctx, rd, wallets.KindPrivateKeyTag, id, store.ListOptions{Limit: pageSize})
+		pts, err := records.List[wallets.PrivateKeyTag](
+			ctx,
+			rd,
+			wallets.KindPrivateKeyTag,
+			id,
+			store.ListOptions{Limit: pageSize},
+		)
 		if err != nil {
 			return err
 		}
@@ -349,7 +408,12 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 	if typ != "" {
 		full, ok := fullType(typ)
 		if !ok {
-			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not an activity type: give CREATE_WALLET or ACTIVITY_TYPE_CREATE_WALLET.", typ))
+			s.fail(
+				w,
+				r,
+				http.StatusBadRequest,
+				fmt.Sprintf("%q is not an activity type: give CREATE_WALLET or ACTIVITY_TYPE_CREATE_WALLET.", typ),
+			)
 			return
 		}
 		f.Types = []string{full}
@@ -382,12 +446,24 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "activities", map[string]any{"Title": "Activities of " + name, "OrgID": id, "OrgName": name,
-		"Activities": list, "Status": status, "Type": typ, "Next": next,
-		"Statuses": activityStatuses})
+	s.render(
+		w,
+		r,
+		http.StatusOK,
+		"activities",
+		map[string]any{"Title": "Activities of " + name, "OrgID": id, "OrgName": name,
+			"Activities": list, "Status": status, "Type": typ, "Next": next,
+			"Statuses": activityStatuses},
+	)
 }
 
-var activityStatuses = []string{"ACTIVITY_STATUS_COMPLETED", "ACTIVITY_STATUS_FAILED", "ACTIVITY_STATUS_CONSENSUS_NEEDED", "ACTIVITY_STATUS_REJECTED", "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED"}
+var activityStatuses = []string{
+	"ACTIVITY_STATUS_COMPLETED",
+	"ACTIVITY_STATUS_FAILED",
+	"ACTIVITY_STATUS_CONSENSUS_NEEDED",
+	"ACTIVITY_STATUS_REJECTED",
+	"ACTIVITY_STATUS_AUTHENTICATORS_NEEDED",
+}
 
 // fullType reads an activity type filter as the table shows it (CREATE_WALLET, any letter case)
 // or in full (ACTIVITY_TYPE_CREATE_WALLET).
@@ -446,9 +522,17 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(e.ToWire())
 		ev = append(ev, pretty(b))
 	}
-	data := map[string]any{"Title": "Activity " + a.ID, "A": activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
-		"OrgID": a.OrgID, "Intent": pretty(parts.Intent), "Result": pretty(parts.Result), "VotesJSON": pretty(parts.Votes), "Failure": pretty(parts.Failure),
-		"FailureMessage": failureMessage(a.Data), "Evaluations": ev}
+	data := map[string]any{
+		"Title":          "Activity " + a.ID,
+		"A":              activityView{ID: a.ID, Type: a.Type, Status: a.Status, CreatedAt: a.CreatedAt},
+		"OrgID":          a.OrgID,
+		"Intent":         pretty(parts.Intent),
+		"Result":         pretty(parts.Result),
+		"VotesJSON":      pretty(parts.Votes),
+		"Failure":        pretty(parts.Failure),
+		"FailureMessage": failureMessage(a.Data),
+		"Evaluations":    ev,
+	}
 	data["IntentName"], data["IntentFields"], data["IntentMore"] = fields(parts.Intent)
 	data["ResultName"], data["ResultFields"], data["ResultMore"] = fields(parts.Result)
 	votes := parseVotes(parts.Votes)
@@ -471,7 +555,13 @@ func (s *Server) proxyData(ctx context.Context, orgID string) (map[string]any, e
 	}); err != nil {
 		return nil, err
 	}
-	data := map[string]any{"Title": "Auth proxy of " + o.Name, "OrgID": o.ID, "OrgName": o.Name, "Providers": authproxy.Providers, "TopLevel": o.ParentID == ""}
+	data := map[string]any{
+		"Title":     "Auth proxy of " + o.Name,
+		"OrgID":     o.ID,
+		"OrgName":   o.Name,
+		"Providers": authproxy.Providers,
+		"TopLevel":  o.ParentID == "",
+	}
 	settings := authproxy.DefaultSettings()
 	settings.Enabled = false
 	c, err := s.Proxy.Get(ctx, orgID)
@@ -569,8 +659,13 @@ func (s *Server) proxySave(w http.ResponseWriter, r *http.Request) {
 	}
 	st.OTPAlphanumeric = f.Get("otpAlphanumeric") == "on"
 	st.EnabledProviders = f["providers"]
-	st.Email = authproxy.EmailCustomization{AppName: f.Get("emailAppName"), LogoURL: f.Get("emailLogoUrl"), SenderName: f.Get("emailSenderName"),
-		ReplyTo: f.Get("emailReplyTo"), TemplateVariables: f.Get("emailTemplateVariables")}
+	st.Email = authproxy.EmailCustomization{
+		AppName:           f.Get("emailAppName"),
+		LogoURL:           f.Get("emailLogoUrl"),
+		SenderName:        f.Get("emailSenderName"),
+		ReplyTo:           f.Get("emailReplyTo"),
+		TemplateVariables: f.Get("emailTemplateVariables"),
+	}
 	st.SMS = authproxy.SMSCustomization{AppName: f.Get("smsAppName"), Template: f.Get("smsTemplate")}
 	st.OAuthClientIDs = map[string]string{}
 	for _, l := range lines(f.Get("oauthClientIds")) {
@@ -651,7 +746,15 @@ func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "keys", data)
 }
 
-var acronyms = map[string]string{"otp": "OTP", "api": "API", "tls": "TLS", "jwks": "JWKS", "jwt": "JWT", "url": "URL", "id": "id"}
+var acronyms = map[string]string{
+	"otp":  "OTP",
+	"api":  "API",
+	"tls":  "TLS",
+	"jwks": "JWKS",
+	"jwt":  "JWT",
+	"url":  "URL",
+	"id":   "id",
+}
 
 // label makes a JSON field name readable: otpPublicKey is "OTP public key".
 func label(name string) string {

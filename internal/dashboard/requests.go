@@ -137,7 +137,19 @@ func (q *Requests) window(from time.Time, step time.Duration, n int) []requestPo
 				hist[b] += c
 			}
 		}
-		out[i].P50, out[i].P95, out[i].P99 = percentile(hist, out[i].Count, .50), percentile(hist, out[i].Count, .95), percentile(hist, out[i].Count, .99)
+		out[i].P50, out[i].P95, out[i].P99 = percentile(
+			hist,
+			out[i].Count,
+			.50,
+		), percentile(
+			hist,
+			out[i].Count,
+			.95,
+		), percentile(
+			hist,
+			out[i].Count,
+			.99,
+		)
 	}
 	return out
 }

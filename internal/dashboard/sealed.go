@@ -27,7 +27,12 @@ var (
 // shows "sealed" with a share form, whose POST /unseal gives unseal one share (unauthenticated,
 // as on the API: the share is the credential; only a same-origin form is taken). It reports
 // false for any other request (the caller answers the sealed 503).
-func SealedPage(w http.ResponseWriter, r *http.Request, st SealStatus, unseal func(*http.Request, []byte) (SealStatus, error)) bool {
+func SealedPage(
+	w http.ResponseWriter,
+	r *http.Request,
+	st SealStatus,
+	unseal func(*http.Request, []byte) (SealStatus, error),
+) bool {
 	sealedOnce.Do(func() {
 		sealedTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(assetsFS, "assets/*.html"))
 	})
@@ -77,7 +82,10 @@ func SealedPage(w http.ResponseWriter, r *http.Request, st SealStatus, unseal fu
 // setPageHeaders are the headers of every dashboard page: no framing, no sniffing, no
 // referrer, no caching, and resources from the dashboard itself only.
 func setPageHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+	h.Set(
+		"Content-Security-Policy",
+		"default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+	)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")

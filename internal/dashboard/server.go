@@ -150,8 +150,14 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			if err := r.ParseForm(); err != nil || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(sess.csrf)) != 1 {
-				s.fail(w, r, http.StatusForbidden, "The form's security token is missing or wrong. Reload the page and try again.")
+			if err := r.ParseForm(); err != nil ||
+				subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(sess.csrf)) != 1 {
+				s.fail(
+					w,
+					r,
+					http.StatusForbidden,
+					"The form's security token is missing or wrong. Reload the page and try again.",
+				)
 				return
 			}
 		}
@@ -197,14 +203,26 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.render(w, r, http.StatusBadRequest, "login", map[string]any{"Title": "Sign in", "Error": "The form could not be read."})
+		s.render(
+			w,
+			r,
+			http.StatusBadRequest,
+			"login",
+			map[string]any{"Title": "Sign in", "Error": "The form could not be read."},
+		)
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
 	ip := s.clientIP(r)
 	busy := func(msg string) {
 		w.Header().Set("Retry-After", "60")
-		s.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": msg})
+		s.render(
+			w,
+			r,
+			http.StatusTooManyRequests,
+			"login",
+			map[string]any{"Title": "Sign in", "Email": email, "Error": msg},
+		)
 	}
 	select {
 	case s.checks <- struct{}{}:
@@ -221,7 +239,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.Log.Error("dashboard: reserving a sign-in attempt", "err", err)
-		s.render(w, r, http.StatusServiceUnavailable, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."})
+		s.render(
+			w,
+			r,
+			http.StatusServiceUnavailable,
+			"login",
+			map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."},
+		)
 		return
 	}
 	o, err := findOperator(r.Context(), s.Store, email)
@@ -235,7 +259,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !checkPassword(hash, r.PostFormValue("password")) || err != nil {
 		s.record(r, Audit{Operator: email, Action: "sign-in failed", Target: ip, At: s.Now()})
-		s.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Wrong e-mail or password."})
+		s.render(
+			w,
+			r,
+			http.StatusUnauthorized,
+			"login",
+			map[string]any{"Title": "Sign in", "Email": email, "Error": "Wrong e-mail or password."},
+		)
 		return
 	}
 	s.release(r.Context(), emailKey)
@@ -243,11 +273,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	token, err := s.newSession(r.Context(), o.Email)
 	if err != nil {
 		s.Log.Error("dashboard: storing a session", "err", err)
-		s.render(w, r, http.StatusServiceUnavailable, "login", map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."})
+		s.render(
+			w,
+			r,
+			http.StatusServiceUnavailable,
+			"login",
+			map[string]any{"Title": "Sign in", "Email": email, "Error": "Sign-in is unavailable; try again."},
+		)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int(s.SessionTTL.Seconds())})
+	http.SetCookie(
+		w,
+		&http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+			Secure: r.TLS != nil, MaxAge: int(s.SessionTTL.Seconds())},
+	)
 	s.record(r, Audit{Operator: o.Email, Action: "sign-in", Target: ip, At: s.Now()})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -255,7 +294,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	s.endSession(r)
 	s.record(r, Audit{Operator: current(r).operator, Action: "sign-out", Target: s.clientIP(r), At: s.Now()})
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(
+		w,
+		&http.Cookie{
+			Name:     cookieName,
+			Value:    "",
+			Path:     "/",
+			HttpOnly: true,
+			SameSite: http.SameSiteStrictMode,
+			MaxAge:   -1,
+		},
+	)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

@@ -25,7 +25,10 @@ func TestConcurrentWrongPasswordsAreBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.PostForm(e.dash.URL+"/login", url.Values{"email": {"ops@example.com"}, "password": {"wrong password!"}})
+			resp, err := http.PostForm(
+				e.dash.URL+"/login",
+				url.Values{"email": {"ops@example.com"}, "password": {"wrong password!"}},
+			)
 			if err != nil {
 				t.Error(err)
 				return
@@ -41,7 +44,12 @@ func TestConcurrentWrongPasswordsAreBounded(t *testing.T) {
 		count[c]++
 	}
 	if n := e.s.Dashboard.PasswordChecks(); n > dashboard.DefaultMaxFailuresPerEmail {
-		t.Fatalf("%d password checks ran for one e-mail (limit %d); answers %v", n, dashboard.DefaultMaxFailuresPerEmail, count)
+		t.Fatalf(
+			"%d password checks ran for one e-mail (limit %d); answers %v",
+			n,
+			dashboard.DefaultMaxFailuresPerEmail,
+			count,
+		)
 	}
 	if count[http.StatusUnauthorized]+count[http.StatusTooManyRequests] != 200 {
 		t.Fatalf("answers %v", count)
@@ -59,7 +67,8 @@ func TestConcurrentWrongPasswordsAreBounded(t *testing.T) {
 	}
 	signedIn := e.browser()
 	signedIn.login(password)
-	if _, body := signedIn.get("/audit"); !strings.Contains(body, "sign-in locked out") || !strings.Contains(body, "sign-in failed") {
+	if _, body := signedIn.get("/audit"); !strings.Contains(body, "sign-in locked out") ||
+		!strings.Contains(body, "sign-in failed") {
 		t.Fatal("failed sign-ins and lockouts are not in the audit log")
 	}
 }
@@ -96,7 +105,12 @@ func TestPasswordChecksBusyAnswer429(t *testing.T) {
 // the other, signing out at one ends it at both, and failures count across both.
 func TestDashboardSessionsShared(t *testing.T) {
 	e := setup(t)
-	other := &dashboard.Server{Store: e.s.Store, Proxy: e.s.Proxy, Version: "test", Now: func() time.Time { return e.now }}
+	other := &dashboard.Server{
+		Store:   e.s.Store,
+		Proxy:   e.s.Proxy,
+		Version: "test",
+		Now:     func() time.Time { return e.now },
+	}
 	two := httptest.NewServer(other.Handler())
 	defer two.Close()
 	b := e.browser()
@@ -125,7 +139,14 @@ func TestDashboardSessionsShared(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	u2, _ := url.Parse(two.URL)
 	jar.SetCookies(u2, cookies)
-	b2 := &browser{t: t, u: two.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b2 := &browser{
+		t: t,
+		u: two.URL,
+		c: &http.Client{
+			Jar:           jar,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
 	_, page := b2.get("/")
 	m := csrfField.FindStringSubmatch(page)
 	if m == nil {
@@ -138,7 +159,10 @@ func TestDashboardSessionsShared(t *testing.T) {
 	// Failures count across processes.
 	for i := 0; i < dashboard.DefaultMaxFailuresPerEmail; i++ {
 		base := []string{e.dash.URL, two.URL}[i%2]
-		resp, _ := http.PostForm(base+"/login", url.Values{"email": {"ops@example.com"}, "password": {"wrong password!"}})
+		resp, _ := http.PostForm(
+			base+"/login",
+			url.Values{"email": {"ops@example.com"}, "password": {"wrong password!"}},
+		)
 		resp.Body.Close()
 	}
 	if r := b.login(password); r.StatusCode != http.StatusTooManyRequests {

@@ -86,7 +86,12 @@ func target(ctx context.Context, r store.Reader, orgID string) (*Organization, *
 }
 
 // targetNoting is target that calls beforeParent with the parent's id before it reads it.
-func targetNoting(ctx context.Context, r store.Reader, orgID string, beforeParent func(string)) (*Organization, *Organization, error) {
+func targetNoting(
+	ctx context.Context,
+	r store.Reader,
+	orgID string,
+	beforeParent func(string),
+) (*Organization, *Organization, error) {
 	if orgID == "" {
 		return nil, nil, apierr.Required("organizationId")
 	}
@@ -111,7 +116,11 @@ func targetNoting(ctx context.Context, r store.Reader, orgID string, beforeParen
 
 // ResolveAPIKey finds the API key publicKey (lowercase hex, of curve) in the target organization
 // or, failing that, in its parent, and returns the caller it belongs to.
-func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrgID, publicKey, curve string) (*Caller, error) {
+func (res Resolver) ResolveAPIKey(
+	ctx context.Context,
+	r store.Reader,
+	targetOrgID, publicKey, curve string,
+) (*Caller, error) {
 	if res.Cache == nil {
 		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, nil)
 		if err != nil {
@@ -119,13 +128,18 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 		}
 		return e.caller(publicKey), nil
 	}
-	e, err := res.Cache.Load(ctx, callerKey(targetOrgID, publicKey), targetOrgID, func(also func(string)) (*resolvedKey, error) {
-		e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, also)
-		if err == nil {
-			e.prepare()
-		}
-		return e, err
-	})
+	e, err := res.Cache.Load(
+		ctx,
+		callerKey(targetOrgID, publicKey),
+		targetOrgID,
+		func(also func(string)) (*resolvedKey, error) {
+			e, err := res.readAPIKey(ctx, r, targetOrgID, publicKey, curve, also)
+			if err == nil {
+				e.prepare()
+			}
+			return e, err
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +152,12 @@ func (res Resolver) ResolveAPIKey(ctx context.Context, r store.Reader, targetOrg
 }
 
 // readAPIKey reads what ResolveAPIKey resolves from the store.
-func (res Resolver) readAPIKey(ctx context.Context, r store.Reader, targetOrgID, publicKey, curve string, beforeParent func(string)) (*resolvedKey, error) {
+func (res Resolver) readAPIKey(
+	ctx context.Context,
+	r store.Reader,
+	targetOrgID, publicKey, curve string,
+	beforeParent func(string),
+) (*resolvedKey, error) {
 	t, parent, err := targetNoting(ctx, r, targetOrgID, beforeParent)
 	if err != nil {
 		return nil, err
@@ -179,7 +198,11 @@ func (res Resolver) checkAPIKey(k *APIKey, publicKey, curve string) error {
 }
 
 // ResolveAuthenticator finds the passkey credentialID in the target organization or its parent.
-func (res Resolver) ResolveAuthenticator(ctx context.Context, r store.Reader, targetOrgID, credentialID string) (*Caller, *Authenticator, error) {
+func (res Resolver) ResolveAuthenticator(
+	ctx context.Context,
+	r store.Reader,
+	targetOrgID, credentialID string,
+) (*Caller, *Authenticator, error) {
 	t, parent, err := target(ctx, r, targetOrgID)
 	if err != nil {
 		return nil, nil, err
@@ -226,7 +249,12 @@ func SubOrgHolding(ctx context.Context, r store.Reader, parentOrgID, key, value,
 
 // pickRef finds the record of kind carrying key=value in the target organization, or failing
 // that in its parent; nil when neither has one.
-func pickRef(ctx context.Context, r store.Reader, key, value, kind string, t, parent *Organization) (*store.Ref, error) {
+func pickRef(
+	ctx context.Context,
+	r store.Reader,
+	key, value, kind string,
+	t, parent *Organization,
+) (*store.Ref, error) {
 	refs, err := r.Lookup(ctx, key, value)
 	if err != nil {
 		return nil, apierr.Internalf(err, "looking up %s", kind)
@@ -247,7 +275,13 @@ func pickRef(ctx context.Context, r store.Reader, key, value, kind string, t, pa
 	return pick, nil
 }
 
-func (res Resolver) finish(ctx context.Context, r store.Reader, c *Caller, orgID, userID string, parent *Organization) error {
+func (res Resolver) finish(
+	ctx context.Context,
+	r store.Reader,
+	c *Caller,
+	orgID, userID string,
+	parent *Organization,
+) error {
 	if orgID == c.Target.ID {
 		c.Org = c.Target
 	} else {
@@ -263,7 +297,11 @@ func (res Resolver) finish(ctx context.Context, r store.Reader, c *Caller, orgID
 
 // ResolveSession finds the caller of a read-only session issued to userID in sessionOrgID, for a
 // request naming targetOrgID (the session's organization or one of its sub-organizations).
-func (res Resolver) ResolveSession(ctx context.Context, r store.Reader, targetOrgID, sessionOrgID, userID string) (*Caller, error) {
+func (res Resolver) ResolveSession(
+	ctx context.Context,
+	r store.Reader,
+	targetOrgID, sessionOrgID, userID string,
+) (*Caller, error) {
 	t, parent, err := target(ctx, r, targetOrgID)
 	if err != nil {
 		return nil, err

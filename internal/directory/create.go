@@ -29,8 +29,14 @@ type Limits struct {
 }
 
 // DefaultLimits are Turnkey's documented limits.
-var DefaultLimits = Limits{UsersPerOrg: 100, UserTagsPerOrg: 100, APIKeysPerUser: 10, ExpiringKeysPerUser: 10, AuthenticatorsPerUser: 10,
-	PoliciesPerOrg: 100}
+var DefaultLimits = Limits{
+	UsersPerOrg:           100,
+	UserTagsPerOrg:        100,
+	APIKeysPerUser:        10,
+	ExpiringKeysPerUser:   10,
+	AuthenticatorsPerUser: 10,
+	PoliciesPerOrg:        100,
+}
 
 // Check refuses one more record of kind in orgID when it already has limit of them (what names
 // them in the message). A limit <= 0 means unlimited and costs nothing; otherwise the count stops
@@ -44,16 +50,27 @@ func (l Limits) Check(ctx context.Context, r store.Reader, kind, orgID string, l
 		return apierr.Internalf(err, "counting %s", what)
 	}
 	if n >= limit {
-		return apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d %s", limit, what)
+		return apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"an organization can have at most %d %s",
+			limit,
+			what,
+		)
 	}
 	return nil
 }
 
 // LimitNames maps the names used on the command line to the fields of Limits.
 func (l *Limits) LimitNames() map[string]*int {
-	return map[string]*int{"users": &l.UsersPerOrg, "user-tags": &l.UserTagsPerOrg, "api-keys-per-user": &l.APIKeysPerUser,
-		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser, "authenticators-per-user": &l.AuthenticatorsPerUser,
-		"policies": &l.PoliciesPerOrg}
+	return map[string]*int{
+		"users":                      &l.UsersPerOrg,
+		"user-tags":                  &l.UserTagsPerOrg,
+		"api-keys-per-user":          &l.APIKeysPerUser,
+		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser,
+		"authenticators-per-user":    &l.AuthenticatorsPerUser,
+		"policies":                   &l.PoliciesPerOrg,
+	}
 }
 
 // Contact is an e-mail address or a phone number someone proved to own (with a one-time code).
@@ -135,7 +152,8 @@ func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec Us
 		return nil, err
 	}
 	u := &User{ID: id.New(), OrgID: orgID, Name: spec.Name, Email: spec.Email, PhoneNumber: spec.PhoneNumber,
-		EmailUnproven: spec.Email != "" && spec.EmailUnproven, PhoneUnproven: spec.PhoneNumber != "" && spec.PhoneUnproven,
+		EmailUnproven: spec.Email != "" &&
+			spec.EmailUnproven, PhoneUnproven: spec.PhoneNumber != "" && spec.PhoneUnproven,
 		CreatedAt: env.Now, UpdatedAt: env.Now}
 	if err := SaveUser(ctx, tx, u); err != nil {
 		return nil, err
@@ -158,7 +176,11 @@ func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec Us
 	for i, tagID := range spec.TagIDs {
 		t, err := LoadUserTag(ctx, tx, orgID, tagID)
 		if err != nil {
-			return nil, apierr.Invalid(spec.Field+".userTags["+strconv.Itoa(i)+"]", "no user tag %s in this organization", tagID)
+			return nil, apierr.Invalid(
+				spec.Field+".userTags["+strconv.Itoa(i)+"]",
+				"no user tag %s in this organization",
+				tagID,
+			)
 		}
 		t.UserIDs = append(t.UserIDs, u.ID)
 		t.UpdatedAt = env.Now
@@ -190,7 +212,11 @@ func CreateAPIKey(ctx context.Context, tx store.Tx, env Env, u *User, spec APIKe
 	if spec.ExpirationSeconds != "" {
 		secs, err := strconv.ParseInt(spec.ExpirationSeconds, 10, 64)
 		if err != nil || secs <= 0 || secs > 10*365*24*3600 {
-			return nil, apierr.Invalid(spec.Field+".expirationSeconds", "must be a positive number of seconds, got %q", spec.ExpirationSeconds)
+			return nil, apierr.Invalid(
+				spec.Field+".expirationSeconds",
+				"must be a positive number of seconds, got %q",
+				spec.ExpirationSeconds,
+			)
 		}
 		k.ExpirationSeconds = spec.ExpirationSeconds
 		k.ExpiresAt = env.Now.Add(time.Duration(secs) * time.Second)
@@ -226,7 +252,12 @@ func enforceKeyLimits(ctx context.Context, tx store.Tx, env Env, userID string, 
 	}
 	if k.ExpiresAt.IsZero() {
 		if env.Limits.APIKeysPerUser > 0 && long >= env.Limits.APIKeysPerUser {
-			return apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "a user can have at most %d long-lived API keys", env.Limits.APIKeysPerUser)
+			return apierr.New(
+				apierr.ResourceExhausted,
+				"RESOURCE_EXHAUSTED",
+				"a user can have at most %d long-lived API keys",
+				env.Limits.APIKeysPerUser,
+			)
 		}
 		return nil
 	}
@@ -247,7 +278,13 @@ func enforceKeyLimits(ctx context.Context, tx store.Tx, env Env, userID string, 
 }
 
 // CreateAuthenticator verifies a passkey registration and records it for u.
-func CreateAuthenticator(ctx context.Context, tx store.Tx, env Env, u *User, spec AuthenticatorSpec) (*Authenticator, error) {
+func CreateAuthenticator(
+	ctx context.Context,
+	tx store.Tx,
+	env Env,
+	u *User,
+	spec AuthenticatorSpec,
+) (*Authenticator, error) {
 	if err := checkName(spec.Field+".authenticatorName", spec.Name); err != nil {
 		return nil, err
 	}
@@ -259,7 +296,12 @@ func CreateAuthenticator(ctx context.Context, tx store.Tx, env Env, u *User, spe
 		return nil, err
 	}
 	if env.Limits.AuthenticatorsPerUser > 0 && len(as) >= env.Limits.AuthenticatorsPerUser {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "a user can have at most %d authenticators", env.Limits.AuthenticatorsPerUser)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"a user can have at most %d authenticators",
+			env.Limits.AuthenticatorsPerUser,
+		)
 	}
 	reg, err := stamp.ParseAttestation(spec.Attestation, spec.Challenge, env.WebAuthn)
 	if err != nil {

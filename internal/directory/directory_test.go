@@ -49,7 +49,16 @@ func TestLimitsCheckAndKeyEviction(t *testing.T) {
 	}
 	defer st.Close()
 	now := time.Now().UTC()
-	env := Env{Now: now, Limits: Limits{UsersPerOrg: 2, UserTagsPerOrg: 1, APIKeysPerUser: 1, ExpiringKeysPerUser: 2, AuthenticatorsPerUser: 1}}
+	env := Env{
+		Now: now,
+		Limits: Limits{
+			UsersPerOrg:           2,
+			UserTagsPerOrg:        1,
+			APIKeysPerUser:        1,
+			ExpiringKeysPerUser:   2,
+			AuthenticatorsPerUser: 1,
+		},
+	}
 	var u *User
 	err = st.Update(ctx, func(tx store.Tx) error {
 		var err error

@@ -190,7 +190,14 @@ func load[T any](ctx context.Context, r store.Reader, kind, id, what string) (*T
 	return records.Load[T](ctx, r, kind, "", id, what)
 }
 
-func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
+func save(
+	ctx context.Context,
+	tx store.Tx,
+	kind, id, orgID string,
+	created, updated time.Time,
+	v any,
+	keys ...store.Key,
+) error {
 	return records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
 }
 
@@ -214,7 +221,12 @@ func SaveOrganization(ctx context.Context, tx store.Tx, o *Organization) error {
 }
 
 // ListSubOrganizations lists the sub-organizations of parentID ("" lists top-level ones).
-func ListSubOrganizations(ctx context.Context, r store.Reader, parentID string, opts store.ListOptions) ([]*Organization, error) {
+func ListSubOrganizations(
+	ctx context.Context,
+	r store.Reader,
+	parentID string,
+	opts store.ListOptions,
+) ([]*Organization, error) {
 	return records.List[Organization](ctx, r, KindOrganization, parentID, opts)
 }
 
@@ -274,7 +286,12 @@ func SaveAPIKey(ctx context.Context, tx store.Tx, k *APIKey) error {
 		store.Key{Name: KeyAPIKeyOrgPublicKey, Value: k.OrgID + "/" + k.PublicKey, Unique: true},
 		store.Key{Name: KeyAPIKeyUser, Value: k.UserID})
 	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
-		return apierr.New(apierr.AlreadyExists, "CREDENTIAL_CONFLICT", "an API key with public key %s already exists in this organization", k.PublicKey)
+		return apierr.New(
+			apierr.AlreadyExists,
+			"CREDENTIAL_CONFLICT",
+			"an API key with public key %s already exists in this organization",
+			k.PublicKey,
+		)
 	}
 	return err
 }
@@ -306,7 +323,12 @@ func SaveAuthenticator(ctx context.Context, tx store.Tx, a *Authenticator) error
 		store.Key{Name: KeyAuthOrgCredentialID, Value: a.OrgID + "/" + a.CredentialID, Unique: true},
 		store.Key{Name: KeyAuthUser, Value: a.UserID})
 	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
-		return apierr.New(apierr.AlreadyExists, "CREDENTIAL_CONFLICT", "an authenticator with credential id %s already exists in this organization", a.CredentialID)
+		return apierr.New(
+			apierr.AlreadyExists,
+			"CREDENTIAL_CONFLICT",
+			"an authenticator with credential id %s already exists in this organization",
+			a.CredentialID,
+		)
 	}
 	return err
 }

@@ -15,7 +15,16 @@ func idx(field string, i int) string { return field + "[" + strconv.Itoa(i) + "]
 func APIKeysV2(field string, in []wire.ApiKeyParamsV2) []APIKeySpec {
 	out := make([]APIKeySpec, 0, len(in))
 	for i, k := range in {
-		out = append(out, APIKeySpec{Name: k.ApiKeyName, PublicKey: k.PublicKey, Curve: string(k.CurveType), ExpirationSeconds: k.ExpirationSeconds, Field: idx(field, i)})
+		out = append(
+			out,
+			APIKeySpec{
+				Name:              k.ApiKeyName,
+				PublicKey:         k.PublicKey,
+				Curve:             string(k.CurveType),
+				ExpirationSeconds: k.ExpirationSeconds,
+				Field:             idx(field, i),
+			},
+		)
 	}
 	return out
 }
@@ -24,7 +33,16 @@ func APIKeysV2(field string, in []wire.ApiKeyParamsV2) []APIKeySpec {
 func APIKeysV1(field string, in []wire.ApiApiKeyParams) []APIKeySpec {
 	out := make([]APIKeySpec, 0, len(in))
 	for i, k := range in {
-		out = append(out, APIKeySpec{Name: k.ApiKeyName, PublicKey: k.PublicKey, Curve: string(stamp.CurveP256), ExpirationSeconds: k.ExpirationSeconds, Field: idx(field, i)})
+		out = append(
+			out,
+			APIKeySpec{
+				Name:              k.ApiKeyName,
+				PublicKey:         k.PublicKey,
+				Curve:             string(stamp.CurveP256),
+				ExpirationSeconds: k.ExpirationSeconds,
+				Field:             idx(field, i),
+			},
+		)
 	}
 	return out
 }
@@ -34,8 +52,12 @@ func AuthenticatorsV2(field string, in []wire.AuthenticatorParamsV2) []Authentic
 	out := make([]AuthenticatorSpec, 0, len(in))
 	for i, a := range in {
 		out = append(out, AuthenticatorSpec{Name: a.AuthenticatorName, Challenge: a.Challenge, Field: idx(field, i),
-			Attestation: stamp.Attestation{CredentialID: a.Attestation.CredentialId, ClientDataJSON: a.Attestation.ClientDataJson,
-				AttestationObject: a.Attestation.AttestationObject, Transports: transports(a.Attestation.Transports)}})
+			Attestation: stamp.Attestation{
+				CredentialID:      a.Attestation.CredentialId,
+				ClientDataJSON:    a.Attestation.ClientDataJson,
+				AttestationObject: a.Attestation.AttestationObject,
+				Transports:        transports(a.Attestation.Transports),
+			}})
 	}
 	return out
 }
@@ -45,8 +67,12 @@ func AuthenticatorsV1(field string, in []wire.AuthenticatorParams) []Authenticat
 	out := make([]AuthenticatorSpec, 0, len(in))
 	for i, a := range in {
 		out = append(out, AuthenticatorSpec{Name: a.AuthenticatorName, Challenge: a.Challenge, Field: idx(field, i),
-			Attestation: stamp.Attestation{CredentialID: a.Attestation.Id, ClientDataJSON: a.Attestation.Response.ClientDataJson,
-				AttestationObject: a.Attestation.Response.AttestationObject, Transports: transports(a.Attestation.Response.Transports)}})
+			Attestation: stamp.Attestation{
+				CredentialID:      a.Attestation.Id,
+				ClientDataJSON:    a.Attestation.Response.ClientDataJson,
+				AttestationObject: a.Attestation.Response.AttestationObject,
+				Transports:        transports(a.Attestation.Response.Transports),
+			}})
 	}
 	return out
 }

@@ -21,7 +21,11 @@ func (k *APIKey) ToWire() wire.ApiKey {
 		ct = CredentialAPIKeyP256
 	}
 	return wire.ApiKey{
-		Credential:        wire.Externaldatav1Credential{PublicKey: k.PublicKey, Type: wire.CredentialType(ct), SessionProfileId: k.SessionProfileID},
+		Credential: wire.Externaldatav1Credential{
+			PublicKey:        k.PublicKey,
+			Type:             wire.CredentialType(ct),
+			SessionProfileId: k.SessionProfileID,
+		},
 		ApiKeyId:          k.ID,
 		ApiKeyName:        k.Name,
 		CreatedAt:         Timestamp(k.CreatedAt),
@@ -38,8 +42,11 @@ func (a *Authenticator) ToWire() wire.Authenticator {
 	}
 	return wire.Authenticator{
 		Transports: ts, AttestationType: a.AttestationType, Aaguid: a.AAGUID, CredentialId: a.CredentialID,
-		Model:           "",
-		Credential:      wire.Externaldatav1Credential{PublicKey: a.PublicKey, Type: wire.CredentialType(CredentialWebAuthn)},
+		Model: "",
+		Credential: wire.Externaldatav1Credential{
+			PublicKey: a.PublicKey,
+			Type:      wire.CredentialType(CredentialWebAuthn),
+		},
 		AuthenticatorId: a.ID, AuthenticatorName: a.Name,
 		CreatedAt: Timestamp(a.CreatedAt), UpdatedAt: Timestamp(a.UpdatedAt),
 	}
@@ -53,7 +60,13 @@ func (p *OAuthProvider) ToWire() wire.OauthProvider {
 
 // ToWire renders a user tag.
 func (t *UserTag) ToWire() wire.Datav1Tag {
-	return wire.Datav1Tag{TagId: t.ID, TagName: t.Name, TagType: "TAG_TYPE_USER", CreatedAt: Timestamp(t.CreatedAt), UpdatedAt: Timestamp(t.UpdatedAt)}
+	return wire.Datav1Tag{
+		TagId:     t.ID,
+		TagName:   t.Name,
+		TagType:   "TAG_TYPE_USER",
+		CreatedAt: Timestamp(t.CreatedAt),
+		UpdatedAt: Timestamp(t.UpdatedAt),
+	}
 }
 
 // UserToWire renders a user with its credentials and tags.

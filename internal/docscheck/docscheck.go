@@ -34,7 +34,9 @@ var (
 	citeRE = regexp.MustCompile("(^|[^A-Za-z0-9_./-])docs/([A-Za-z0-9_-]+)\\.md`?")
 	// What may follow it: sections (§4, §4.2, §2b, a list joined by commas or "and"), an
 	// appendix, or a heading's title in double quotes.
-	sectionsRE = regexp.MustCompile(`^\s*§\s*[0-9]+[a-z]?(?:\.[0-9]+)*(?:\s*(?:,|and|,\s*and)\s*§\s*[0-9]+[a-z]?(?:\.[0-9]+)*)*`)
+	sectionsRE = regexp.MustCompile(
+		`^\s*§\s*[0-9]+[a-z]?(?:\.[0-9]+)*(?:\s*(?:,|and|,\s*and)\s*§\s*[0-9]+[a-z]?(?:\.[0-9]+)*)*`,
+	)
 	sectionRE  = regexp.MustCompile(`§\s*([0-9]+[a-z]?(?:\.[0-9]+)*)`)
 	appendixRE = regexp.MustCompile(`^\s*Appendix ([A-Z])\b`)
 	titleRE    = regexp.MustCompile(`^,?\s*"([^"\n]+)"`)
@@ -70,7 +72,8 @@ func Check(root string) ([]Problem, error) {
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			name := d.Name()
-			if name == ".git" || name == "node_modules" || name == "fuzz" && strings.Contains("/"+rel, "/testdata/fuzz") {
+			if name == ".git" || name == "node_modules" ||
+				name == "fuzz" && strings.Contains("/"+rel, "/testdata/fuzz") {
 				return filepath.SkipDir
 			}
 			return nil

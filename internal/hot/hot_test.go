@@ -84,7 +84,17 @@ func newFixture(t *testing.T, raw store.Store) *fixture {
 func put(ctx context.Context, st store.Store, kind string, n int) error {
 	return st.Update(ctx, func(tx store.Tx) error {
 		now := time.Now().UTC()
-		return tx.Put(ctx, store.Record{Kind: kind, ID: "a", OrgID: org, Data: []byte(strconv.Itoa(n)), CreatedAt: now, UpdatedAt: now})
+		return tx.Put(
+			ctx,
+			store.Record{
+				Kind:      kind,
+				ID:        "a",
+				OrgID:     org,
+				Data:      []byte(strconv.Itoa(n)),
+				CreatedAt: now,
+				UpdatedAt: now,
+			},
+		)
 	})
 }
 

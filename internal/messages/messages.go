@@ -172,9 +172,29 @@ func (o *Outbox) attempt(ctx context.Context, msgID string, force bool) {
 	switch {
 	case sendErr == nil:
 	case q.Attempts >= MaxAttempts || errors.Is(sendErr, notify.ErrInvalidMessage):
-		o.Log.Error("messages: giving up on a message", "id", q.ID, "channel", q.Channel, "attempts", q.Attempts, "err", sendErr)
+		o.Log.Error(
+			"messages: giving up on a message",
+			"id",
+			q.ID,
+			"channel",
+			q.Channel,
+			"attempts",
+			q.Attempts,
+			"err",
+			sendErr,
+		)
 	default:
-		o.Log.Warn("messages: sending failed; it will be retried", "id", q.ID, "channel", q.Channel, "attempt", q.Attempts, "err", sendErr)
+		o.Log.Warn(
+			"messages: sending failed; it will be retried",
+			"id",
+			q.ID,
+			"channel",
+			q.Channel,
+			"attempt",
+			q.Attempts,
+			"err",
+			sendErr,
+		)
 	}
 }
 

@@ -10,7 +10,13 @@ import (
 // Observe wraps one listener's handler: it records each request's metrics under the listener's
 // name and writes the access-log line at info level. operation names the request's operation
 // from its path (a bounded set; "unknown" for anything else).
-func Observe(m *Metrics, log *slog.Logger, listener string, operation func(path string) string, h http.Handler) http.Handler {
+func Observe(
+	m *Metrics,
+	log *slog.Logger,
+	listener string,
+	operation func(path string) string,
+	h http.Handler,
+) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -41,9 +41,12 @@ func New() *Metrics {
 		[]string{"type", "status"})
 	m.policyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_policy_decisions_total",
 		Help: "Policy engine decisions, by outcome (allow, deny, consensus)."}, []string{"outcome"})
-	m.commitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_store_commit_duration_seconds",
-		Help:    "Time of one durable store commit (a group of transactions on SQLite), by store.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}}, []string{"store"})
+	m.commitSeconds = prometheus.NewHistogramVec(
+		prometheus.HistogramOpts{Name: "latchkey_store_commit_duration_seconds",
+			Help:    "Time of one durable store commit (a group of transactions on SQLite), by store.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}},
+		[]string{"store"},
+	)
 	m.commitBatch = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_store_commit_batch_size",
 		Help: "Transactions committed together in one commit, by store.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}},
 		[]string{"store"})

@@ -85,10 +85,19 @@ func checkTemplateValues(values map[string]string) error {
 	}
 	for k, v := range values {
 		if !templateKey.MatchString(k) {
-			return fmt.Errorf("%w: template value name %q must be a letter followed by letters, digits or _", ErrInvalidMessage, clip(k, 64))
+			return fmt.Errorf(
+				"%w: template value name %q must be a letter followed by letters, digits or _",
+				ErrInvalidMessage,
+				clip(k, 64),
+			)
 		}
 		if len(v) > maxTemplateValueBytes || !utf8.ValidString(v) {
-			return fmt.Errorf("%w: template value %q must be valid UTF-8 of at most %d bytes", ErrInvalidMessage, k, maxTemplateValueBytes)
+			return fmt.Errorf(
+				"%w: template value %q must be valid UTF-8 of at most %d bytes",
+				ErrInvalidMessage,
+				k,
+				maxTemplateValueBytes,
+			)
 		}
 	}
 	return nil
@@ -233,7 +242,14 @@ func RenderLinkEmail(c LinkEmail) (Message, error) {
 	if err := linkText.Execute(&t, data); err != nil {
 		return Message{}, fmt.Errorf("notify: rendering the e-mail: %w", err)
 	}
-	m := Message{To: c.To, Subject: subject, Text: t.String(), HTML: h.String(), FromName: c.SenderName, ReplyTo: c.ReplyTo}
+	m := Message{
+		To:       c.To,
+		Subject:  subject,
+		Text:     t.String(),
+		HTML:     h.String(),
+		FromName: c.SenderName,
+		ReplyTo:  c.ReplyTo,
+	}
 	if err := validateMessage(m); err != nil {
 		return Message{}, err
 	}

@@ -130,12 +130,15 @@ func TestRenderOTPSMSTemplate(t *testing.T) {
 
 func TestRenderLinkEmail(t *testing.T) {
 	bundle := "3DZhYvBjNL4Q2nwVyUK8ux7SbEd9aZrZ+x"
-	m, err := RenderLinkEmail(LinkEmail{To: "a@b.test", AppName: "Acme", MagicLinkTemplate: "https://dapp.test/auth?b=%s", Bundle: bundle})
+	m, err := RenderLinkEmail(
+		LinkEmail{To: "a@b.test", AppName: "Acme", MagicLinkTemplate: "https://dapp.test/auth?b=%s", Bundle: bundle},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	link := "https://dapp.test/auth?b=3DZhYvBjNL4Q2nwVyUK8ux7SbEd9aZrZ%2Bx"
-	if m.Subject != "Sign in to Acme" || !strings.Contains(m.Text, link) || !strings.Contains(m.HTML, `href="`+link+`"`) ||
+	if m.Subject != "Sign in to Acme" || !strings.Contains(m.Text, link) ||
+		!strings.Contains(m.HTML, `href="`+link+`"`) ||
 		!strings.Contains(m.Text, "15 minutes") {
 		t.Fatalf("%+v", m)
 	}
@@ -143,7 +146,8 @@ func TestRenderLinkEmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(m.Text, bundle) || !strings.Contains(m.HTML, "3DZhYvBjNL4Q2nwVyUK8ux7SbEd9aZrZ&#43;x") || strings.Contains(m.HTML, "href=") {
+	if !strings.Contains(m.Text, bundle) || !strings.Contains(m.HTML, "3DZhYvBjNL4Q2nwVyUK8ux7SbEd9aZrZ&#43;x") ||
+		strings.Contains(m.HTML, "href=") {
 		t.Fatalf("%+v", m)
 	}
 	for _, bad := range []LinkEmail{

@@ -73,7 +73,11 @@ func (s *SMTP) check() (host string, err error) {
 	case ModeSTARTTLS, ModeTLS:
 	case ModePlain:
 		if !isLoopbackHost(host) {
-			return "", fmt.Errorf("notify: smtp mode %q is only allowed towards loopback addresses, not %q", ModePlain, host)
+			return "", fmt.Errorf(
+				"notify: smtp mode %q is only allowed towards loopback addresses, not %q",
+				ModePlain,
+				host,
+			)
 		}
 		if s.Username != "" || s.Password != "" {
 			return "", errors.New("notify: smtp refuses to authenticate without TLS (mode plain with a username)")
@@ -170,7 +174,11 @@ func (s *SMTP) SendEmail(ctx context.Context, m Message) error {
 	}
 	if s.mode() == ModeSTARTTLS {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
-			return fmt.Errorf("%w: smtp server %s does not offer STARTTLS; refusing to continue without TLS", ErrDelivery, s.Addr)
+			return fmt.Errorf(
+				"%w: smtp server %s does not offer STARTTLS; refusing to continue without TLS",
+				ErrDelivery,
+				s.Addr,
+			)
 		}
 		if err := c.StartTLS(tlsConfig); err != nil {
 			return smtpErr("STARTTLS", err, secrets)
@@ -214,7 +222,13 @@ func (s *SMTP) SendEmail(ctx context.Context, m Message) error {
 func smtpErr(step string, err error, secrets []string) error {
 	var te *textproto.Error
 	if errors.As(err, &te) {
-		return fmt.Errorf("%w: smtp %s refused: %d %s", ErrDelivery, step, te.Code, clip(redact(te.Msg, secrets...), 200))
+		return fmt.Errorf(
+			"%w: smtp %s refused: %d %s",
+			ErrDelivery,
+			step,
+			te.Code,
+			clip(redact(te.Msg, secrets...), 200),
+		)
 	}
 	return fmt.Errorf("%w: smtp %s: %s", ErrDelivery, step, clip(redact(err.Error(), secrets...), 200))
 }

@@ -84,7 +84,8 @@ func TestSMTPStartTLSAuthAndMessage(t *testing.T) {
 	if sess.AuthUser != "mailer" || sess.AuthPass != "s3cret-pass" {
 		t.Fatalf("auth %q/%q", sess.AuthUser, sess.AuthPass)
 	}
-	if !strings.HasPrefix(sess.From, "FROM:<no-reply@latchkey.test>") || len(sess.Rcpt) != 1 || sess.Rcpt[0] != "TO:<alice@example.com>" {
+	if !strings.HasPrefix(sess.From, "FROM:<no-reply@latchkey.test>") || len(sess.Rcpt) != 1 ||
+		sess.Rcpt[0] != "TO:<alice@example.com>" {
 		t.Fatalf("envelope %q %q", sess.From, sess.Rcpt)
 	}
 	msg, parts := parseCaptured(t, sess.Data)
@@ -114,7 +115,8 @@ func TestSMTPStartTLSAuthAndMessage(t *testing.T) {
 	if h.Get("MIME-Version") != "1.0" {
 		t.Error("no MIME-Version")
 	}
-	if len(parts) != 2 || !strings.HasPrefix(parts[0].ctype, "text/plain") || !strings.HasPrefix(parts[1].ctype, "text/html") {
+	if len(parts) != 2 || !strings.HasPrefix(parts[0].ctype, "text/plain") ||
+		!strings.HasPrefix(parts[1].ctype, "text/html") {
 		t.Fatalf("parts %+v", parts)
 	}
 	text, html := parts[0].body, parts[1].body

@@ -55,11 +55,25 @@ func TestTwilioErrors(t *testing.T) {
 		body    string
 		wantErr []string
 	}{
-		{"invalid number", 400, `{"code":21211,"message":"The 'To' number +1555 is not a valid phone number.","more_info":"https://www.twilio.com/docs/errors/21211","status":400}`,
-			[]string{"HTTP 400", "The 'To' number +1555 is not a valid phone number.", "code 21211"}},
-		{"bad credentials", 401, `{"code":20003,"message":"Authenticate","status":401}`, []string{"HTTP 401", "Authenticate"}},
+		{
+			"invalid number",
+			400,
+			`{"code":21211,"message":"The 'To' number +1555 is not a valid phone number.","more_info":"https://www.twilio.com/docs/errors/21211","status":400}`,
+			[]string{"HTTP 400", "The 'To' number +1555 is not a valid phone number.", "code 21211"},
+		},
+		{
+			"bad credentials",
+			401,
+			`{"code":20003,"message":"Authenticate","status":401}`,
+			[]string{"HTTP 401", "Authenticate"},
+		},
 		{"not JSON", 502, `<html>bad gateway</html>`, []string{"HTTP 502"}},
-		{"echoes secrets", 400, `{"code":1,"message":"token tok-secret body 123456 is your Acme verification code. Do not share it with anyone."}`, []string{"HTTP 400", "[redacted]"}},
+		{
+			"echoes secrets",
+			400,
+			`{"code":1,"message":"token tok-secret body 123456 is your Acme verification code. Do not share it with anyone."}`,
+			[]string{"HTTP 400", "[redacted]"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,8 +114,12 @@ func TestTwilioConfigAndUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close()
-	err := (&Twilio{BaseURL: base, AccountSID: "AC1", AuthToken: "tok-secret", From: "+1"}).SendSMS(ctx, SMS{To: "+2", Body: "code 424242"})
-	if !errors.Is(err, ErrDelivery) || strings.Contains(err.Error(), "tok-secret") || strings.Contains(err.Error(), "424242") {
+	err := (&Twilio{BaseURL: base, AccountSID: "AC1", AuthToken: "tok-secret", From: "+1"}).SendSMS(
+		ctx,
+		SMS{To: "+2", Body: "code 424242"},
+	)
+	if !errors.Is(err, ErrDelivery) || strings.Contains(err.Error(), "tok-secret") ||
+		strings.Contains(err.Error(), "424242") {
 		t.Fatalf("err = %v", err)
 	}
 }

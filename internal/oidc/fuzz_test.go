@@ -28,7 +28,12 @@ func (s stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	default:
 		return &http.Response{StatusCode: 404, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 	}
-	return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body)), Request: r, Header: http.Header{}}, nil
+	return &http.Response{
+		StatusCode: 200,
+		Body:       io.NopCloser(bytes.NewReader(body)),
+		Request:    r,
+		Header:     http.Header{},
+	}, nil
 }
 
 func FuzzVerify(f *testing.F) {
@@ -38,7 +43,14 @@ func FuzzVerify(f *testing.F) {
 	ed := testKey{kid: "ed1", alg: AlgEdDSA, priv: edPriv}
 	jwks, _ := json.Marshal(JWKS{Keys: []JWK{ec.jwk(), rs.jwk(), ed.jwk()}})
 	now := time.Unix(1_800_000_000, 0)
-	claims := map[string]any{"iss": fuzzIssuer, "sub": "s", "aud": []string{"a", "b"}, "iat": now.Unix(), "exp": now.Unix() + 60, "nonce": "n"}
+	claims := map[string]any{
+		"iss":   fuzzIssuer,
+		"sub":   "s",
+		"aud":   []string{"a", "b"},
+		"iat":   now.Unix(),
+		"exp":   now.Unix() + 60,
+		"nonce": "n",
+	}
 	for _, k := range []testKey{ec, rs, ed} {
 		f.Add(sign(f, k, nil, claims))
 	}

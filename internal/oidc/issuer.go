@@ -95,7 +95,16 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 		"response_types_supported":              []string{"id_token"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{AlgES256},
-		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nonce", "email", "email_verified"},
+		"claims_supported": []string{
+			"iss",
+			"sub",
+			"aud",
+			"exp",
+			"iat",
+			"nonce",
+			"email",
+			"email_verified",
+		},
 	})
 	now := cfg.Now
 	if now == nil {
@@ -202,7 +211,10 @@ func CheckIssuerURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "/") ||
 		!(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
-		return fmt.Errorf("oidc: issuer URL %q must be https (or http on loopback), without query, fragment or trailing slash", raw)
+		return fmt.Errorf(
+			"oidc: issuer URL %q must be https (or http on loopback), without query, fragment or trailing slash",
+			raw,
+		)
 	}
 	return nil
 }

@@ -89,7 +89,9 @@ func TestIssuerRotationPublishesPreviousKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newIss, err := NewIssuer(IssuerConfig{URL: srv.URL, Signer: newKey, PreviousKeys: []*ecdsa.PublicKey{&oldKey.PublicKey}})
+	newIss, err := NewIssuer(
+		IssuerConfig{URL: srv.URL, Signer: newKey, PreviousKeys: []*ecdsa.PublicKey{&oldKey.PublicKey}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,14 @@ func ECJWK(pub *ecdsa.PublicKey, kid string) (JWK, error) {
 	if err != nil || pub.Curve != elliptic.P256() {
 		return JWK{}, errors.New("oidc: key is not a P-256 public key")
 	}
-	j := JWK{Kty: "EC", Crv: "P-256", X: b64.EncodeToString(raw[1:33]), Y: b64.EncodeToString(raw[33:]), Use: "sig", Alg: AlgES256}
+	j := JWK{
+		Kty: "EC",
+		Crv: "P-256",
+		X:   b64.EncodeToString(raw[1:33]),
+		Y:   b64.EncodeToString(raw[33:]),
+		Use: "sig",
+		Alg: AlgES256,
+	}
 	if kid == "" {
 		// RFC 7638: the required members in lexicographic order.
 		th := sha256.Sum256([]byte(`{"crv":"P-256","kty":"EC","x":"` + j.X + `","y":"` + j.Y + `"}`))

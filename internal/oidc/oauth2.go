@@ -68,9 +68,12 @@ func X(clientID, clientSecret string) OAuth2Provider {
 		ClientID: clientID, ClientSecret: clientSecret, ClientAuth: ClientAuthBasic}
 }
 
-var defaultOAuthClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
-	return http.ErrUseLastResponse
-}}
+var defaultOAuthClient = &http.Client{
+	Timeout: 10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
 
 // Exchange trades code for an access token at TokenURL, then reads the user
 // from UserInfoURL with it.
@@ -118,7 +121,13 @@ func (p OAuth2Provider) Exchange(ctx context.Context, code, redirectURI, codeVer
 		return nil, fmt.Errorf("%w: %s token request: %s", ErrOAuth2, p.Name, redact(err.Error(), secrets))
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s token endpoint answered HTTP %d%s", ErrOAuth2, p.Name, status, oauthError(body, secrets))
+		return nil, fmt.Errorf(
+			"%w: %s token endpoint answered HTTP %d%s",
+			ErrOAuth2,
+			p.Name,
+			status,
+			oauthError(body, secrets),
+		)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
@@ -143,7 +152,13 @@ func (p OAuth2Provider) Exchange(ctx context.Context, code, redirectURI, codeVer
 		return nil, fmt.Errorf("%w: %s user-info request: %s", ErrOAuth2, p.Name, redact(err.Error(), secrets))
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s user-info endpoint answered HTTP %d%s", ErrOAuth2, p.Name, status, oauthError(body, secrets))
+		return nil, fmt.Errorf(
+			"%w: %s user-info endpoint answered HTTP %d%s",
+			ErrOAuth2,
+			p.Name,
+			status,
+			oauthError(body, secrets),
+		)
 	}
 	return parseUserInfo(p.Name, body)
 }

@@ -26,7 +26,11 @@ type oauthServer struct {
 }
 
 func newOAuthServer(t *testing.T) *oauthServer {
-	o := &oauthServer{tokenCode: 200, tokenBody: `{"access_token":"at-SECRET-123","token_type":"Bearer","expires_in":604800}`, meCode: 200}
+	o := &oauthServer{
+		tokenCode: 200,
+		tokenBody: `{"access_token":"at-SECRET-123","token_type":"Bearer","expires_in":604800}`,
+		meCode:    200,
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -61,8 +65,14 @@ func TestOAuth2Discord(t *testing.T) {
 	if *u != (UserInfo{ID: "80351110224678912", Email: "nelly@discord.test", Name: "Nelly", EmailVerified: true}) {
 		t.Fatalf("user %+v", u)
 	}
-	want := url.Values{"grant_type": {"authorization_code"}, "code": {"the-code"}, "redirect_uri": {"https://app.test/cb"},
-		"code_verifier": {"verifier-xyz"}, "client_id": {"client-1"}, "client_secret": {"shh-secret"}}
+	want := url.Values{
+		"grant_type":    {"authorization_code"},
+		"code":          {"the-code"},
+		"redirect_uri":  {"https://app.test/cb"},
+		"code_verifier": {"verifier-xyz"},
+		"client_id":     {"client-1"},
+		"client_secret": {"shh-secret"},
+	}
 	if o.form.Encode() != want.Encode() {
 		t.Fatalf("form %v", o.form)
 	}
@@ -119,9 +129,21 @@ func TestOAuth2Errors(t *testing.T) {
 		{"token endpoint refuses", func(o *oauthServer) {
 			o.tokenCode, o.tokenBody = 400, `{"error":"invalid_grant","error_description":"Invalid \"code\" in request: code-abc-123"}`
 		}, []string{"HTTP 400", "invalid_grant", "[redacted]"}},
-		{"token endpoint 500 without JSON", func(o *oauthServer) { o.tokenCode, o.tokenBody = 500, "oops" }, []string{"HTTP 500"}},
-		{"no access token", func(o *oauthServer) { o.tokenBody = `{"token_type":"Bearer"}` }, []string{"no access token"}},
-		{"not bearer", func(o *oauthServer) { o.tokenBody = `{"access_token":"at-SECRET-123","token_type":"mac"}` }, []string{"not bearer"}},
+		{
+			"token endpoint 500 without JSON",
+			func(o *oauthServer) { o.tokenCode, o.tokenBody = 500, "oops" },
+			[]string{"HTTP 500"},
+		},
+		{
+			"no access token",
+			func(o *oauthServer) { o.tokenBody = `{"token_type":"Bearer"}` },
+			[]string{"no access token"},
+		},
+		{
+			"not bearer",
+			func(o *oauthServer) { o.tokenBody = `{"access_token":"at-SECRET-123","token_type":"mac"}` },
+			[]string{"not bearer"},
+		},
 		{"user-info refuses", func(o *oauthServer) {
 			o.meCode, o.meBody = 401, `{"message":"401: Unauthorized at-SECRET-123","code":0}`
 		}, []string{"user-info endpoint answered HTTP 401", "Unauthorized"}},
@@ -151,7 +173,10 @@ func TestOAuth2Errors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (OAuth2Provider{Name: "discord"}).Exchange(context.Background(), "c", "r", "v"); !errors.Is(err, ErrOAuth2) {
+	if _, err := (OAuth2Provider{Name: "discord"}).Exchange(context.Background(), "c", "r", "v"); !errors.Is(
+		err,
+		ErrOAuth2,
+	) {
 		t.Errorf("provider without endpoints: %v", err)
 	}
 	if _, err := Discord("c", "s").Exchange(context.Background(), "", "r", "v"); !errors.Is(err, ErrOAuth2) {

@@ -141,7 +141,11 @@ func newTestIssuer(t testing.TB, keys ...testKey) *testIssuer {
 		}
 		ti.mu.Unlock()
 		// An encryption key and an unknown type are skipped, not fatal.
-		set.Keys = append(set.Keys, JWK{Kty: "RSA", Use: "enc", Kid: "enc", N: "AQAB", E: "AQAB"}, JWK{Kty: "oct", Kid: "sym"})
+		set.Keys = append(
+			set.Keys,
+			JWK{Kty: "RSA", Use: "enc", Kid: "enc", N: "AQAB", E: "AQAB"},
+			JWK{Kty: "oct", Kid: "sym"},
+		)
 		_ = json.NewEncoder(w).Encode(set)
 	})
 	ti.srv = httptest.NewServer(mux)

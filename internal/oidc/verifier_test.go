@@ -74,11 +74,33 @@ func TestVerifyAccepts(t *testing.T) {
 					t.Errorf("Audience = %q", c.Audience)
 				}
 			}},
-		{name: "any audience when none expected", key: f.ec, edit: func(c map[string]any) { c["aud"] = "someone" }, expect: &Expect{}},
-		{name: "no nonce when none expected", key: f.ec, edit: func(c map[string]any) { delete(c, "nonce") }, expect: &Expect{Audiences: []string{"client-a"}}},
-		{name: "expired within the leeway", key: f.ec, edit: func(c map[string]any) { c["iat"] = f.clk.Now().Unix() - 600; c["exp"] = f.clk.Now().Unix() - 30 }},
-		{name: "Apple's string email_verified", key: f.ec, edit: func(c map[string]any) { c["email_verified"] = "true" }},
-		{name: "fractional dates", key: f.ec, edit: func(c map[string]any) { c["iat"] = float64(f.clk.Now().Unix()) + 0.5 }},
+		{
+			name:   "any audience when none expected",
+			key:    f.ec,
+			edit:   func(c map[string]any) { c["aud"] = "someone" },
+			expect: &Expect{},
+		},
+		{
+			name:   "no nonce when none expected",
+			key:    f.ec,
+			edit:   func(c map[string]any) { delete(c, "nonce") },
+			expect: &Expect{Audiences: []string{"client-a"}},
+		},
+		{
+			name: "expired within the leeway",
+			key:  f.ec,
+			edit: func(c map[string]any) { c["iat"] = f.clk.Now().Unix() - 600; c["exp"] = f.clk.Now().Unix() - 30 },
+		},
+		{
+			name: "Apple's string email_verified",
+			key:  f.ec,
+			edit: func(c map[string]any) { c["email_verified"] = "true" },
+		},
+		{
+			name: "fractional dates",
+			key:  f.ec,
+			edit: func(c map[string]any) { c["iat"] = float64(f.clk.Now().Unix()) + 0.5 },
+		},
 		{name: "nbf in the past", key: f.rsa, edit: func(c map[string]any) { c["nbf"] = f.clk.Now().Unix() - 10 }},
 		{name: "email unverified", key: f.ec, edit: func(c map[string]any) { c["email_verified"] = false },
 			check: func(t *testing.T, c *Claims) {
@@ -146,7 +168,11 @@ func TestVerifyRefuses(t *testing.T) {
 			parts[1] = b(mustJSON(c))
 			return strings.Join(parts, ".")
 		}, ErrBadSignature},
-		{"signed by another key under a known kid", func() string { return sign(t, other, nil, f.claims()) }, ErrBadSignature},
+		{
+			"signed by another key under a known kid",
+			func() string { return sign(t, other, nil, f.claims()) },
+			ErrBadSignature,
+		},
 		{"RS256 signature bytes under ES256", func() string {
 			tok := sign(t, f.rsa, map[string]any{"alg": AlgES256, "kid": "ec1"}, f.claims())
 			return tok
@@ -154,11 +180,19 @@ func TestVerifyRefuses(t *testing.T) {
 		{"alg none", func() string {
 			return b(`{"alg":"none"}`) + "." + b(mustJSON(f.claims())) + ".c2ln"
 		}, ErrUnsupportedAlg},
-		{"HS256", func() string { return sign(t, f.ec, map[string]any{"alg": "HS256"}, f.claims()) }, ErrUnsupportedAlg},
+		{
+			"HS256",
+			func() string { return sign(t, f.ec, map[string]any{"alg": "HS256"}, f.claims()) },
+			ErrUnsupportedAlg,
+		},
 		{"ES256 header with an RSA key's kid", func() string {
 			return sign(t, f.ec, map[string]any{"kid": "rsa1"}, f.claims())
 		}, ErrUnknownKey},
-		{"unknown kid", func() string { return sign(t, f.ec, map[string]any{"kid": "nope"}, f.claims()) }, ErrUnknownKey},
+		{
+			"unknown kid",
+			func() string { return sign(t, f.ec, map[string]any{"kid": "nope"}, f.claims()) },
+			ErrUnknownKey,
+		},
 		{"expired", func() string {
 			c := f.claims()
 			c["iat"] = now - 900
@@ -216,7 +250,11 @@ func TestVerifyRefuses(t *testing.T) {
 			delete(c, "iat")
 			return sign(t, f.ec, nil, c)
 		}, ErrClaims},
-		{"critical header", func() string { return sign(t, f.ec, map[string]any{"crit": []string{"exp"}}, f.claims()) }, ErrMalformed},
+		{
+			"critical header",
+			func() string { return sign(t, f.ec, map[string]any{"crit": []string{"exp"}}, f.claims()) },
+			ErrMalformed,
+		},
 		{"padded base64", func() string {
 			tok := sign(t, f.ec, nil, f.claims())
 			parts := strings.Split(tok, ".")
@@ -224,8 +262,16 @@ func TestVerifyRefuses(t *testing.T) {
 			return strings.Join(parts, ".")
 		}, ErrMalformed},
 		{"two segments", func() string { return b(`{"alg":"ES256"}`) + "." + b(mustJSON(f.claims())) }, ErrMalformed},
-		{"payload not an object", func() string { return b(`{"alg":"ES256"}`) + "." + b(`[1]`) + ".c2ln" }, ErrMalformed},
-		{"trailing data after the payload", func() string { return b(`{"alg":"ES256"}`) + "." + b(`{"iss":"x"} {}`) + ".c2ln" }, ErrMalformed},
+		{
+			"payload not an object",
+			func() string { return b(`{"alg":"ES256"}`) + "." + b(`[1]`) + ".c2ln" },
+			ErrMalformed,
+		},
+		{
+			"trailing data after the payload",
+			func() string { return b(`{"alg":"ES256"}`) + "." + b(`{"iss":"x"} {}`) + ".c2ln" },
+			ErrMalformed,
+		},
 		{"empty", func() string { return "" }, ErrMalformed},
 		{"huge", func() string { return strings.Repeat("a", maxTokenBytes+1) }, ErrMalformed},
 	}
@@ -271,8 +317,18 @@ func TestVerifyIssuerURLRules(t *testing.T) {
 		iss  string
 		want error
 	}{
-		{"loopback http without AllowLoopbackHTTP", Config{TrustedIssuers: []string{ti.URL()}}, ti.URL(), ErrUnknownIssuer},
-		{"trusted http issuer that is not loopback", Config{TrustedIssuers: []string{"http://example.com"}, AllowLoopbackHTTP: true}, "http://example.com", ErrUnknownIssuer},
+		{
+			"loopback http without AllowLoopbackHTTP",
+			Config{TrustedIssuers: []string{ti.URL()}},
+			ti.URL(),
+			ErrUnknownIssuer,
+		},
+		{
+			"trusted http issuer that is not loopback",
+			Config{TrustedIssuers: []string{"http://example.com"}, AllowLoopbackHTTP: true},
+			"http://example.com",
+			ErrUnknownIssuer,
+		},
 		{"defaults dropped", Config{NoDefaultIssuers: true}, IssuerGoogle, ErrUnknownIssuer},
 		{"loopback http allowed", Config{TrustedIssuers: []string{ti.URL()}, AllowLoopbackHTTP: true}, ti.URL(), nil},
 	}

@@ -67,13 +67,16 @@ var kindTable = map[string]resourceAction{
 	"SPARK_CLAIM_TRANSFER":            {"PRIVATE_KEY", "SIGN"},
 	"SPARK_PREPARE_LIGHTNING_RECEIVE": {"PRIVATE_KEY", "SIGN"},
 	"EXECUTE_SWAP":                    {"PRIVATE_KEY", "SIGN"},
-	"CREATE_SWAP_QUOTE":               {"PRIVATE_KEY", "SIGN"}, // inferred: a quote is bound to signWith and starts a swap
-	"CLAIM_SWAP_FEES":                 {"PRIVATE_KEY", "SIGN"},
-	"EARN_DEPLOY_WRAPPER":             {"PRIVATE_KEY", "SIGN"},
-	"EARN_DEPOSIT":                    {"PRIVATE_KEY", "SIGN"},
-	"EARN_WITHDRAW":                   {"PRIVATE_KEY", "SIGN"},
-	"EARN_SET_WRAPPER_STATE":          {"PRIVATE_KEY", "SIGN"},
-	"CLAIM_EARN_FEES":                 {"PRIVATE_KEY", "SIGN"},
+	"CREATE_SWAP_QUOTE": {
+		"PRIVATE_KEY",
+		"SIGN",
+	}, // inferred: a quote is bound to signWith and starts a swap
+	"CLAIM_SWAP_FEES":        {"PRIVATE_KEY", "SIGN"},
+	"EARN_DEPLOY_WRAPPER":    {"PRIVATE_KEY", "SIGN"},
+	"EARN_DEPOSIT":           {"PRIVATE_KEY", "SIGN"},
+	"EARN_WITHDRAW":          {"PRIVATE_KEY", "SIGN"},
+	"EARN_SET_WRAPPER_STATE": {"PRIVATE_KEY", "SIGN"},
+	"CLAIM_EARN_FEES":        {"PRIVATE_KEY", "SIGN"},
 	// inferred: secrets have no resource of their own; they are imported and
 	// exported like keys.
 	"INIT_IMPORT_SECRETS": {"PRIVATE_KEY", "IMPORT"},
@@ -110,7 +113,10 @@ var kindTable = map[string]resourceAction{
 	"REMOVE_IP_ALLOWLIST":      {"CONFIG", "DELETE"}, // inferred
 	"UPSERT_SWAP_CONFIG":       {"CONFIG", "UPDATE"}, // inferred
 	"INIT_USER_EMAIL_RECOVERY": {"RECOVERY", "CREATE"},
-	"RECOVER_USER":             {"RECOVERY", "UPDATE"}, // inferred: completes the recovery INIT_USER_EMAIL_RECOVERY created
+	"RECOVER_USER": {
+		"RECOVERY",
+		"UPDATE",
+	}, // inferred: completes the recovery INIT_USER_EMAIL_RECOVERY created
 
 	// AUTH (email/OTP/OAuth/stamp login, sessions, OAuth2 credentials)
 	"EMAIL_AUTH":                {"AUTH", "CREATE"},
@@ -165,7 +171,10 @@ var kindTable = map[string]resourceAction{
 	"DELETE_FIAT_ON_RAMP_CREDENTIAL": {"ON_RAMP_CREDENTIALS", "DELETE"},
 	"INIT_FIAT_ON_RAMP":              {"FIAT_TRANSACTION", "CREATE"},
 	"UPSERT_GAS_USAGE_CONFIG":        {"SPONSORSHIP", "UPDATE"},
-	"ETH_SEND_RAW_TRANSACTION":       {"SPONSORSHIP", "CREATE"}, // inferred: broadcasts an already-signed transaction; nothing is signed
+	"ETH_SEND_RAW_TRANSACTION": {
+		"SPONSORSHIP",
+		"CREATE",
+	}, // inferred: broadcasts an already-signed transaction; nothing is signed
 
 	// inferred: votes on another activity. The engine handles them (a user
 	// named in the target's consensus may always vote); they have a kind but

@@ -35,15 +35,37 @@ func TestDecide(t *testing.T) {
 	timeEnv := TimeEnv(mustTime(t, "2026-03-11T14:00:00Z")) // Wednesday 10:00 EDT
 
 	allowSign := Policy{ID: "allow-sign", Effect: EffectAllow, Condition: mustCompile(t, "activity.action == 'SIGN'")}
-	allowAlice := Policy{ID: "allow-alice", Effect: EffectAllow, Condition: mustCompile(t, "activity.action == 'SIGN'"), Consensus: mustCompile(t, "approvers.any(u, u.id == 'alice')")}
+	allowAlice := Policy{
+		ID:        "allow-alice",
+		Effect:    EffectAllow,
+		Condition: mustCompile(t, "activity.action == 'SIGN'"),
+		Consensus: mustCompile(t, "approvers.any(u, u.id == 'alice')"),
+	}
 	needTwo := Policy{ID: "need-two", Effect: EffectAllow, Consensus: mustCompile(t, "approvers.count() >= 2")}
-	denyOps := Policy{ID: "deny-ops", Effect: EffectDeny, Condition: mustCompile(t, "eth.tx.value > 1"), Consensus: mustCompile(t, "approvers.any(u, u.tags.contains('ops'))")}
+	denyOps := Policy{
+		ID:        "deny-ops",
+		Effect:    EffectDeny,
+		Condition: mustCompile(t, "eth.tx.value > 1"),
+		Consensus: mustCompile(t, "approvers.any(u, u.tags.contains('ops'))"),
+	}
 	denyBob := Policy{ID: "deny-bob", Effect: EffectDeny, Consensus: mustCompile(t, "approvers.any(u, u.id == 'bob')")}
-	denyNoMatch := Policy{ID: "deny-wallets", Effect: EffectDeny, Condition: mustCompile(t, "activity.resource == 'WALLET'")}
+	denyNoMatch := Policy{
+		ID:        "deny-wallets",
+		Effect:    EffectDeny,
+		Condition: mustCompile(t, "activity.resource == 'WALLET'"),
+	}
 	denyErrors := Policy{ID: "deny-errors", Effect: EffectDeny, Condition: mustCompile(t, "wallet.id == 'w'")}
 	allowErrors := Policy{ID: "allow-errors", Effect: EffectAllow, Condition: mustCompile(t, "private_key.id == 'k'")}
-	denyNights := Policy{ID: "deny-nights", Effect: EffectDeny, Time: mustCompileTime(t, "CronSpan('0 22 * * *', '8h', 'America/New_York')")}
-	allowDays := Policy{ID: "allow-days", Effect: EffectAllow, Time: mustCompileTime(t, "CronSpan('0 9 * * 1-5', '8h', 'America/New_York')")}
+	denyNights := Policy{
+		ID:     "deny-nights",
+		Effect: EffectDeny,
+		Time:   mustCompileTime(t, "CronSpan('0 22 * * *', '8h', 'America/New_York')"),
+	}
+	allowDays := Policy{
+		ID:     "allow-days",
+		Effect: EffectAllow,
+		Time:   mustCompileTime(t, "CronSpan('0 9 * * 1-5', '8h', 'America/New_York')"),
+	}
 	badEffect := Policy{ID: "bad", Effect: "EFFECT_MAYBE"}
 	allowAll := Policy{ID: "allow-all", Effect: EffectAllow}
 
@@ -57,17 +79,62 @@ func TestDecide(t *testing.T) {
 		{"no fields: applies to everything", []Policy{allowAll}, OutcomeAllow, "allow-all=OUTCOME_ALLOW"},
 		{"allow without consensus", []Policy{allowSign}, OutcomeAllow, "allow-sign=OUTCOME_ALLOW"},
 		{"allow with satisfied consensus", []Policy{allowAlice}, OutcomeAllow, "allow-alice=OUTCOME_ALLOW"},
-		{"allow awaiting consensus", []Policy{needTwo}, OutcomeRequiresConsensus, "need-two=OUTCOME_REQUIRES_CONSENSUS"},
-		{"allow beats awaiting consensus", []Policy{needTwo, allowSign}, OutcomeAllow, "need-two=OUTCOME_REQUIRES_CONSENSUS allow-sign=OUTCOME_ALLOW"},
-		{"deny beats allow", []Policy{allowSign, denyOps}, OutcomeDenyExplicit, "allow-sign=OUTCOME_ALLOW deny-ops=OUTCOME_DENY_EXPLICIT"},
-		{"deny beats awaiting consensus", []Policy{needTwo, denyOps}, OutcomeDenyExplicit, "need-two=OUTCOME_REQUIRES_CONSENSUS deny-ops=OUTCOME_DENY_EXPLICIT"},
-		{"deny whose consensus selects nobody does not apply", []Policy{allowSign, denyBob}, OutcomeAllow, "allow-sign=OUTCOME_ALLOW deny-bob=OUTCOME_DENY_IMPLICIT"},
-		{"deny whose condition is false does not apply", []Policy{allowSign, denyNoMatch}, OutcomeAllow, "allow-sign=OUTCOME_ALLOW deny-wallets=OUTCOME_DENY_IMPLICIT"},
-		{"erroring deny is ignored", []Policy{allowSign, denyErrors}, OutcomeAllow, "allow-sign=OUTCOME_ALLOW deny-errors=OUTCOME_ERROR"},
+		{
+			"allow awaiting consensus",
+			[]Policy{needTwo},
+			OutcomeRequiresConsensus,
+			"need-two=OUTCOME_REQUIRES_CONSENSUS",
+		},
+		{
+			"allow beats awaiting consensus",
+			[]Policy{needTwo, allowSign},
+			OutcomeAllow,
+			"need-two=OUTCOME_REQUIRES_CONSENSUS allow-sign=OUTCOME_ALLOW",
+		},
+		{
+			"deny beats allow",
+			[]Policy{allowSign, denyOps},
+			OutcomeDenyExplicit,
+			"allow-sign=OUTCOME_ALLOW deny-ops=OUTCOME_DENY_EXPLICIT",
+		},
+		{
+			"deny beats awaiting consensus",
+			[]Policy{needTwo, denyOps},
+			OutcomeDenyExplicit,
+			"need-two=OUTCOME_REQUIRES_CONSENSUS deny-ops=OUTCOME_DENY_EXPLICIT",
+		},
+		{
+			"deny whose consensus selects nobody does not apply",
+			[]Policy{allowSign, denyBob},
+			OutcomeAllow,
+			"allow-sign=OUTCOME_ALLOW deny-bob=OUTCOME_DENY_IMPLICIT",
+		},
+		{
+			"deny whose condition is false does not apply",
+			[]Policy{allowSign, denyNoMatch},
+			OutcomeAllow,
+			"allow-sign=OUTCOME_ALLOW deny-wallets=OUTCOME_DENY_IMPLICIT",
+		},
+		{
+			"erroring deny is ignored",
+			[]Policy{allowSign, denyErrors},
+			OutcomeAllow,
+			"allow-sign=OUTCOME_ALLOW deny-errors=OUTCOME_ERROR",
+		},
 		{"erroring allow is ignored", []Policy{allowErrors}, OutcomeDenyImplicit, "allow-errors=OUTCOME_ERROR"},
-		{"time-inactive deny does not apply", []Policy{allowSign, denyNights}, OutcomeAllow, "allow-sign=OUTCOME_ALLOW deny-nights=OUTCOME_TIME_INACTIVE"},
+		{
+			"time-inactive deny does not apply",
+			[]Policy{allowSign, denyNights},
+			OutcomeAllow,
+			"allow-sign=OUTCOME_ALLOW deny-nights=OUTCOME_TIME_INACTIVE",
+		},
 		{"time-active allow", []Policy{allowDays}, OutcomeAllow, "allow-days=OUTCOME_ALLOW"},
-		{"unknown effect is an error", []Policy{badEffect, allowSign}, OutcomeAllow, "bad=OUTCOME_ERROR allow-sign=OUTCOME_ALLOW"},
+		{
+			"unknown effect is an error",
+			[]Policy{badEffect, allowSign},
+			OutcomeAllow,
+			"bad=OUTCOME_ERROR allow-sign=OUTCOME_ALLOW",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +182,15 @@ func TestNewPolicy(t *testing.T) {
 		_, err := NewPolicy("p", tt.effect, tt.cond, tt.cons, tt.time)
 		var fe *FieldError
 		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("NewPolicy(%q, %q, %q, %q) = %v, want prefix %q", tt.effect, tt.cond, tt.cons, tt.time, err, tt.want)
+			t.Errorf(
+				"NewPolicy(%q, %q, %q, %q) = %v, want prefix %q",
+				tt.effect,
+				tt.cond,
+				tt.cons,
+				tt.time,
+				err,
+				tt.want,
+			)
 		}
 	}
 }

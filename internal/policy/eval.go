@@ -230,7 +230,12 @@ func (n *timeNowNode) eval(ev *evaluator) (Value, error) {
 func (ev *evaluator) now(n node) (time.Time, error) {
 	v, ok := ev.env.Lookup("time")
 	if !ok {
-		return time.Time{}, &EvalError{Kind: MissingField, Path: "time.now", Pos: n.span().start, Msg: "the trusted time is not available"}
+		return time.Time{}, &EvalError{
+			Kind: MissingField,
+			Path: "time.now",
+			Pos:  n.span().start,
+			Msg:  "the trusted time is not available",
+		}
 	}
 	v, err := ev.resolve(v, n)
 	if err != nil {
@@ -242,7 +247,12 @@ func (ev *evaluator) now(n node) (time.Time, error) {
 	}
 	now, ok := m["now"]
 	if !ok {
-		return time.Time{}, &EvalError{Kind: MissingField, Path: "time.now", Pos: n.span().start, Msg: "the trusted time is not available"}
+		return time.Time{}, &EvalError{
+			Kind: MissingField,
+			Path: "time.now",
+			Pos:  n.span().start,
+			Msg:  "the trusted time is not available",
+		}
 	}
 	now, err = ev.resolve(now, n)
 	if err != nil {
@@ -542,7 +552,14 @@ func (n *cmpNode) eval(ev *evaluator) (Value, error) {
 	}
 	c, ok := order(l, r)
 	if !ok {
-		return nil, ev.errf(TypeError, n, "cannot order %s and %s with '%s'", describeValue(l), describeValue(r), tokenText[n.op])
+		return nil, ev.errf(
+			TypeError,
+			n,
+			"cannot order %s and %s with '%s'",
+			describeValue(l),
+			describeValue(r),
+			tokenText[n.op],
+		)
 	}
 	switch n.op {
 	case tokLt:
@@ -668,7 +685,13 @@ func (n *inNode) eval(ev *evaluator) (Value, error) {
 		}
 		eq, ok := equal(x, e)
 		if !ok {
-			return nil, ev.errf(TypeError, n, "cannot compare %s with list element %s", describeValue(x), describeValue(e))
+			return nil, ev.errf(
+				TypeError,
+				n,
+				"cannot compare %s with list element %s",
+				describeValue(x),
+				describeValue(e),
+			)
 		}
 		found = found || eq
 	}

@@ -9,7 +9,9 @@ import (
 
 // testEnv is a condition environment with a bit of everything.
 func testEnv() ValueEnv {
-	u256max, _ := new(big.Int).SetString("115792089237316195423570985008687907853269984665640564039457584007913129639935", 10)
+	u256max, _ := new(
+		big.Int,
+	).SetString("115792089237316195423570985008687907853269984665640564039457584007913129639935", 10)
 	return ValueEnv{
 		"activity": ActivityView("ACTIVITY_TYPE_SIGN_TRANSACTION_V2", Map{"type": String("TRANSACTION_TYPE_ETHEREUM")}),
 		"eth": FromGo(map[string]any{
@@ -32,11 +34,17 @@ func testEnv() ValueEnv {
 				},
 			},
 		}),
-		"wallet":    FromGo(map[string]any{"id": "w1", "imported": false, "exported": true, "label": "hot"}),
-		"approvers": FromGo([]any{map[string]any{"id": "u1", "tags": []any{"t1", "t2"}}, map[string]any{"id": "u2", "tags": []any{"t2"}}, map[string]any{"id": "u3", "tags": []any{}}}),
-		"nums":      FromGo([]any{1, 2, 3}),
-		"nothing":   Null{},
-		"greek":     String("αβγδ"),
+		"wallet": FromGo(map[string]any{"id": "w1", "imported": false, "exported": true, "label": "hot"}),
+		"approvers": FromGo(
+			[]any{
+				map[string]any{"id": "u1", "tags": []any{"t1", "t2"}},
+				map[string]any{"id": "u2", "tags": []any{"t2"}},
+				map[string]any{"id": "u3", "tags": []any{}},
+			},
+		),
+		"nums":    FromGo([]any{1, 2, 3}),
+		"nothing": Null{},
+		"greek":   String("αβγδ"),
 	}
 }
 
@@ -79,19 +87,31 @@ func TestEval(t *testing.T) {
 		{"filter count", "approvers.filter(u, u.tags.contains('t2')).count() >= 2", true},
 		{"filter count exact", "approvers.filter(u, u.tags.contains('t1')).count() == 1", true},
 		{"count without parentheses (leniency)", "approvers.count == 3", true},
-		{"nested all over map of lists (example 14 shape)", "eth.eip_712.message['permitted'].all(p, p['token'] == '0xA0b8' && p['spenders'].all(s, s in ['s1', 's2']))", true},
+		{
+			"nested all over map of lists (example 14 shape)",
+			"eth.eip_712.message['permitted'].all(p, p['token'] == '0xA0b8' && p['spenders'].all(s, s in ['s1', 's2']))",
+			true,
+		},
 		{"nested any reads outer variable", "approvers.all(u, approvers.any(v, v.id == u.id))", true},
 		{"inner variable shadows outer", "[1,2].all(x, [3].all(x, x == 3))", true},
 		{"map bracket and index chain", "eth.eip_712.message['permitted'][1]['amount'] == 20", true},
 		{"tuple args", "eth.tx.contract_call_args['calls'].all(c, c[0] in ['0xaaa', '0xbbb'] && c[1] >= 0)", true},
-		{"u256 value", "eth.tx.value == 115792089237316195423570985008687907853269984665640564039457584007913129639935", true},
+		{
+			"u256 value",
+			"eth.tx.value == 115792089237316195423570985008687907853269984665640564039457584007913129639935",
+			true,
+		},
 		{"u256 greater than i128", "eth.tx.value > 170141183460469231731687303715884105728", true},
 		{"big literal vs small", "170141183460469231731687303715884105728 > 1", true},
 		{"uint64 from Go", "eth.tx.nonce == 7", true},
 		{"number vs quoted decimal (leniency)", "eth.tx.chain_id == '1'", true},
 		{"quoted decimal vs number ordering", "'2' > eth.tx.chain_id", true},
 		{"quoted decimal in list", "eth.tx.chain_id in ['1', '10']", true},
-		{"hex is compared as given, not lowercased", "eth.tx.to == '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'", false},
+		{
+			"hex is compared as given, not lowercased",
+			"eth.tx.to == '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'",
+			false,
+		},
 		{"bool field", "wallet.exported == true && !wallet.imported", true},
 		{"bool in && directly", "wallet.exported && true", true},
 		{"parentheses", "(1 == 1 || 1 == 2) && (2 == 2)", true},
@@ -127,20 +147,40 @@ func TestEvalErrors(t *testing.T) {
 		{"absent top-level keyword", "private_key.id == 'k'", MissingField, "private_key"},
 		{"absent field", "wallet.color == 'red'", MissingField, "wallet.color"},
 		{"absent map key", "eth.tx.contract_call_args['wad'] < 1", MissingField, "eth.tx.contract_call_args['wad']"},
-		{"missing field even when the other side of || is true", "true || wallet.color == 'red'", MissingField, "wallet.color"},
-		{"missing field on the left of a true ||", "private_key.id == 'k' || wallet.id == 'w1'", MissingField, "private_key"},
+		{
+			"missing field even when the other side of || is true",
+			"true || wallet.color == 'red'",
+			MissingField,
+			"wallet.color",
+		},
+		{
+			"missing field on the left of a true ||",
+			"private_key.id == 'k' || wallet.id == 'w1'",
+			MissingField,
+			"private_key",
+		},
 		{"missing field under a false &&", "false && private_key.id == 'k'", MissingField, "private_key"},
 		{"missing field inside a predicate", "approvers.any(u, u.email == 'a@b.c')", MissingField, "u.email"},
 		{"null is absent", "nothing == 1", MissingField, "nothing"},
 		{"string vs bool", "wallet.label == true", TypeError, "wallet.label == true"},
 		{"non-decimal string vs int", "eth.tx.chain_id == 'mainnet'", TypeError, "eth.tx.chain_id == 'mainnet'"},
 		{"ordering strings", "wallet.label < 'z'", TypeError, "wallet.label < 'z'"},
-		{"list equality", "approvers[0].tags == approvers[1].tags", TypeError, "approvers[0].tags == approvers[1].tags"},
+		{
+			"list equality",
+			"approvers[0].tags == approvers[1].tags",
+			TypeError,
+			"approvers[0].tags == approvers[1].tags",
+		},
 		{"&& on a string", "wallet.label && true", TypeError, "wallet.label"},
 		{"not a bool result", "wallet.label", TypeError, "wallet.label"},
 		{"index out of range", "nums[3] == 1", IndexOutOfRange, "nums[3]"},
 		{"negative index", "nums[-1] == 1", IndexOutOfRange, "nums[-1]"},
-		{"huge index", "nums[340282366920938463463374607431768211456] == 1", IndexOutOfRange, "nums[340282366920938463463374607431768211456]"},
+		{
+			"huge index",
+			"nums[340282366920938463463374607431768211456] == 1",
+			IndexOutOfRange,
+			"nums[340282366920938463463374607431768211456]",
+		},
 		{"slice past the end", "eth.tx.data[0..1000] == '0x'", IndexOutOfRange, "eth.tx.data[0..1000]"},
 		{"slice reversed", "'abc'[2..1] == ''", IndexOutOfRange, "'abc'[2..1]"},
 		{"string index out of range", "greek[4] == 'x'", IndexOutOfRange, "greek[4]"},
@@ -198,7 +238,8 @@ func TestLazyValues(t *testing.T) {
 	e, _ = Compile("solana.tx.transfers.count() == 0")
 	_, err := e.Eval(env)
 	var ee *EvalError
-	if !errors.As(err, &ee) || ee.Kind != EnvError || ee.Path != "solana.tx" || !strings.Contains(err.Error(), "not a solana transaction") {
+	if !errors.As(err, &ee) || ee.Kind != EnvError || ee.Path != "solana.tx" ||
+		!strings.Contains(err.Error(), "not a solana transaction") {
 		t.Errorf("Eval error = %v", err)
 	}
 	// A policy that never touches a lazy value never computes it.

@@ -114,7 +114,12 @@ func TestDocumentedExamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, per := Decide([]Policy{p}, conditionEnv(c.Env), consensusEnv(c.Approvers, c.Credentials), TimeEnv(ts))
+				got, per := Decide(
+					[]Policy{p},
+					conditionEnv(c.Env),
+					consensusEnv(c.Approvers, c.Credentials),
+					TimeEnv(ts),
+				)
 				if got != c.Want {
 					t.Errorf("Decide = %s, want %s (per policy: %+v) [%s]", got, c.Want, per, ex.Source)
 				}

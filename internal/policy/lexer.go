@@ -96,7 +96,11 @@ func lex(src string) ([]token, *SyntaxError) {
 				j++
 			}
 			if j < len(src) && isIdentStart(src[j]) {
-				return nil, newSyntaxError(src, j, fmt.Sprintf("invalid character %s in integer literal", quoteChar(src, j)))
+				return nil, newSyntaxError(
+					src,
+					j,
+					fmt.Sprintf("invalid character %s in integer literal", quoteChar(src, j)),
+				)
 			}
 			if j-i > maxIntDigits {
 				return nil, newSyntaxError(src, i, "integer literal too long")

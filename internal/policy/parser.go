@@ -82,7 +82,12 @@ func CompileTime(src string) (*Expr, error) { return compile(src, true) }
 
 func compile(src string, timeExp bool) (*Expr, error) {
 	if len(src) > MaxSourceLen {
-		return nil, &SyntaxError{Pos: 0, Line: 1, Col: 1, Msg: fmt.Sprintf("expression is %d bytes, longer than the limit of %d", len(src), MaxSourceLen)}
+		return nil, &SyntaxError{
+			Pos:  0,
+			Line: 1,
+			Col:  1,
+			Msg:  fmt.Sprintf("expression is %d bytes, longer than the limit of %d", len(src), MaxSourceLen),
+		}
 	}
 	toks, serr := lex(src)
 	if serr != nil {
@@ -485,7 +490,10 @@ func (p *parser) parseMethod(recv node, name token) (node, *SyntaxError) {
 			return nil, err
 		}
 		if pt := pred.static(); pt != tBool && pt != tUnknown {
-			return nil, p.errAt(pred.span().start, fmt.Sprintf("predicate of '%s' must be bool, found %s", name.text, pt))
+			return nil, p.errAt(
+				pred.span().start,
+				fmt.Sprintf("predicate of '%s' must be bool, found %s", name.text, pt),
+			)
 		}
 		end, err := p.expect(tokRParen)
 		if err != nil {
@@ -493,7 +501,10 @@ func (p *parser) parseMethod(recv node, name token) (node, *SyntaxError) {
 		}
 		return &quantNode{sp: span{recv.span().start, end.end}, kind: name.text, x: recv, slot: slot, pred: pred}, nil
 	}
-	return nil, p.errAt(name.pos, fmt.Sprintf("unknown method '%s' (want all, any, filter, contains or count)", name.text))
+	return nil, p.errAt(
+		name.pos,
+		fmt.Sprintf("unknown method '%s' (want all, any, filter, contains or count)", name.text),
+	)
 }
 
 func isReserved(s string) bool { return s == "true" || s == "false" || s == "in" }
@@ -535,7 +546,10 @@ func (p *parser) parsePrimary() (node, *SyntaxError) {
 					return nil, err
 				}
 				if len(l.elems) == MaxListLiteral {
-					return nil, p.errAt(e.span().start, fmt.Sprintf("list literal has more than %d elements", MaxListLiteral))
+					return nil, p.errAt(
+						e.span().start,
+						fmt.Sprintf("list literal has more than %d elements", MaxListLiteral),
+					)
 				}
 				l.elems = append(l.elems, e)
 				if p.peek().kind != tokComma {
@@ -590,7 +604,13 @@ func (p *parser) parsePrimary() (node, *SyntaxError) {
 			return &timeNowNode{sp: span{t.pos, now.end}}, nil
 		}
 		if p.timeExp {
-			return nil, p.errAt(t.pos, fmt.Sprintf("unknown identifier '%s' in a time expression (only time.now, Timestamp and CronSpan are available)", t.text))
+			return nil, p.errAt(
+				t.pos,
+				fmt.Sprintf(
+					"unknown identifier '%s' in a time expression (only time.now, Timestamp and CronSpan are available)",
+					t.text,
+				),
+			)
 		}
 		p.free[t.text] = true
 		return &identNode{sp: span{t.pos, t.end}, name: t.text}, nil
@@ -619,7 +639,10 @@ func (p *parser) parseFunction(name token) (node, *SyntaxError) {
 	for {
 		t := p.peek()
 		if t.kind != tokString {
-			return nil, p.errAt(t.pos, fmt.Sprintf("%s takes string literal arguments; found %s", name.text, t.describe()))
+			return nil, p.errAt(
+				t.pos,
+				fmt.Sprintf("%s takes string literal arguments; found %s", name.text, t.describe()),
+			)
 		}
 		args = append(args, p.next())
 		if len(args) == want {

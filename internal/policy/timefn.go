@@ -48,7 +48,11 @@ func parseCronSpan(cron, dur, tz string) (*cronSpan, int, string) {
 func (cs *cronSpan) parseCron(s string) string {
 	fields := strings.Fields(s)
 	if len(fields) != 5 {
-		return fmt.Sprintf("cron expression '%s' must have 5 fields (minute hour day-of-month month day-of-week), found %d", abbreviate(s), len(fields))
+		return fmt.Sprintf(
+			"cron expression '%s' must have 5 fields (minute hour day-of-month month day-of-week), found %d",
+			abbreviate(s),
+			len(fields),
+		)
 	}
 	type spec struct {
 		name     string
@@ -82,10 +86,20 @@ func (cs *cronSpan) parseCron(s string) string {
 			a, ok1 := cronNumber(lo)
 			b, ok2 := cronNumber(hi)
 			if !ok1 || !ok2 {
-				return fmt.Sprintf("invalid %s field '%s' in cron expression (only numbers, ranges a-b, lists and * are supported)", sp.name, abbreviate(f))
+				return fmt.Sprintf(
+					"invalid %s field '%s' in cron expression (only numbers, ranges a-b, lists and * are supported)",
+					sp.name,
+					abbreviate(f),
+				)
 			}
 			if a < sp.lo || b > sp.hi || a > b {
-				return fmt.Sprintf("%s field '%s' out of range %d-%d in cron expression", sp.name, abbreviate(f), sp.lo, sp.hi)
+				return fmt.Sprintf(
+					"%s field '%s' out of range %d-%d in cron expression",
+					sp.name,
+					abbreviate(f),
+					sp.lo,
+					sp.hi,
+				)
 			}
 			for v := a; v <= b; v++ {
 				sp.set[v] = true

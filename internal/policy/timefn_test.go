@@ -22,9 +22,24 @@ func TestTimeExpressions(t *testing.T) {
 		want bool
 	}{
 		// One-shot windows: start-inclusive, end-exclusive.
-		{"before window", "time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')", "2026-02-28T23:59:59Z", false},
-		{"window start is inclusive", "time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')", "2026-03-01T00:00:00Z", true},
-		{"window end is exclusive", "time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')", "2026-04-01T00:00:00Z", false},
+		{
+			"before window",
+			"time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')",
+			"2026-02-28T23:59:59Z",
+			false,
+		},
+		{
+			"window start is inclusive",
+			"time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')",
+			"2026-03-01T00:00:00Z",
+			true,
+		},
+		{
+			"window end is exclusive",
+			"time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')",
+			"2026-04-01T00:00:00Z",
+			false,
+		},
 		{"timestamp equality", "time.now == Timestamp('2026-03-01T00:00:00+00:00')", "2026-03-01T00:00:00Z", true},
 		{"timestamp != ", "time.now != Timestamp('2026-03-01T00:00:00Z')", "2026-03-01T00:00:01Z", true},
 
@@ -36,26 +51,71 @@ func TestTimeExpressions(t *testing.T) {
 		{"Sunday 10:00 EST", "CronSpan('0 9 * * 1-5', '8h', 'America/New_York')", "2026-01-04T15:00:00Z", false},
 		// The same fire follows daylight saving: 09:00 EDT is 13:00 UTC.
 		{"Monday 09:00 EDT", "CronSpan('0 9 * * 1-5', '8h', 'America/New_York')", "2026-03-09T13:00:00Z", true},
-		{"Monday 08:30 EDT (13:30 UTC would be 08:30 EST)", "CronSpan('0 9 * * 1-5', '8h', 'America/New_York')", "2026-03-09T12:30:00Z", false},
+		{
+			"Monday 08:30 EDT (13:30 UTC would be 08:30 EST)",
+			"CronSpan('0 9 * * 1-5', '8h', 'America/New_York')",
+			"2026-03-09T12:30:00Z",
+			false,
+		},
 
 		// Overnight window across midnight, including the DST nights the docs
 		// describe: ends 07:00 after spring-forward, 05:00 after fall-back.
 		{"ordinary night 05:59", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-01-06T10:59:00Z", true},
 		{"ordinary night 06:00", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-01-06T11:00:00Z", false},
-		{"spring-forward night 06:30 EDT still open", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-03-08T10:30:00Z", true},
-		{"spring-forward night 07:00 EDT closed", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-03-08T11:00:00Z", false},
-		{"fall-back night 04:59 EST open", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-11-01T09:59:00Z", true},
-		{"fall-back night 05:00 EST closed", "CronSpan('0 22 * * *', '8h', 'America/New_York')", "2026-11-01T10:00:00Z", false},
+		{
+			"spring-forward night 06:30 EDT still open",
+			"CronSpan('0 22 * * *', '8h', 'America/New_York')",
+			"2026-03-08T10:30:00Z",
+			true,
+		},
+		{
+			"spring-forward night 07:00 EDT closed",
+			"CronSpan('0 22 * * *', '8h', 'America/New_York')",
+			"2026-03-08T11:00:00Z",
+			false,
+		},
+		{
+			"fall-back night 04:59 EST open",
+			"CronSpan('0 22 * * *', '8h', 'America/New_York')",
+			"2026-11-01T09:59:00Z",
+			true,
+		},
+		{
+			"fall-back night 05:00 EST closed",
+			"CronSpan('0 22 * * *', '8h', 'America/New_York')",
+			"2026-11-01T10:00:00Z",
+			false,
+		},
 
 		// A fire inside the spring-forward gap (02:30 does not exist on
 		// 2026-03-08) moves forward by the gap: 03:30 EDT = 07:30 UTC.
-		{"gap fire: 03:29 EDT not yet", "CronSpan('30 2 * * *', '30m', 'America/New_York')", "2026-03-08T07:29:00Z", false},
+		{
+			"gap fire: 03:29 EDT not yet",
+			"CronSpan('30 2 * * *', '30m', 'America/New_York')",
+			"2026-03-08T07:29:00Z",
+			false,
+		},
 		{"gap fire: 03:30 EDT open", "CronSpan('30 2 * * *', '30m', 'America/New_York')", "2026-03-08T07:30:00Z", true},
-		{"gap fire: 04:00 EDT closed", "CronSpan('30 2 * * *', '30m', 'America/New_York')", "2026-03-08T08:00:00Z", false},
+		{
+			"gap fire: 04:00 EDT closed",
+			"CronSpan('30 2 * * *', '30m', 'America/New_York')",
+			"2026-03-08T08:00:00Z",
+			false,
+		},
 		// A fire at an ambiguous time (01:30 happens twice on 2026-11-01)
 		// fires once, at the first (EDT) occurrence.
-		{"ambiguous fire: first 01:30 (EDT) open", "CronSpan('30 1 * * *', '30m', 'America/New_York')", "2026-11-01T05:45:00Z", true},
-		{"ambiguous fire: second 01:30 (EST) not a fire", "CronSpan('30 1 * * *', '30m', 'America/New_York')", "2026-11-01T06:45:00Z", false},
+		{
+			"ambiguous fire: first 01:30 (EDT) open",
+			"CronSpan('30 1 * * *', '30m', 'America/New_York')",
+			"2026-11-01T05:45:00Z",
+			true,
+		},
+		{
+			"ambiguous fire: second 01:30 (EST) not a fire",
+			"CronSpan('30 1 * * *', '30m', 'America/New_York')",
+			"2026-11-01T06:45:00Z",
+			false,
+		},
 
 		// Day-of-month and day-of-week are OR'd when both are restricted.
 		{"dom OR dow: the 1st (a Sunday)", "CronSpan('0 9 1 * 1', '1h', 'UTC')", "2026-03-01T09:30:00Z", true},
@@ -75,8 +135,18 @@ func TestTimeExpressions(t *testing.T) {
 
 		// Composition.
 		{"negation", "!CronSpan('0 2 * * *', '1h', 'UTC')", "2026-07-01T02:30:00Z", false},
-		{"bounded recurring span, inside", "CronSpan('0 9 * * 1-5', '8h', 'America/New_York') && time.now < Timestamp('2026-01-01T00:00:00Z')", "2025-12-31T15:00:00Z", true},
-		{"bounded recurring span, after the bound", "CronSpan('0 9 * * 1-5', '8h', 'America/New_York') && time.now < Timestamp('2026-01-01T00:00:00Z')", "2026-01-05T15:00:00Z", false},
+		{
+			"bounded recurring span, inside",
+			"CronSpan('0 9 * * 1-5', '8h', 'America/New_York') && time.now < Timestamp('2026-01-01T00:00:00Z')",
+			"2025-12-31T15:00:00Z",
+			true,
+		},
+		{
+			"bounded recurring span, after the bound",
+			"CronSpan('0 9 * * 1-5', '8h', 'America/New_York') && time.now < Timestamp('2026-01-01T00:00:00Z')",
+			"2026-01-05T15:00:00Z",
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +177,8 @@ func TestTimeNeedsNow(t *testing.T) {
 		t.Error("want TypeError when time.now is not a timestamp")
 	}
 	// FromGo(time.Time) is a Timestamp.
-	if ok, err := e.Eval(MapEnv{"time": map[string]any{"now": mustTime(t, "2026-07-01T10:00:00Z")}}); !ok || err != nil {
+	if ok, err := e.Eval(MapEnv{"time": map[string]any{"now": mustTime(t, "2026-07-01T10:00:00Z")}}); !ok ||
+		err != nil {
 		t.Errorf("Eval = %v, %v", ok, err)
 	}
 }

@@ -36,12 +36,22 @@ func Load[T any](ctx context.Context, r store.Reader, kind, orgID, id, what stri
 }
 
 // Save writes v as the record (kind, id) owned by orgID, with its lookup keys.
-func Save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
+func Save(
+	ctx context.Context,
+	tx store.Tx,
+	kind, id, orgID string,
+	created, updated time.Time,
+	v any,
+	keys ...store.Key,
+) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return apierr.Internalf(err, "encoding %s", kind)
 	}
-	err = tx.Put(ctx, store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated}, keys...)
+	err = tx.Put(
+		ctx,
+		store.Record{Kind: kind, ID: id, OrgID: orgID, Data: data, CreatedAt: created, UpdatedAt: updated},
+		keys...)
 	return Err(err, kind)
 }
 

@@ -27,7 +27,17 @@ func TestRoundTripAndErrors(t *testing.T) {
 		if err := Save(ctx, tx, "thing", "a", "o1", now, now, thing{"x"}, store.Key{Name: "thing.name", Value: "x", Unique: true}); err != nil {
 			return err
 		}
-		err := Save(ctx, tx, "thing", "b", "o1", now, now, thing{"x"}, store.Key{Name: "thing.name", Value: "x", Unique: true})
+		err := Save(
+			ctx,
+			tx,
+			"thing",
+			"b",
+			"o1",
+			now,
+			now,
+			thing{"x"},
+			store.Key{Name: "thing.name", Value: "x", Unique: true},
+		)
 		if apierr.From(err).Code != apierr.AlreadyExists {
 			t.Errorf("taken unique key: %v", err)
 		}

@@ -55,12 +55,26 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	}))
 	h.Server.Webhooks.Poll = 20 * time.Millisecond
 	root, created := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]},
+	)
 	servertest.MustOK(t, w)
 	addr := strings.ToLower(w.Str("activity", "result", "createWalletResult", "addresses", "0"))
 	watched.Store(addr)
-	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "balances",
-		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}, map[string]any{"eventType": "BALANCE_FINALIZED_UPDATES"}}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recv.URL, "name": "balances",
+				"subscriptions": []any{
+					map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"},
+					map[string]any{"eventType": "BALANCE_FINALIZED_UPDATES"},
+				}},
+		),
+	)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -79,7 +93,8 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	for _, b := range confirmed {
 		msg := b["msg"].(map[string]any)
 		ops[msg["operation"].(string)] = msg
-		if b["type"] != "balances:confirmed" || b["organizationId"] != created.OrganizationID || msg["address"] != addr {
+		if b["type"] != "balances:confirmed" || b["organizationId"] != created.OrganizationID ||
+			msg["address"] != addr {
 			t.Fatalf("body: %v", b)
 		}
 	}
@@ -87,10 +102,12 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	if dep == nil || wd == nil {
 		t.Fatalf("want a deposit and a withdrawal: %v", confirmed)
 	}
-	if a := dep["asset"].(map[string]any); a["symbol"] != "USDC" || a["amount"] != "1000000" || a["decimals"] != "6" || dep["txHash"] != "0xtoken" {
+	if a := dep["asset"].(map[string]any); a["symbol"] != "USDC" || a["amount"] != "1000000" || a["decimals"] != "6" ||
+		dep["txHash"] != "0xtoken" {
 		t.Fatalf("token deposit: %v", dep)
 	}
-	if a := wd["asset"].(map[string]any); a["symbol"] != "ETH" || a["amount"] != "1000000000000000000" || wd["txHash"] != "0xether" {
+	if a := wd["asset"].(map[string]any); a["symbol"] != "ETH" || a["amount"] != "1000000000000000000" ||
+		wd["txHash"] != "0xether" {
 		t.Fatalf("ether withdrawal: %v", wd)
 	}
 	if finalized[0]["type"] != "balances:finalized" {
@@ -144,13 +161,24 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 	}))
 	h.Server.Webhooks.Poll = 20 * time.Millisecond
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "sol", "accounts": []any{map[string]any{
-		"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "sol", "accounts": []any{map[string]any{
+			"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}},
+	)
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	watched.Store(addr)
-	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sol",
-		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recv.URL, "name": "sol",
+				"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}},
+		),
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Server.Webhooks.Run(ctx); close(done) }()
@@ -170,7 +198,8 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 			t.Fatalf("body: %v", b)
 		}
 	}
-	if m := by["SOL"]; m == nil || m["operation"] != "withdraw" || m["asset"].(map[string]any)["amount"] != "1000005000" {
+	if m := by["SOL"]; m == nil || m["operation"] != "withdraw" ||
+		m["asset"].(map[string]any)["amount"] != "1000005000" {
 		t.Fatalf("SOL: %v", by["SOL"])
 	}
 	if m := by["USDC"]; m == nil || m["operation"] != "deposit" || m["asset"].(map[string]any)["amount"] != "2500000" {

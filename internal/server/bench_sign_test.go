@@ -16,7 +16,11 @@ func BenchmarkSignRawPayload(b *testing.B) { benchSignRawPayload(b) }
 func benchSignRawPayload(b *testing.B) {
 	h := servertest.New(b)
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
+	)
 	if w.Status != 200 {
 		b.Fatalf("create_wallet: %d %s", w.Status, w.Raw)
 	}
@@ -27,7 +31,9 @@ func benchSignRawPayload(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		binary.BigEndian.PutUint64(payload, uint64(i)) // every body distinct: no resubmission
 		r := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr,
-			"payload": hex.EncodeToString(payload), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+			"payload": hex.EncodeToString(
+				payload,
+			), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
 		if r.Status != 200 {
 			b.Fatalf("sign_raw_payload: %d %s", r.Status, r.Raw)
 		}

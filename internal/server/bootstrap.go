@@ -51,9 +51,23 @@ func (s *Server) CreateOrganization(ctx context.Context, spec OrgSpec) (Created,
 	var out Created
 	err := s.Store.Update(ctx, func(tx store.Tx) error {
 		env := s.env(now)
-		o := &directory.Organization{ID: id.New(), Name: strings.TrimSpace(spec.OrgName), Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
-		u, err := directory.CreateUser(ctx, tx, env, o.ID, directory.UserSpec{Name: spec.UserName, Email: spec.UserEmail, Field: "user",
-			APIKeys: []directory.APIKeySpec{{Name: spec.APIKeyName, PublicKey: spec.APIPublicKey, Curve: spec.APIKeyCurve, Field: "api-key"}}})
+		o := &directory.Organization{
+			ID:        id.New(),
+			Name:      strings.TrimSpace(spec.OrgName),
+			Features:  []directory.Feature{},
+			CreatedAt: now,
+			UpdatedAt: now,
+		}
+		u, err := directory.CreateUser(
+			ctx,
+			tx,
+			env,
+			o.ID,
+			directory.UserSpec{Name: spec.UserName, Email: spec.UserEmail, Field: "user",
+				APIKeys: []directory.APIKeySpec{
+					{Name: spec.APIKeyName, PublicKey: spec.APIPublicKey, Curve: spec.APIKeyCurve, Field: "api-key"},
+				}},
+		)
 		if err != nil {
 			return err
 		}
@@ -107,11 +121,20 @@ func (s *Server) EnsureDevOrganization(ctx context.Context, apiBaseURL string) (
 	if err != nil {
 		return nil, false, err
 	}
-	c, err := s.CreateOrganization(ctx, OrgSpec{OrgName: "Demo Organization", UserName: "Demo Admin", APIPublicKey: pub, APIKeyName: "dev root key"})
+	c, err := s.CreateOrganization(
+		ctx,
+		OrgSpec{OrgName: "Demo Organization", UserName: "Demo Admin", APIPublicKey: pub, APIKeyName: "dev root key"},
+	)
 	if err != nil {
 		return nil, false, err
 	}
-	dc := &DevCredentials{Created: c, APIPublicKey: pub, APIPrivateKey: priv, APIBaseURL: apiBaseURL, Curve: string(stamp.CurveP256)}
+	dc := &DevCredentials{
+		Created:       c,
+		APIPublicKey:  pub,
+		APIPrivateKey: priv,
+		APIBaseURL:    apiBaseURL,
+		Curve:         string(stamp.CurveP256),
+	}
 	b, _ := json.MarshalIndent(dc, "", "  ")
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return nil, false, fmt.Errorf("writing %s: %w", path, err)
@@ -148,7 +171,11 @@ func (s *Server) EnsureDevOperator(ctx context.Context, dashboardURL string) (*D
 	if _, err := rand.Read(pw); err != nil {
 		return nil, false, err
 	}
-	d := &DevOperator{Email: "operator@latchkey.dev", Password: base64.RawURLEncoding.EncodeToString(pw), URL: dashboardURL}
+	d := &DevOperator{
+		Email:    "operator@latchkey.dev",
+		Password: base64.RawURLEncoding.EncodeToString(pw),
+		URL:      dashboardURL,
+	}
 	if _, err := dashboard.CreateOperator(ctx, s.Store, d.Email, d.Password, time.Now().UTC()); err != nil {
 		return nil, false, err
 	}

@@ -33,7 +33,10 @@ func TestChainDataNodeErrors(t *testing.T) {
 		},
 		// geth's receipt of a reverted transaction (status 0x0), every field geth sends.
 		"eth_getTransactionReceipt": func([]json.RawMessage) string {
-			return `{"blockHash":"0x5b1ad3c0b64ba2d1c2f5b1bd3a3c1f3f0e7e6c2d8d5f4e3a2b1c0d9e8f7a6b5c","blockNumber":"0x1b4","contractAddress":null,"cumulativeGasUsed":"0x5208","effectiveGasPrice":"0x3b9aca07","from":"0x0000000000000000000000000000000000000001","gasUsed":"0x5208","logs":[],"logsBloom":"0x` + strings.Repeat("0", 512) + `","status":"0x0","to":"0x000000000000000000000000000000000000dead","transactionHash":"0x00","transactionIndex":"0x0","type":"0x2"}`
+			return `{"blockHash":"0x5b1ad3c0b64ba2d1c2f5b1bd3a3c1f3f0e7e6c2d8d5f4e3a2b1c0d9e8f7a6b5c","blockNumber":"0x1b4","contractAddress":null,"cumulativeGasUsed":"0x5208","effectiveGasPrice":"0x3b9aca07","from":"0x0000000000000000000000000000000000000001","gasUsed":"0x5208","logs":[],"logsBloom":"0x` + strings.Repeat(
+				"0",
+				512,
+			) + `","status":"0x0","to":"0x000000000000000000000000000000000000dead","transactionHash":"0x00","transactionIndex":"0x0","type":"0x2"}`
 		},
 		// An account with nothing: no ether, no listed token.
 		"eth_getBalance": func([]json.RawMessage) string { return `"0x0"` },
@@ -60,12 +63,30 @@ func TestChainDataNodeErrors(t *testing.T) {
 	}))
 	t.Cleanup(busy.Close)
 	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
-		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, chaindata.SolanaMainnet: busy.URL + "/?api-key=SECRET"}
+		c.ChainRPC = map[string]string{
+			"eip155:11155111":       evm.srv.URL,
+			chaindata.SolanaDevnet:  sol.srv.URL,
+			chaindata.SolanaMainnet: busy.URL + "/?api-key=SECRET",
+		}
 	}))
 	root, created := h.RootOrg("Acme")
-	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
-		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
-		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	r := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": []any{
+			map[string]any{
+				"curve":         "CURVE_SECP256K1",
+				"pathFormat":    "PATH_FORMAT_BIP32",
+				"path":          "m/44'/60'/0'/0/0",
+				"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+			},
+			map[string]any{
+				"curve":         "CURVE_ED25519",
+				"pathFormat":    "PATH_FORMAT_BIP32",
+				"path":          "m/44'/501'/0'/0'",
+				"addressFormat": "ADDRESS_FORMAT_SOLANA",
+			}}},
+	)
 	servertest.MustOK(t, r)
 	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
 	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
@@ -125,15 +146,27 @@ func TestChainDataNodeErrors(t *testing.T) {
 	}
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
-	tx, err := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5,
-		GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)})
+	tx, err := types.SignNewTx(
+		key,
+		types.LatestSignerForChainID(big.NewInt(11155111)),
+		&types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5,
+			GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := tx.MarshalBinary()
 	h.Advance(time.Millisecond)
-	refused(root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw),
-		"caip2": "eip155:11155111"}), "transactionHash", "eip155:11155111 node: nonce too low")
+	refused(
+		root.Submit(
+			"eth_send_raw_transaction",
+			"ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION",
+			map[string]any{"signedTransaction": hexutil.Encode(raw),
+				"caip2": "eip155:11155111"},
+		),
+		"transactionHash",
+		"eip155:11155111 node: nonce too low",
+	)
 
 	from, _ := base58.Decode(solAddr)
 	msg := []byte{1, 0, 1, 3}
@@ -143,13 +176,25 @@ func TestChainDataNodeErrors(t *testing.T) {
 	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0)
 	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
 	h.Advance(time.Millisecond)
-	refused(root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
-		"signWiths": []string{solAddr}, "caip2": "solana:devnet"}), "sendTransactionStatusId", "Blockhash not found")
+	refused(
+		root.Submit(
+			"sol_send_transaction",
+			"ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2",
+			map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+				"signWiths": []string{solAddr}, "caip2": "solana:devnet"},
+		),
+		"sendTransactionStatusId",
+		"Blockhash not found",
+	)
 
 	// Turnkey's sponsored send is answered "not supported", clearly.
 	h.Advance(time.Millisecond)
-	ns := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
-		"to": to.Hex(), "value": "1", "sponsor": true})
+	ns := root.Submit(
+		"eth_send_transaction",
+		"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+		map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
+			"to": to.Hex(), "value": "1", "sponsor": true},
+	)
 	if ns.Status != http.StatusNotImplemented || !strings.Contains(ns.Str("message"), "gas station") {
 		t.Fatalf("eth_send_transaction: %d %s", ns.Status, ns.Raw)
 	}

@@ -50,7 +50,9 @@ func newFakeNode(t *testing.T, results map[string]func([]json.RawMessage) string
 		f := n.results[req.Method]
 		n.mu.Unlock()
 		if f == nil {
-			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method does not exist"}}`))
+			_, _ = w.Write(
+				[]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method does not exist"}}`),
+			)
 			return
 		}
 		res := f(req.Params)
@@ -115,13 +117,31 @@ func TestChainData(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
-		c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL, chaindata.SolanaDevnet: sol.srv.URL, "eip155:8453": down.URL}
+		c.ChainRPC = map[string]string{
+			"eip155:11155111":      evm.srv.URL,
+			chaindata.SolanaDevnet: sol.srv.URL,
+			"eip155:8453":          down.URL,
+		}
 		c.PricesFile = prices
 	}))
 	root, created := h.RootOrg("Acme")
-	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": []any{
-		map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
-		map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"}}})
+	r := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": []any{
+			map[string]any{
+				"curve":         "CURVE_SECP256K1",
+				"pathFormat":    "PATH_FORMAT_BIP32",
+				"path":          "m/44'/60'/0'/0/0",
+				"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+			},
+			map[string]any{
+				"curve":         "CURVE_ED25519",
+				"pathFormat":    "PATH_FORMAT_BIP32",
+				"path":          "m/44'/501'/0'/0'",
+				"addressFormat": "ADDRESS_FORMAT_SOLANA",
+			}}},
+	)
 	servertest.MustOK(t, r)
 	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
 	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
@@ -148,7 +168,9 @@ func TestChainData(t *testing.T) {
 		servertest.MustOK(t, b)
 		if b.Str("balances", "0", "balance") != "1000000000000000000" || b.Str("balances", "0", "symbol") != "ETH" || b.Str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
 			b.Str("balances", "1", "balance") != "1000000" || b.Str("balances", "1", "decimals") != "6" || b.Str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
-			len(b.Body["balances"].([]any)) != 2 || b.Str("balances", "1", "display", "crypto") != "1" || b.Str("balances", "0", "display", "usd") != "2500.50" ||
+			len(b.Body["balances"].([]any)) != 2 ||
+			b.Str("balances", "1", "display", "crypto") != "1" ||
+			b.Str("balances", "0", "display", "usd") != "2500.50" ||
 			b.Str("balances", "1", "display", "usd") != "1.00" {
 			t.Fatalf("balances: %s", b.Raw)
 		}
@@ -162,23 +184,48 @@ func TestChainData(t *testing.T) {
 	servertest.MustOK(t, s)
 	if s.Str("balances", "0", "balance") != "1500000000" || s.Str("balances", "0", "symbol") != "SOL" || s.Str("balances", "0", "display", "crypto") != "1.5" ||
 		s.Str("balances", "0", "display", "usd") != "" ||
-		s.Str("balances", "1", "symbol") != "USDC" || s.Str("balances", "1", "balance") != "25000000" ||
-		s.Str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" || s.Str("balances", "2", "decimals") != "2" ||
+		s.Str("balances", "1", "symbol") != "USDC" ||
+		s.Str("balances", "1", "balance") != "25000000" ||
+		s.Str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" ||
+		s.Str("balances", "2", "decimals") != "2" ||
 		len(s.Body["balances"].([]any)) != 3 {
 		t.Fatalf("solana balances: %s", s.Raw)
 	}
 
 	// Errors.
-	pk := root.Submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
-		map[string]any{"privateKeyName": "hot", "curve": "CURVE_SECP256K1", "privateKeyTags": []string{}, "addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"}}}})
+	pk := root.Submit(
+		"create_private_keys",
+		"ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2",
+		map[string]any{"privateKeys": []any{
+			map[string]any{
+				"privateKeyName": "hot",
+				"curve":          "CURVE_SECP256K1",
+				"privateKeyTags": []string{},
+				"addressFormats": []string{"ADDRESS_FORMAT_ETHEREUM"},
+			}}},
+	)
 	servertest.MustOK(t, pk)
 	pkAddr := pk.Str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
 	servertest.WantError(t, balances(pkAddr, "eip155:11155111"), http.StatusBadRequest, 3, "private key address")
-	servertest.WantError(t, balances("0x000000000000000000000000000000000000dEaD", "eip155:11155111"), http.StatusNotFound, 5, "not a wallet account address")
+	servertest.WantError(
+		t,
+		balances("0x000000000000000000000000000000000000dEaD", "eip155:11155111"),
+		http.StatusNotFound,
+		5,
+		"not a wallet account address",
+	)
 	servertest.WantError(t, balances(ethAddr, "eip155:10"), http.StatusBadRequest, 3, "caip2")
-	servertest.WantError(t, balances(ethAddr, "eip155:1"), http.StatusBadRequest, 9, "no RPC provider is configured for eip155:1")
+	servertest.WantError(
+		t,
+		balances(ethAddr, "eip155:1"),
+		http.StatusBadRequest,
+		9,
+		"no RPC provider is configured for eip155:1",
+	)
 	servertest.WantError(t, balances(solAddr, "eip155:11155111"), http.StatusBadRequest, 3, "not an Ethereum address")
-	if d := balances(ethAddr, "eip155:8453"); d.Status != http.StatusServiceUnavailable || !strings.Contains(d.Str("message"), "eip155:8453") || strings.Contains(string(d.Raw), down.URL) {
+	if d := balances(ethAddr, "eip155:8453"); d.Status != http.StatusServiceUnavailable ||
+		!strings.Contains(d.Str("message"), "eip155:8453") ||
+		strings.Contains(string(d.Raw), down.URL) {
 		t.Fatalf("provider down: %s", d.Raw)
 	}
 
@@ -193,18 +240,39 @@ func TestChainData(t *testing.T) {
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
 	signer := types.LatestSignerForChainID(big.NewInt(11155111))
-	tx, err := types.SignNewTx(key, signer, &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 5, GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9),
-		Gas: 21000, To: &to, Value: big.NewInt(1)})
+	tx, err := types.SignNewTx(
+		key,
+		signer,
+		&types.DynamicFeeTx{
+			ChainID:   big.NewInt(11155111),
+			Nonce:     5,
+			GasTipCap: big.NewInt(1),
+			GasFeeCap: big.NewInt(2e9),
+			Gas:       21000,
+			To:        &to,
+			Value:     big.NewInt(1),
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := tx.MarshalBinary()
 	send := func(hexTx, caip2 string) servertest.Response {
 		h.Advance(time.Millisecond)
-		return root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexTx, "caip2": caip2})
+		return root.Submit(
+			"eth_send_raw_transaction",
+			"ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION",
+			map[string]any{"signedTransaction": hexTx, "caip2": caip2},
+		)
 	}
 	servertest.WantError(t, send(hexutil.Encode(raw), "eip155:8453"), http.StatusBadRequest, 3, "chain id")
-	servertest.WantError(t, send("0xdeadbeef", "eip155:11155111"), http.StatusBadRequest, 3, "parameters.signedTransaction")
+	servertest.WantError(
+		t,
+		send("0xdeadbeef", "eip155:11155111"),
+		http.StatusBadRequest,
+		3,
+		"parameters.signedTransaction",
+	)
 	sr := send(hexutil.Encode(raw), "eip155:11155111")
 	servertest.MustOK(t, sr)
 	hash := sr.Str("activity", "result", "ethSendRawTransactionResult", "transactionHash")
@@ -216,35 +284,75 @@ func TestChainData(t *testing.T) {
 		t.Fatalf("status: %s", st.Raw)
 	}
 	mined.Store(true)
-	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.Str("txStatus") != chaindata.StatusIncluded {
+	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": hash}); st.Str(
+		"txStatus",
+	) != chaindata.StatusIncluded {
 		t.Fatalf("status after mining: %s", st.Raw)
 	}
 	// A Solana transfer signed by the wallet's account with a caller's blockhash, sent, followed.
 	from, _ := base58.Decode(solAddr)
 	msg := []byte{1, 0, 1, 3}
 	msg = append(append(append(msg, from...), make([]byte, 32)...), make([]byte, 32)...)
-	msg[4+32] = 7                                                                     // the recipient
-	msg = append(msg, make([]byte, 32)...)                                            // blockhash, replaced below
-	msg = append(msg, 1, 2, 2, 0, 1, 12, 2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0) // system transfer of 1,000,000 lamports
+	msg[4+32] = 7                          // the recipient
+	msg = append(msg, make([]byte, 32)...) // blockhash, replaced below
+	msg = append(
+		msg,
+		1,
+		2,
+		2,
+		0,
+		1,
+		12,
+		2,
+		0,
+		0,
+		0,
+		0x40,
+		0x42,
+		0x0f,
+		0,
+		0,
+		0,
+		0,
+		0,
+	) // system transfer of 1,000,000 lamports
 	unsignedSol := append(append([]byte{1}, make([]byte, 64)...), msg...)
 	bh := make([]byte, 32)
 	bh[0] = 9
 	h.Advance(time.Millisecond)
-	ss := root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
-		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "recentBlockhash": base58.Encode(bh)})
+	ss := root.Submit(
+		"sol_send_transaction",
+		"ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2",
+		map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+			"signWiths": []string{solAddr}, "caip2": "solana:devnet", "recentBlockhash": base58.Encode(bh)},
+	)
 	servertest.MustOK(t, ss)
 	signedMsg := sentSol[65:]
 	if !ed25519.Verify(from, signedMsg, sentSol[1:65]) || signedMsg[4+96] != 9 {
 		t.Fatalf("the sent Solana transaction is not signed by the account over the new blockhash")
 	}
 	sid := ss.Str("activity", "result", "solSendTransactionResultV2", "sendTransactionStatusId")
-	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": sid}); st.Str("txStatus") != chaindata.StatusIncluded ||
+	if st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": sid}); st.Str(
+		"txStatus",
+	) != chaindata.StatusIncluded ||
 		st.Str("solana", "signature") != base58.Encode(sentSol[1:65]) {
 		t.Fatalf("solana status: %s", st.Raw)
 	}
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2", map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
-		"signWiths": []string{solAddr}, "caip2": "solana:devnet", "sponsor": true}), http.StatusNotImplemented, 12, "not supported")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"sol_send_transaction",
+			"ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2",
+			map[string]any{"unsignedTransaction": hex.EncodeToString(unsignedSol),
+				"signWiths": []string{
+					solAddr,
+				}, "caip2": "solana:devnet", "sponsor": true},
+		),
+		http.StatusNotImplemented,
+		12,
+		"not supported",
+	)
 
 	n := root.Query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
 	if n.Str("nonce") != "5" {

@@ -21,25 +21,55 @@ func init() {
 			notSupported[p] = reason
 		}
 	}
-	group("hosted Turnkey service (swaps, earn, fiat on-ramp, gas sponsorship): no self-hosted equivalent",
-		"create_swap_quote", "execute_swap", "upsert_swap_config", "claim_swap_fees", "get_swap_status",
-		"earn_deploy_wrapper", "earn_deposit", "earn_withdraw", "earn_set_wrapper_state", "claim_earn_fees",
-		"get_earn_deploy_status", "get_earn_deposit_status", "get_earn_withdraw_status", "get_claim_earn_fees_status",
-		"list_earn_enabled_vaults", "list_earn_positions", "list_earn_vaults",
-		"create_fiat_on_ramp_credential", "update_fiat_on_ramp_credential", "delete_fiat_on_ramp_credential", "init_fiat_on_ramp",
-		"list_fiat_on_ramp_credentials", "get_onramp_transaction_status", "get_gas_usage")
+	group(
+		"hosted Turnkey service (swaps, earn, fiat on-ramp, gas sponsorship): no self-hosted equivalent",
+		"create_swap_quote",
+		"execute_swap",
+		"upsert_swap_config",
+		"claim_swap_fees",
+		"get_swap_status",
+		"earn_deploy_wrapper",
+		"earn_deposit",
+		"earn_withdraw",
+		"earn_set_wrapper_state",
+		"claim_earn_fees",
+		"get_earn_deploy_status",
+		"get_earn_deposit_status",
+		"get_earn_withdraw_status",
+		"get_claim_earn_fees_status",
+		"list_earn_enabled_vaults",
+		"list_earn_positions",
+		"list_earn_vaults",
+		"create_fiat_on_ramp_credential",
+		"update_fiat_on_ramp_credential",
+		"delete_fiat_on_ramp_credential",
+		"init_fiat_on_ramp",
+		"list_fiat_on_ramp_credentials",
+		"get_onramp_transaction_status",
+		"get_gas_usage",
+	)
 	group("needs AWS Nitro enclave attestation, which a self-hosted server cannot produce",
 		"get_boot_proof", "get_latest_boot_proof")
-	group("e-mail delivery events come from a hosted mail provider's feedback; Latchkey hands mail to your SMTP server and receives none",
-		"list_email_events")
-	group("undoes an EIP-7702 delegation through Turnkey's gas station (a sponsored send); Latchkey runs no gas station: "+
-		"sign the undelegation with sign_transaction and send it with eth_send_raw_transaction",
-		"eth_undelegate_7702")
+	group(
+		"e-mail delivery events come from a hosted mail provider's feedback; Latchkey hands mail to your SMTP server and receives none",
+		"list_email_events",
+	)
+	group(
+		"undoes an EIP-7702 delegation through Turnkey's gas station (a sponsored send); Latchkey runs no gas station: "+
+			"sign the undelegation with sign_transaction and send it with eth_send_raw_transaction",
+		"eth_undelegate_7702",
+	)
 	group("transaction history needs a chain indexer, which Latchkey does not run",
 		"list_eth_transaction_history", "list_sol_transaction_history")
-	group("needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
-		"get_tvc_deployment_debug_logs", "validate_tvc_image", "get_tvc_deployment_provisioning_details",
-		"create_tvc_quorum_key", "post_tvc_quorum_key_share", "re_encrypt_tvc_quorum_key_share")
+	group(
+		"needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
+		"get_tvc_deployment_debug_logs",
+		"validate_tvc_image",
+		"get_tvc_deployment_provisioning_details",
+		"create_tvc_quorum_key",
+		"post_tvc_quorum_key_share",
+		"re_encrypt_tvc_quorum_key_share",
+	)
 	group("Spark signing protocols (FROST, transfers, Lightning): not yet implemented",
 		"spark_sign_frost", "spark_prepare_transfer", "spark_claim_transfer", "spark_prepare_lightning_receive")
 }
@@ -57,10 +87,16 @@ var compatIntro string
 func CompatibilityTable(reg *activity.Registry) string {
 	var b strings.Builder
 	b.WriteString(compatIntro)
-	b.WriteString("This file is generated from the operation registry by `LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility`; ")
+	b.WriteString(
+		"This file is generated from the operation registry by `LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility`; ",
+	)
 	b.WriteString("edit the text above the table in internal/server/compat_intro.md, never this file.\n\n")
-	b.WriteString("Every operation of `spec/public_api.swagger.json` (and of the `@turnkey/http` superset, marked †) answers either its result or ")
-	b.WriteString("the error `{\"code\":12,\"message\":\"… is not supported by Latchkey: <reason>\"}` (HTTP 501) naming it and giving ")
+	b.WriteString(
+		"Every operation of `spec/public_api.swagger.json` (and of the `@turnkey/http` superset, marked †) answers either its result or ",
+	)
+	b.WriteString(
+		"the error `{\"code\":12,\"message\":\"… is not supported by Latchkey: <reason>\"}` (HTTP 501) naming it and giving ",
+	)
 	b.WriteString("the reason listed below. None answers 404.\n\n")
 	implemented, unsupported := 0, 0
 	type row struct{ kind, path, status string }
@@ -88,7 +124,12 @@ func CompatibilityTable(reg *activity.Registry) string {
 		}
 		return rows[i].path < rows[j].path
 	})
-	fmt.Fprintf(&b, "%d operations implemented, %d not supported.\n\n| kind | operation | status |\n|---|---|---|\n", implemented, unsupported)
+	fmt.Fprintf(
+		&b,
+		"%d operations implemented, %d not supported.\n\n| kind | operation | status |\n|---|---|---|\n",
+		implemented,
+		unsupported,
+	)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | `%s` | %s |\n", r.kind, r.path, r.status)
 	}

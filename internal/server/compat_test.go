@@ -37,7 +37,9 @@ func TestCompatibility(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
-		t.Fatalf("docs/compatibility.md is out of date: run LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility")
+		t.Fatalf(
+			"docs/compatibility.md is out of date: run LATCHKEY_UPDATE_DOCS=1 go test ./internal/server -run TestCompatibility",
+		)
 	}
 }
 
@@ -60,7 +62,8 @@ func TestEverySwaggerPathAnswers(t *testing.T) {
 		if unknownPath || r.Status >= 500 && r.Status != http.StatusNotImplemented {
 			t.Errorf("%s %s answered %d: %s", op.Kind, op.Path, r.Status, r.Raw)
 		}
-		if !h.Server.Engine.Registry().Implemented(op.Kind, op.Path) && !server.EngineOps[op.Path] && r.Status != http.StatusNotImplemented {
+		if !h.Server.Engine.Registry().Implemented(op.Kind, op.Path) && !server.EngineOps[op.Path] &&
+			r.Status != http.StatusNotImplemented {
 			t.Errorf("%s %s is not implemented but answered %d: %s", op.Kind, op.Path, r.Status, r.Raw)
 		}
 	}

@@ -57,10 +57,18 @@ func TestVerificationTokenSingleUseUnderConcurrency(t *testing.T) {
 		for round := 0; round < 5; round++ {
 			email := fmt.Sprintf("racer%d@example.com", round)
 			subID, _, _ := a.EndUser(root, "racer", email)
-			r := root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email, "appName": "Acme"})
+			r := root.Submit(
+				"init_otp",
+				"ACTIVITY_TYPE_INIT_OTP_V3",
+				map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email, "appName": "Acme"},
+			)
 			servertest.MustOK(t, r)
 			otpID := r.Str("activity", "result", "initOtpResultV2", "otpId")
-			r = root.Submit("verify_otp", "ACTIVITY_TYPE_VERIFY_OTP", map[string]any{"otpId": otpID, "otpCode": lastCodeTo(t, out, email)})
+			r = root.Submit(
+				"verify_otp",
+				"ACTIVITY_TYPE_VERIFY_OTP",
+				map[string]any{"otpId": otpID, "otpCode": lastCodeTo(t, out, email)},
+			)
 			servertest.MustOK(t, r)
 			tok := r.Str("activity", "result", "verifyOtpResult", "verificationToken")
 			var wg sync.WaitGroup
@@ -100,8 +108,15 @@ func TestRootQuorumStaysReachableUnderConcurrency(t *testing.T) {
 	bothStores(t, func(t *testing.T, a, b *servertest.Harness, _ *notify.Outbox) {
 		root, created := a.RootOrg("Acme")
 		for round := 0; round < 8; round++ {
-			u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{
-				"userName": fmt.Sprintf("u%d", round), "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+			u := root.Submit(
+				"create_users",
+				"ACTIVITY_TYPE_CREATE_USERS_V4",
+				map[string]any{"users": []any{map[string]any{
+					"userName": fmt.Sprintf(
+						"u%d",
+						round,
+					), "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+			)
 			servertest.MustOK(t, u)
 			uid := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 			var wg sync.WaitGroup
@@ -109,8 +124,9 @@ func TestRootQuorumStaysReachableUnderConcurrency(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				add = a.Client(created.OrganizationID, root.Priv).Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
-					map[string]any{"threshold": 1, "userIds": []string{created.UserID, uid}})
+				add = a.Client(created.OrganizationID, root.Priv).
+					Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+						map[string]any{"threshold": 1, "userIds": []string{created.UserID, uid}})
 			}()
 			go func() {
 				defer wg.Done()
@@ -125,7 +141,13 @@ func TestRootQuorumStaysReachableUnderConcurrency(t *testing.T) {
 			threshold := quorum["threshold"].(float64)
 			for _, id := range ids {
 				if r := root.Query("get_user", map[string]any{"userId": id}); r.Status != http.StatusOK {
-					t.Fatalf("round %d: quorum member %v does not exist (add %d, delete %d): the quorum is unreachable", round, id, add.Status, del.Status)
+					t.Fatalf(
+						"round %d: quorum member %v does not exist (add %d, delete %d): the quorum is unreachable",
+						round,
+						id,
+						add.Status,
+						del.Status,
+					)
 				}
 			}
 			if int(threshold) > len(ids) {

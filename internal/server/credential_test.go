@@ -43,19 +43,45 @@ func TestCredentialBundles(t *testing.T) {
 
 	// otp_auth: a wrong code counts, the right one answers with the credential; the code is not kept.
 	h.Advance(time.Millisecond)
-	r := parent.Submit("init_otp_auth", "ACTIVITY_TYPE_INIT_OTP_AUTH_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "bob@example.com", "appName": "Acme"})
+	r := parent.Submit(
+		"init_otp_auth",
+		"ACTIVITY_TYPE_INIT_OTP_AUTH_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "bob@example.com", "appName": "Acme"},
+	)
 	servertest.MustOK(t, r)
 	otpID := r.Str("activity", "result", "initOtpAuthResultV2", "otpId")
 	code := otpCodeLine.FindStringSubmatch(lastMail().Text)[1]
 	targetPriv, targetPub := h.NewKey()
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, parent.Submit("otp_auth", "ACTIVITY_TYPE_OTP_AUTH", map[string]any{"otpId": otpID, "otpCode": "000000000", "targetPublicKey": targetPub}),
-		http.StatusBadRequest, 3, "Invalid OTP code (2 attempt(s) left)")
+	servertest.WantError(
+		t,
+		parent.Submit(
+			"otp_auth",
+			"ACTIVITY_TYPE_OTP_AUTH",
+			map[string]any{"otpId": otpID, "otpCode": "000000000", "targetPublicKey": targetPub},
+		),
+		http.StatusBadRequest,
+		3,
+		"Invalid OTP code (2 attempt(s) left)",
+	)
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, parent.Submit("otp_auth", "ACTIVITY_TYPE_OTP_AUTH", map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": "zz"}),
-		http.StatusBadRequest, 3, "parameters.targetPublicKey")
+	servertest.WantError(
+		t,
+		parent.Submit(
+			"otp_auth",
+			"ACTIVITY_TYPE_OTP_AUTH",
+			map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": "zz"},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.targetPublicKey",
+	)
 	h.Advance(time.Millisecond)
-	r = parent.Submit("otp_auth", "ACTIVITY_TYPE_OTP_AUTH", map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": targetPub, "apiKeyName": "phone"})
+	r = parent.Submit(
+		"otp_auth",
+		"ACTIVITY_TYPE_OTP_AUTH",
+		map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": targetPub, "apiKeyName": "phone"},
+	)
 	servertest.MustOK(t, r)
 	if strings.Contains(string(r.Raw), code) || r.Str("activity", "result", "otpAuthResult", "userId") != bobID {
 		t.Fatalf("otp_auth: %s", r.Raw)
@@ -65,17 +91,31 @@ func TestCredentialBundles(t *testing.T) {
 		t.Fatal("the otp_auth credential does not stamp as bob")
 	}
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, parent.Submit("otp_auth", "ACTIVITY_TYPE_OTP_AUTH", map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": targetPub}),
-		http.StatusBadRequest, 3, "already used")
+	servertest.WantError(
+		t,
+		parent.Submit(
+			"otp_auth",
+			"ACTIVITY_TYPE_OTP_AUTH",
+			map[string]any{"otpId": otpID, "otpCode": code, "targetPublicKey": targetPub},
+		),
+		http.StatusBadRequest,
+		3,
+		"already used",
+	)
 
 	// email_auth: the bundle travels by e-mail only (in the magic link); invalidateExisting ends
 	// the otp_auth credential.
 	targetPriv2, targetPub2 := h.NewKey()
 	h.Advance(time.Millisecond)
-	r = parent.Submit("email_auth", "ACTIVITY_TYPE_EMAIL_AUTH_V3", map[string]any{"email": "BOB@example.com", "targetPublicKey": targetPub2,
-		"invalidateExisting": true, "emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "https://app.example/auth?b=%s"}})
+	r = parent.Submit(
+		"email_auth",
+		"ACTIVITY_TYPE_EMAIL_AUTH_V3",
+		map[string]any{"email": "BOB@example.com", "targetPublicKey": targetPub2,
+			"invalidateExisting": true, "emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "https://app.example/auth?b=%s"}},
+	)
 	servertest.MustOK(t, r)
-	if r.Str("activity", "result", "emailAuthResult", "userId") != bobID || r.Str("activity", "result", "emailAuthResult", "apiKeyId") == "" {
+	if r.Str("activity", "result", "emailAuthResult", "userId") != bobID ||
+		r.Str("activity", "result", "emailAuthResult", "apiKeyId") == "" {
 		t.Fatalf("email_auth: %s", r.Raw)
 	}
 	m := magicLink.FindStringSubmatch(lastMail().Text)
@@ -93,17 +133,47 @@ func TestCredentialBundles(t *testing.T) {
 		t.Fatalf("invalidateExisting left the otp_auth key working: %s", w.Raw)
 	}
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, parent.Submit("email_auth", "ACTIVITY_TYPE_EMAIL_AUTH_V3", map[string]any{"email": "nobody@example.com", "targetPublicKey": targetPub2,
-		"emailCustomization": map[string]any{"appName": "Acme"}}), http.StatusNotFound, 5, "no user")
+	servertest.WantError(
+		t,
+		parent.Submit(
+			"email_auth",
+			"ACTIVITY_TYPE_EMAIL_AUTH_V3",
+			map[string]any{"email": "nobody@example.com", "targetPublicKey": targetPub2,
+				"emailCustomization": map[string]any{"appName": "Acme"}},
+		),
+		http.StatusNotFound,
+		5,
+		"no user",
+	)
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, parent.Submit("email_auth", "ACTIVITY_TYPE_EMAIL_AUTH_V3", map[string]any{"email": "bob@example.com", "targetPublicKey": targetPub2,
-		"emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "http://insecure.example/%s"}}), http.StatusBadRequest, 3, "parameters.emailCustomization")
+	servertest.WantError(
+		t,
+		parent.Submit(
+			"email_auth",
+			"ACTIVITY_TYPE_EMAIL_AUTH_V3",
+			map[string]any{"email": "bob@example.com", "targetPublicKey": targetPub2,
+				"emailCustomization": map[string]any{
+					"appName":           "Acme",
+					"magicLinkTemplate": "http://insecure.example/%s",
+				}},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.emailCustomization",
+	)
 
 	// Recovery: the e-mailed credential adds a passkey to bob, once.
 	targetPriv3, targetPub3 := h.NewKey()
 	h.Advance(time.Millisecond)
-	r = parent.Submit("init_user_email_recovery", "ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2", map[string]any{"email": "bob@example.com", "targetPublicKey": targetPub3,
-		"emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "https://app.example/auth?b=%s"}})
+	r = parent.Submit(
+		"init_user_email_recovery",
+		"ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2",
+		map[string]any{"email": "bob@example.com", "targetPublicKey": targetPub3,
+			"emailCustomization": map[string]any{
+				"appName":           "Acme",
+				"magicLinkTemplate": "https://app.example/auth?b=%s",
+			}},
+	)
 	servertest.MustOK(t, r)
 	m = magicLink.FindStringSubmatch(lastMail().Text)
 	bundle, _ = url.QueryUnescape(m[1])
@@ -121,8 +191,17 @@ func TestCredentialBundles(t *testing.T) {
 		"challenge": base64.RawURLEncoding.EncodeToString(challenge), "attestation": reg}}
 	// Bob's ordinary key is not a recovery credential.
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, open(bundle, targetPriv3).Submit("recover_user", "ACTIVITY_TYPE_RECOVER_USER", map[string]any{"userId": "someone-else",
-		"authenticator": params["authenticator"]}), http.StatusForbidden, 7, "")
+	servertest.WantError(
+		t,
+		open(
+			bundle,
+			targetPriv3,
+		).Submit("recover_user", "ACTIVITY_TYPE_RECOVER_USER", map[string]any{"userId": "someone-else",
+			"authenticator": params["authenticator"]}),
+		http.StatusForbidden,
+		7,
+		"",
+	)
 	h.Advance(time.Millisecond)
 	r = recovery.Submit("recover_user", "ACTIVITY_TYPE_RECOVER_USER", params)
 	servertest.MustOK(t, r)

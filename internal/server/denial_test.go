@@ -16,26 +16,77 @@ func TestDeniedActivitiesKeepTheirPolicyEvaluation(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
 	bobPriv, bobPub := h.NewKey()
-	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
-		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	u := root.Submit(
+		"create_users",
+		"ACTIVITY_TYPE_CREATE_USERS_V4",
+		map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
+			map[string]any{
+				"apiKeyName": "b",
+				"publicKey":  bobPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+	)
 	servertest.MustOK(t, u)
 	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	bob := h.Client(created.OrganizationID, bobPriv)
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
+	)
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
-	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "bob signs", "effect": "EFFECT_ALLOW",
-		"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": "activity.action == 'SIGN'", "notes": ""}))
-	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "no tags by bob", "effect": "EFFECT_DENY",
-		"condition": "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "notes": ""}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_policy",
+			"ACTIVITY_TYPE_CREATE_POLICY_V3",
+			map[string]any{"policyName": "bob signs", "effect": "EFFECT_ALLOW",
+				"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": "activity.action == 'SIGN'", "notes": ""},
+		),
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_policy",
+			"ACTIVITY_TYPE_CREATE_POLICY_V3",
+			map[string]any{"policyName": "no tags by bob", "effect": "EFFECT_DENY",
+				"condition": "activity.type == 'ACTIVITY_TYPE_CREATE_USER_TAG'", "notes": ""},
+		),
+	)
 	// Implicit: nothing allows bob to create a wallet.
-	servertest.WantError(t, bob.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]}),
-		http.StatusForbidden, 7, "denied request implicitly")
+	servertest.WantError(
+		t,
+		bob.Submit(
+			"create_wallet",
+			"ACTIVITY_TYPE_CREATE_WALLET",
+			map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]},
+		),
+		http.StatusForbidden,
+		7,
+		"denied request implicitly",
+	)
 	// Explicit: the DENY policy matches.
-	servertest.WantError(t, bob.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}),
-		http.StatusForbidden, 7, "denied request explicitly")
-	servertest.MustOK(t, bob.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": hex.EncodeToString(make([]byte, 32)),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}))
+	servertest.WantError(
+		t,
+		bob.Submit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "t", "userIds": []string{}},
+		),
+		http.StatusForbidden,
+		7,
+		"denied request explicitly",
+	)
+	servertest.MustOK(
+		t,
+		bob.Submit(
+			"sign_raw_payload",
+			"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+			map[string]any{"signWith": addr, "payload": hex.EncodeToString(make([]byte, 32)),
+				"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+		),
+	)
 
 	l := root.Query("list_activities", map[string]any{"filterByStatus": []string{"ACTIVITY_STATUS_FAILED"}})
 	servertest.MustOK(t, l)

@@ -22,7 +22,10 @@ func TestEnsureDevOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := server.Open(ctx, server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.Open(
+		ctx,
+		server.Config{DataDir: dir, MasterKeyFile: mk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

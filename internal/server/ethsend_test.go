@@ -37,14 +37,27 @@ func TestEthSendTransaction(t *testing.T) {
 		},
 		"eth_getTransactionReceipt": func([]json.RawMessage) string { return `{"status":"0x1","blockNumber":"0x11"}` },
 	})
-	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} }))
+	h := servertest.New(
+		t,
+		servertest.WithConfig(
+			func(c *server.Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} },
+		),
+	)
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]},
+	)
 	servertest.MustOK(t, w)
 	from := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 	to := "0x000000000000000000000000000000000000dEaD"
-	r := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "value": "1000",
-		"data": "0x", "caip2": "eip155:11155111", "sponsor": false})
+	r := root.Submit(
+		"eth_send_transaction",
+		"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+		map[string]any{"from": from, "to": to, "value": "1000",
+			"data": "0x", "caip2": "eip155:11155111", "sponsor": false},
+	)
 	servertest.MustOK(t, r)
 	id := r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
 	var tx types.Transaction
@@ -57,7 +70,15 @@ func TestEthSendTransaction(t *testing.T) {
 	}
 	if tx.Nonce() != 7 || tx.Gas() != 21000 || tx.GasTipCap().Int64() != 1e9 || tx.GasFeeCap().Int64() != 2*2e9+1e9 ||
 		*tx.To() != common.HexToAddress(to) || tx.Value().Int64() != 1000 {
-		t.Fatalf("transaction: nonce %d gas %d tip %v cap %v to %v value %v", tx.Nonce(), tx.Gas(), tx.GasTipCap(), tx.GasFeeCap(), tx.To(), tx.Value())
+		t.Fatalf(
+			"transaction: nonce %d gas %d tip %v cap %v to %v value %v",
+			tx.Nonce(),
+			tx.Gas(),
+			tx.GasTipCap(),
+			tx.GasFeeCap(),
+			tx.To(),
+			tx.Value(),
+		)
 	}
 	st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
 	servertest.MustOK(t, st)
@@ -66,8 +87,12 @@ func TestEthSendTransaction(t *testing.T) {
 	}
 	// Given values are used as given.
 	h.Advance(1)
-	r = root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111",
-		"nonce": "9", "gasLimit": "30000", "maxFeePerGas": "5000000000", "maxPriorityFeePerGas": "2000000000"})
+	r = root.Submit(
+		"eth_send_transaction",
+		"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+		map[string]any{"from": from, "to": to, "caip2": "eip155:11155111",
+			"nonce": "9", "gasLimit": "30000", "maxFeePerGas": "5000000000", "maxPriorityFeePerGas": "2000000000"},
+	)
 	servertest.MustOK(t, r)
 	_ = tx.UnmarshalBinary(sent)
 	if tx.Nonce() != 9 || tx.Gas() != 30000 || tx.GasFeeCap().Int64() != 5e9 || tx.GasTipCap().Int64() != 2e9 {
@@ -75,11 +100,25 @@ func TestEthSendTransaction(t *testing.T) {
 	}
 	// Sponsored: not supported, with the reason; an unknown from: 400 naming it.
 	h.Advance(1)
-	sp := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": from, "to": to, "caip2": "eip155:11155111", "sponsor": true})
+	sp := root.Submit(
+		"eth_send_transaction",
+		"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+		map[string]any{"from": from, "to": to, "caip2": "eip155:11155111", "sponsor": true},
+	)
 	if sp.Status != http.StatusNotImplemented || !strings.Contains(sp.Str("message"), "gas station") {
 		t.Fatalf("sponsored: %d %s", sp.Status, sp.Raw)
 	}
 	h.Advance(1)
-	servertest.WantError(t, root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", map[string]any{"from": "0x1111111111111111111111111111111111111111",
-		"to": to, "caip2": "eip155:11155111"}), 400, 3, "from")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"eth_send_transaction",
+			"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+			map[string]any{"from": "0x1111111111111111111111111111111111111111",
+				"to": to, "caip2": "eip155:11155111"},
+		),
+		400,
+		3,
+		"from",
+	)
 }

@@ -16,11 +16,26 @@ func FuzzAPI(f *testing.F) {
 	h := servertest.New(f)
 	root, _ := h.RootOrg("Fuzz")
 	org := root.Org
-	f.Add("submit/create_user_tag", `{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"0","organizationId":"`+org+`","parameters":{"userTagName":"a","userIds":[]}}`, true, "")
-	f.Add("submit/create_sub_organization", `{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8","timestampMs":"1","organizationId":"`+org+`","parameters":{"rootUsers":[{}],"rootQuorumThreshold":-1}}`, true, "")
+	f.Add(
+		"submit/create_user_tag",
+		`{"type":"ACTIVITY_TYPE_CREATE_USER_TAG","timestampMs":"0","organizationId":"`+org+`","parameters":{"userTagName":"a","userIds":[]}}`,
+		true,
+		"",
+	)
+	f.Add(
+		"submit/create_sub_organization",
+		`{"type":"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8","timestampMs":"1","organizationId":"`+org+`","parameters":{"rootUsers":[{}],"rootQuorumThreshold":-1}}`,
+		true,
+		"",
+	)
 	f.Add("query/list_activities", `{"organizationId":"`+org+`","paginationOptions":{"limit":"x"}}`, true, "")
 	f.Add("query/get_user", `{"organizationId":"`+org+`","userId":null}`, false, "eyJwdWJsaWNLZXkiOiIwMiJ9")
-	f.Add("submit/create_users", `{"type":"ACTIVITY_TYPE_CREATE_USERS","organizationId":"`+org+`","parameters":{"users":[{"authenticators":[{"attestation":{}}]}]}}`, true, "")
+	f.Add(
+		"submit/create_users",
+		`{"type":"ACTIVITY_TYPE_CREATE_USERS","organizationId":"`+org+`","parameters":{"users":[{"authenticators":[{"attestation":{}}]}]}}`,
+		true,
+		"",
+	)
 	f.Fuzz(func(t *testing.T, path, body string, sign bool, stampHeader string) {
 		if _, err := url.ParseRequestURI("/public/v1/" + path); err != nil {
 			t.Skip("not a path an HTTP client can send")

@@ -42,7 +42,14 @@ func TestRevokedKeyRefusedAtOnce(t *testing.T) {
 	for _, c := range []*servertest.Client{own, viaParent} {
 		servedFromMemory(t, c)
 	}
-	servertest.MustOK(t, root.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"delete_api_keys",
+			"ACTIVITY_TYPE_DELETE_API_KEYS",
+			map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}},
+		),
+	)
 	for _, c := range []*servertest.Client{own, viaParent} {
 		if got := c.Query("whoami", nil); got.Status != http.StatusUnauthorized {
 			t.Errorf("the deleted key is still accepted in %s: %d %s", c.Org, got.Status, got.Raw)
@@ -58,7 +65,11 @@ func TestRevokedKeyRefusedAtOnce(t *testing.T) {
 func TestDeletedWalletSignsNoMore(t *testing.T) {
 	h := servertest.New(t)
 	root, _ := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
+	)
 	servertest.MustOK(t, w)
 	walletID := w.Str("activity", "result", "createWalletResult", "walletId")
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
@@ -80,7 +91,14 @@ func TestDeletedWalletSignsNoMore(t *testing.T) {
 	if !served {
 		t.Fatal("no signature resolved its key from memory")
 	}
-	servertest.MustOK(t, root.Submit("delete_wallets", "ACTIVITY_TYPE_DELETE_WALLETS", map[string]any{"walletIds": []string{walletID}, "deleteWithoutExport": true}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"delete_wallets",
+			"ACTIVITY_TYPE_DELETE_WALLETS",
+			map[string]any{"walletIds": []string{walletID}, "deleteWithoutExport": true},
+		),
+	)
 	before := signers.Hits()
 	if r := sign(strings.Repeat("03", 32)); r.Status == http.StatusOK {
 		t.Fatalf("signed with a deleted wallet's account: %s", r.Raw)

@@ -31,8 +31,11 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	s, err := server.Open(context.Background(), server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
-		MetricsAddr: "127.0.0.1:0", Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	s, err := server.Open(
+		context.Background(),
+		server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
+			MetricsAddr: "127.0.0.1:0", Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,14 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 	h := servertest.Attach(t, s, base)
 	root, created := h.RootOrg("Metrics")
 	servertest.MustOK(t, root.Query("whoami", nil))
-	servertest.MustOK(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "t", "userIds": []string{}},
+		),
+	)
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -108,7 +118,9 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 		}
 		if e["operation"] == "submit/create_user_tag" {
 			found = e["organization_id"] == created.OrganizationID && e["status"] == float64(200) && e["level"] == "INFO" &&
-				e["request_id"] != "" && e["duration_ms"] != nil && e["listener"] == "api"
+				e["request_id"] != "" &&
+				e["duration_ms"] != nil &&
+				e["listener"] == "api"
 		}
 	}
 	if !found {
@@ -120,7 +132,8 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 
 	// Draining: /readyz says so while in-flight requests finish; /livez stays up.
 	s.API.Drain()
-	if code, body := get(base + "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
+	if code, body := get(base + "/readyz"); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "draining") {
 		t.Fatalf("/readyz while draining: %d %s", code, body)
 	}
 	if code, _ := get(base + "/livez"); code != http.StatusOK {

@@ -47,7 +47,15 @@ func TestProxyOAuth(t *testing.T) {
 		c.OAuth2 = map[string]server.OAuth2Endpoints{"x": {TokenURL: x.URL + "/token", UserInfoURL: x.URL + "/me"}}
 	}))
 	mint := func(sub, nonce string) string {
-		tok, err := iss.Mint(oidc.MintClaims{Subject: sub, Audience: "google-client-id", Nonce: nonce, Email: sub + "@example.com", EmailVerified: true})
+		tok, err := iss.Mint(
+			oidc.MintClaims{
+				Subject:       sub,
+				Audience:      "google-client-id",
+				Nonce:         nonce,
+				Email:         sub + "@example.com",
+				EmailVerified: true,
+			},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,12 +63,20 @@ func TestProxyOAuth(t *testing.T) {
 	}
 	notarizer := p.Server.Keys.Public(custody.Notarizer)
 
-	su := p.ok("signup", map[string]any{"userName": "dana", "oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint("dana", "")}}})
+	su := p.ok(
+		"signup",
+		map[string]any{
+			"userName":       "dana",
+			"oauthProviders": []any{map[string]any{"providerName": "Google", "oidcToken": mint("dana", "")}},
+		},
+	)
 	subID, danaID := su.Str("organizationId"), su.Str("userId")
 	if subID == "" || danaID == "" {
 		t.Fatalf("signup: %s", su.Raw)
 	}
-	if a := p.ok("account", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint("dana", "")}); a.Str("organizationId") != subID {
+	if a := p.ok("account", map[string]any{"filterType": "OIDC_TOKEN", "filterValue": mint("dana", "")}); a.Str(
+		"organizationId",
+	) != subID {
 		t.Fatalf("account: %s", a.Raw)
 	}
 
@@ -76,7 +92,8 @@ func TestProxyOAuth(t *testing.T) {
 	}
 	// The wrong nonce, and a user nobody signed up: refused through the proxy with the engine's words.
 	_, otherPub := p.NewKey()
-	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(otherPub)), "publicKey": firstPub, "organizationId": subID}, nil); r.Status != 400 || !strings.Contains(string(r.Raw), "nonce") {
+	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(otherPub)), "publicKey": firstPub, "organizationId": subID}, nil); r.Status != 400 ||
+		!strings.Contains(string(r.Raw), "nonce") {
 		t.Fatalf("wrong nonce: %d %s", r.Status, r.Raw)
 	}
 	if r := p.call("oauth_login", map[string]any{"oidcToken": mint("nobody", oidc.NonceFor(firstPub)), "publicKey": firstPub}, nil); r.Status < 400 {
@@ -85,7 +102,15 @@ func TestProxyOAuth(t *testing.T) {
 
 	// invalidateExisting: the second login revokes the first session key.
 	secondPriv, secondPub := p.NewKey()
-	p.ok("oauth_login", map[string]any{"oidcToken": mint("dana", oidc.NonceFor(secondPub)), "publicKey": secondPub, "organizationId": subID, "invalidateExisting": true})
+	p.ok(
+		"oauth_login",
+		map[string]any{
+			"oidcToken":          mint("dana", oidc.NonceFor(secondPub)),
+			"publicKey":          secondPub,
+			"organizationId":     subID,
+			"invalidateExisting": true,
+		},
+	)
 	if w := p.Client(subID, secondPriv).Query("whoami", nil); w.Str("userId") != danaID {
 		t.Fatalf("whoami with the new session key: %s", w.Raw)
 	}
@@ -95,28 +120,51 @@ func TestProxyOAuth(t *testing.T) {
 
 	// oauth2_authenticate: the proxy finds the organization's X credential by client id.
 	p.Advance(time.Millisecond)
-	servertest.MustOK(t, p.root.Submit("create_oauth2_credential", "ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL", map[string]any{"provider": "OAUTH2_PROVIDER_X",
-		"clientId": "x-client", "encryptedClientSecret": servertest.EncryptToServer(t, p.Server.PublicKeys().ClientSecretsPublicKey, "s3cret-x")}))
+	servertest.MustOK(
+		t,
+		p.root.Submit(
+			"create_oauth2_credential",
+			"ACTIVITY_TYPE_CREATE_OAUTH2_CREDENTIAL",
+			map[string]any{"provider": "OAUTH2_PROVIDER_X",
+				"clientId": "x-client", "encryptedClientSecret": servertest.EncryptToServer(t, p.Server.PublicKeys().ClientSecretsPublicKey, "s3cret-x")},
+		),
+	)
 	erinPriv, erinPub := p.NewKey()
-	authBody := map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
-		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "x-client"}
+	authBody := map[string]any{
+		"provider":     "OAUTH2_PROVIDER_X",
+		"authCode":     "x-code",
+		"redirectUri":  "https://app.example/cb",
+		"codeVerifier": "x-verifier",
+		"nonce":        oidc.NonceFor(erinPub),
+		"clientId":     "x-client",
+	}
 	if r := p.call("oauth2_authenticate", map[string]any{"provider": "OAUTH2_PROVIDER_X", "authCode": "x-code", "redirectUri": "https://app.example/cb",
-		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "unknown-client"}, nil); r.Status != 400 || !strings.Contains(string(r.Raw), "clientId") {
+		"codeVerifier": "x-verifier", "nonce": oidc.NonceFor(erinPub), "clientId": "unknown-client"}, nil); r.Status != 400 ||
+		!strings.Contains(string(r.Raw), "clientId") {
 		t.Fatalf("unknown client id: %d %s", r.Status, r.Raw)
 	}
 	own := p.ok("oauth2_authenticate", authBody).Str("oidcToken")
 	if own == "" {
 		t.Fatal("oauth2_authenticate: no oidcToken")
 	}
-	su = p.ok("signup", map[string]any{"userName": "erin", "oauthProviders": []any{map[string]any{"providerName": "X", "oidcToken": own}}})
+	su = p.ok(
+		"signup",
+		map[string]any{
+			"userName":       "erin",
+			"oauthProviders": []any{map[string]any{"providerName": "X", "oidcToken": own}},
+		},
+	)
 	r = p.ok("oauth_login", map[string]any{"oidcToken": own, "publicKey": erinPub})
-	if sc, err := session.Parse(r.Str("session"), notarizer, p.Now()); err != nil || sc.OrganizationID != su.Str("organizationId") || sc.UserID != su.Str("userId") {
+	if sc, err := session.Parse(r.Str("session"), notarizer, p.Now()); err != nil ||
+		sc.OrganizationID != su.Str("organizationId") ||
+		sc.UserID != su.Str("userId") {
 		t.Fatalf("erin's session %+v, %v", sc, err)
 	}
 	if w := p.Client(su.Str("organizationId"), erinPriv).Query("whoami", nil); w.Str("userId") != su.Str("userId") {
 		t.Fatalf("erin's whoami: %s", w.Raw)
 	}
-	if (p.OnSQLite() && strings.Contains(string(p.DatabaseBytes()), "s3cret-x")) || strings.Contains(string(p.logs.Bytes()), "s3cret-x") {
+	if (p.OnSQLite() && strings.Contains(string(p.DatabaseBytes()), "s3cret-x")) ||
+		strings.Contains(string(p.logs.Bytes()), "s3cret-x") {
 		t.Fatal("the X client secret is in the clear in the database or the logs")
 	}
 }

@@ -57,8 +57,10 @@ func (s *Server) setUpOIDC(now func() time.Time) error {
 			}
 			return nil
 		}}
-	s.OIDCVerifier = oidc.NewVerifier(oidc.Config{TrustedIssuers: append(append([]string{}, s.cfg.OIDCTrustedIssuers...), url),
-		HTTPClient: client, Now: now, AllowLoopbackHTTP: true})
+	s.OIDCVerifier = oidc.NewVerifier(
+		oidc.Config{TrustedIssuers: append(append([]string{}, s.cfg.OIDCTrustedIssuers...), url),
+			HTTPClient: client, Now: now, AllowLoopbackHTTP: true},
+	)
 	return nil
 }
 
@@ -68,7 +70,13 @@ func (s *Server) verifyOIDC(ctx context.Context, token, nonce string) (*director
 	if err != nil {
 		return nil, err
 	}
-	return &directory.OIDCIdentity{Issuer: c.Issuer, Subject: c.Subject, Audience: c.Audience, Email: c.Email, EmailVerified: c.EmailVerified}, nil
+	return &directory.OIDCIdentity{
+		Issuer:        c.Issuer,
+		Subject:       c.Subject,
+		Audience:      c.Audience,
+		Email:         c.Email,
+		EmailVerified: c.EmailVerified,
+	}, nil
 }
 
 // selfIssuer answers requests for Latchkey's own issuer documents from the issuer itself, so
@@ -85,7 +93,9 @@ func (t selfIssuer) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	t.iss.ServeHTTP(rec, req)
 	return &http.Response{StatusCode: rec.status, Status: http.StatusText(rec.status), Header: rec.header, Request: req,
-		Body: io.NopCloser(bytes.NewReader(rec.body.Bytes())), ContentLength: int64(rec.body.Len()), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+		Body: io.NopCloser(
+			bytes.NewReader(rec.body.Bytes()),
+		), ContentLength: int64(rec.body.Len()), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
 }
 
 // recorder is the minimal http.ResponseWriter selfIssuer needs.

@@ -33,7 +33,11 @@ func otpHarness(t *testing.T, opts ...servertest.Option) (*servertest.Harness, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := servertest.New(t, append([]servertest.Option{servertest.WithConfig(func(c *server.Config) { c.Emailer, c.Texter = out, out })}, opts...)...)
+	h := servertest.New(
+		t,
+		append(
+			[]servertest.Option{servertest.WithConfig(func(c *server.Config) { c.Emailer, c.Texter = out, out })},
+			opts...)...)
 	return h, out
 }
 
@@ -48,7 +52,11 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 	h.Advance(time.Millisecond)
 
 	// init_otp, by the parent's root user in the parent organization.
-	r := root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r := root.Submit(
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"},
+	)
 	servertest.MustOK(t, r)
 	otpID := r.Str("activity", "result", "initOtpResultV2", "otpId")
 	bundle := r.Str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")
@@ -73,7 +81,11 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Advance(time.Millisecond)
-	r = root.Submit("verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc})
+	r = root.Submit(
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+	)
 	servertest.MustOK(t, r)
 	activities = append(activities, r.Raw)
 	tok := r.Str("activity", "result", "verifyOtpResult", "verificationToken")
@@ -83,7 +95,13 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 	}
 	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
 	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if len(sig) != 64 || !ecdsa.Verify(h.Server.Keys.Public(custody.OTP), d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	if len(sig) != 64 ||
+		!ecdsa.Verify(
+			h.Server.Keys.Public(custody.OTP),
+			d[:],
+			new(big.Int).SetBytes(sig[:32]),
+			new(big.Int).SetBytes(sig[32:]),
+		) {
 		t.Fatal("the verification token does not verify with the OTP key")
 	}
 	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
@@ -105,8 +123,17 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 	ss.FillBytes(raw[32:])
 	parentInSub := h.Client(subID, root.Priv)
 	h.Advance(time.Millisecond)
-	r = parentInSub.Submit("otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{"verificationToken": tok, "publicKey": sessPub,
-		"clientSignature": map[string]any{"publicKey": devicePub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": hex.EncodeToString(raw)}})
+	r = parentInSub.Submit(
+		"otp_login",
+		"ACTIVITY_TYPE_OTP_LOGIN_V2",
+		map[string]any{"verificationToken": tok, "publicKey": sessPub,
+			"clientSignature": map[string]any{
+				"publicKey": devicePub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": hex.EncodeToString(raw),
+			}},
+	)
 	servertest.MustOK(t, r)
 	activities = append(activities, r.Raw)
 	jwt := r.Str("activity", "result", "otpLoginResult", "session")
@@ -124,13 +151,26 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 
 	// The token is used up.
 	h.Advance(time.Millisecond)
-	r = parentInSub.Submit("otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{"verificationToken": tok, "publicKey": sessPub,
-		"clientSignature": map[string]any{"publicKey": devicePub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": hex.EncodeToString(raw)}})
+	r = parentInSub.Submit(
+		"otp_login",
+		"ACTIVITY_TYPE_OTP_LOGIN_V2",
+		map[string]any{"verificationToken": tok, "publicKey": sessPub,
+			"clientSignature": map[string]any{
+				"publicKey": devicePub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": hex.EncodeToString(raw),
+			}},
+	)
 	servertest.WantError(t, r, http.StatusBadRequest, 3, "already used")
 
 	// Wrong codes burn the code after three tries.
 	h.Advance(time.Millisecond)
-	r = root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r = root.Submit(
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"},
+	)
 	servertest.MustOK(t, r)
 	otpID = r.Str("activity", "result", "initOtpResultV2", "otpId")
 	bundle = r.Str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")
@@ -142,7 +182,11 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 		}
 		enc, _ := custody.SealOTPCode(bundle, c, devicePub, h.Server.PublicKeys().OTPPublicKey)
 		h.Advance(time.Millisecond)
-		r = root.Submit("verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc})
+		r = root.Submit(
+			"verify_otp",
+			"ACTIVITY_TYPE_VERIFY_OTP_V2",
+			map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+		)
 		servertest.WantError(t, r, http.StatusBadRequest, 3, "Invalid OTP code")
 	}
 
@@ -164,10 +208,28 @@ func TestOTPLoginOverHTTP(t *testing.T) {
 func TestOTPWithoutDelivery(t *testing.T) {
 	h := servertest.New(t)
 	root, _ := h.RootOrg("Acme")
-	servertest.WantError(t, root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "a@example.com", "appName": "Acme"}),
-		http.StatusBadRequest, 9, "e-mail delivery is not configured")
-	servertest.WantError(t, root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100", "appName": "Acme"}),
-		http.StatusBadRequest, 9, "SMS delivery is not configured")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"init_otp",
+			"ACTIVITY_TYPE_INIT_OTP_V3",
+			map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "a@example.com", "appName": "Acme"},
+		),
+		http.StatusBadRequest,
+		9,
+		"e-mail delivery is not configured",
+	)
+	servertest.WantError(
+		t,
+		root.Submit(
+			"init_otp",
+			"ACTIVITY_TYPE_INIT_OTP_V3",
+			map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100", "appName": "Acme"},
+		),
+		http.StatusBadRequest,
+		9,
+		"SMS delivery is not configured",
+	)
 }
 
 // A redacted intent stays redacted when another user approves by resubmitting the same bytes:
@@ -176,16 +238,35 @@ func TestRedactedIntentApprovedByResubmission(t *testing.T) {
 	h, out := otpHarness(t, servertest.SQLite())
 	root, created := h.RootOrg("Acme")
 	alicePriv, alicePub := h.NewKey()
-	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
-		map[string]any{"apiKeyName": "a", "publicKey": alicePub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	u := root.Submit(
+		"create_users",
+		"ACTIVITY_TYPE_CREATE_USERS_V4",
+		map[string]any{
+			"users": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
+				map[string]any{
+					"apiKeyName": "a",
+					"publicKey":  alicePub,
+					"curveType":  "API_KEY_CURVE_P256",
+				}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}},
+		},
+	)
 	servertest.MustOK(t, u)
 	alice := h.Client(created.OrganizationID, alicePriv)
-	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2,
-		"userIds": []string{created.UserID, u.Str("activity", "result", "createUsersResult", "userIds", "0")}}))
+	servertest.MustOK(
+		t,
+		root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2,
+			"userIds": []string{created.UserID, u.Str("activity", "result", "createUsersResult", "userIds", "0")}}),
+	)
 
 	h.Advance(time.Millisecond)
-	body := root.SubmitBody("ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
-	if r := root.Post("/public/v1/submit/init_otp", body); r.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+	body := root.SubmitBody(
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"},
+	)
+	if r := root.Post("/public/v1/submit/init_otp", body); r.Str(
+		"activity",
+		"status",
+	) != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
 		t.Fatalf("init_otp: %s", r.Raw)
 	}
 	r := alice.Post("/public/v1/submit/init_otp", body)
@@ -196,12 +277,16 @@ func TestRedactedIntentApprovedByResubmission(t *testing.T) {
 
 	h.Advance(time.Millisecond)
 	body = root.SubmitBody("ACTIVITY_TYPE_VERIFY_OTP", map[string]any{"otpId": otpID, "otpCode": code})
-	if r := root.Post("/public/v1/submit/verify_otp", body); r.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
+	if r := root.Post("/public/v1/submit/verify_otp", body); r.Str(
+		"activity",
+		"status",
+	) != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
 		t.Fatalf("verify_otp: %s", r.Raw)
 	}
 	r = alice.Post("/public/v1/submit/verify_otp", body)
 	servertest.MustOK(t, r)
-	if r.Str("activity", "result", "verifyOtpResult", "verificationToken") == "" || len(r.Body["activity"].(map[string]any)["votes"].([]any)) != 2 {
+	if r.Str("activity", "result", "verifyOtpResult", "verificationToken") == "" ||
+		len(r.Body["activity"].(map[string]any)["votes"].([]any)) != 2 {
 		t.Fatalf("approval by resubmission: %s", r.Raw)
 	}
 	if bytes.Contains(r.Raw, []byte(code)) {

@@ -99,8 +99,12 @@ func TestConcurrentInitOTPSendsOncePerActivity(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			// Fails inside its handler (no such user), so the batch it shares restarts.
-			r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i),
-				"userIds": []string{fmt.Sprintf("00000000-0000-4000-8000-%012d", i)}})
+			r := root.Submit(
+				"create_user_tag",
+				"ACTIVITY_TYPE_CREATE_USER_TAG",
+				map[string]any{"userTagName": fmt.Sprintf("t%d", i),
+					"userIds": []string{fmt.Sprintf("00000000-0000-4000-8000-%012d", i)}},
+			)
 			if r.Status == http.StatusOK && r.Str("activity", "status") == "ACTIVITY_STATUS_COMPLETED" {
 				t.Error("a tag of an unknown user was created")
 			}
@@ -117,7 +121,13 @@ func TestConcurrentInitOTPSendsOncePerActivity(t *testing.T) {
 		to[e.Email.To]++
 	}
 	if len(es) != n || len(to) != n {
-		t.Fatalf("%d e-mails to %d addresses for %d activities (%d failing ones alongside)", len(es), len(to), n, failed.Load())
+		t.Fatalf(
+			"%d e-mails to %d addresses for %d activities (%d failing ones alongside)",
+			len(es),
+			len(to),
+			n,
+			failed.Load(),
+		)
 	}
 }
 
@@ -147,5 +157,11 @@ func TestOutboundClientsRefuseInsideATransaction(t *testing.T) {
 // cannot be fetched inside a transaction).
 func unsignedToken(iss string) string {
 	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256","kid":"k"}`)) + "." + enc([]byte(`{"iss":"`+iss+`","sub":"s","aud":"a","exp":9999999999}`)) + "." + enc([]byte("sig"))
+	return enc(
+		[]byte(`{"alg":"RS256","kid":"k"}`),
+	) + "." + enc(
+		[]byte(`{"iss":"`+iss+`","sub":"s","aud":"a","exp":9999999999}`),
+	) + "." + enc(
+		[]byte("sig"),
+	)
 }

@@ -46,15 +46,34 @@ func TestConcurrentApprovalsAcrossProcessesExecuteOnce(t *testing.T) {
 	var ids []string
 	for i := 0; i < 2; i++ {
 		priv, pub := a.NewKey()
-		u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": fmt.Sprintf("r%d", i), "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+		u := root.Submit(
+			"create_users",
+			"ACTIVITY_TYPE_CREATE_USERS_V4",
+			map[string]any{"users": []any{map[string]any{"userName": fmt.Sprintf("r%d", i), "apiKeys": []any{
+				map[string]any{
+					"apiKeyName": "k",
+					"publicKey":  pub,
+					"curveType":  "API_KEY_CURVE_P256",
+				}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+		)
 		servertest.MustOK(t, u)
 		privs = append(privs, priv)
 		ids = append(ids, u.Str("activity", "result", "createUsersResult", "userIds", "0"))
 	}
-	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, ids[0], ids[1]}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"update_root_quorum",
+			"ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+			map[string]any{"threshold": 2, "userIds": []string{created.UserID, ids[0], ids[1]}},
+		),
+	)
 	for round := 0; round < 5; round++ {
-		r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("once-%d", round), "userIds": []string{}})
+		r := root.Submit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": fmt.Sprintf("once-%d", round), "userIds": []string{}},
+		)
 		if r.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
 			t.Fatalf("want CONSENSUS_NEEDED: %s", r.Raw)
 		}
@@ -66,7 +85,11 @@ func TestConcurrentApprovalsAcrossProcessesExecuteOnce(t *testing.T) {
 			go func(i int, h *servertest.Harness) {
 				defer wg.Done()
 				c := h.Client(created.OrganizationID, privs[i])
-				results[i] = c.Submit("approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": fp})
+				results[i] = c.Submit(
+					"approve_activity",
+					"ACTIVITY_TYPE_APPROVE_ACTIVITY",
+					map[string]any{"fingerprint": fp},
+				)
 			}(i, h)
 		}
 		wg.Wait()
@@ -114,7 +137,8 @@ func TestLimitsHoldAcrossProcesses(t *testing.T) {
 				go func(i int) {
 					defer wg.Done()
 					h := []*servertest.Harness{a, b}[i%2]
-					results[i] = h.Client(created.OrganizationID, priv).Submit(k.op, k.typ, k.params(fmt.Sprintf("race-%d", i)))
+					results[i] = h.Client(created.OrganizationID, priv).
+						Submit(k.op, k.typ, k.params(fmt.Sprintf("race-%d", i)))
 				}(i)
 			}
 			wg.Wait()
@@ -214,7 +238,14 @@ func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
 	for _, c := range []*servertest.Client{viaA, viaB} {
 		servedFromMemory(t, c)
 	}
-	servertest.MustOK(t, root.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"delete_api_keys",
+			"ACTIVITY_TYPE_DELETE_API_KEYS",
+			map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}},
+		),
+	)
 	for name, c := range map[string]*servertest.Client{"the deleting process": viaA, "the other process": viaB} {
 		if got := c.Query("whoami", nil); got.Status != http.StatusUnauthorized {
 			t.Errorf("%s still accepts the deleted key: %d %s", name, got.Status, got.Raw)

@@ -203,8 +203,18 @@ func TestProxyRefusals(t *testing.T) {
 		code    string
 	}{
 		{"no config id", map[string]string{"X-Auth-Proxy-Config-ID": ""}, 400, "AUTH_PROXY_CONFIG_ID_MISSING"},
-		{"malformed config id", map[string]string{"X-Auth-Proxy-Config-ID": "not-a-uuid"}, 404, "AUTH_PROXY_CONFIG_NOT_FOUND"},
-		{"unknown config id", map[string]string{"X-Auth-Proxy-Config-ID": "00000000-0000-4000-8000-000000000000"}, 404, "AUTH_PROXY_CONFIG_NOT_FOUND"},
+		{
+			"malformed config id",
+			map[string]string{"X-Auth-Proxy-Config-ID": "not-a-uuid"},
+			404,
+			"AUTH_PROXY_CONFIG_NOT_FOUND",
+		},
+		{
+			"unknown config id",
+			map[string]string{"X-Auth-Proxy-Config-ID": "00000000-0000-4000-8000-000000000000"},
+			404,
+			"AUTH_PROXY_CONFIG_NOT_FOUND",
+		},
 		{"origin not listed", map[string]string{"Origin": "https://evil.example"}, 403, "ORIGIN_NOT_ALLOWED"},
 		{"listed origin's subdomain", map[string]string{"Origin": "https://x.app.example"}, 403, "ORIGIN_NOT_ALLOWED"},
 		{"no origin", map[string]string{"Origin": ""}, 403, "ORIGIN_NOT_ALLOWED"},
@@ -216,9 +226,16 @@ func TestProxyRefusals(t *testing.T) {
 		}
 	}
 	// The header name in any case; no body at all (as the SDK's utils send it).
-	r := p.call("wallet_kit_config", nil, map[string]string{"X-Auth-Proxy-Config-ID": "", "x-AUTH-proxy-config-id": p.cfgID})
-	if r.Status != 200 || r.Str("organizationId") != p.Org.OrganizationID || r.Str("sessionExpirationSeconds") != "1200" ||
-		r.Str("otpLength") != "8" || r.Str("enabledProviders") != `["email","google","passkey"]` || r.Str("oauthClientIds", "google") != "google-client-id" {
+	r := p.call(
+		"wallet_kit_config",
+		nil,
+		map[string]string{"X-Auth-Proxy-Config-ID": "", "x-AUTH-proxy-config-id": p.cfgID},
+	)
+	if r.Status != 200 || r.Str("organizationId") != p.Org.OrganizationID ||
+		r.Str("sessionExpirationSeconds") != "1200" ||
+		r.Str("otpLength") != "8" ||
+		r.Str("enabledProviders") != `["email","google","passkey"]` ||
+		r.Str("oauthClientIds", "google") != "google-client-id" {
 		t.Fatalf("wallet_kit_config: %d %s", r.Status, r.Raw)
 	}
 	if r := p.ok("wallet_kit_client_params", nil); string(r.Raw) != "{}" {
@@ -245,7 +262,10 @@ func TestProxyRefusals(t *testing.T) {
 	resp.Body.Close()
 	allow := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
 	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
-		!strings.Contains(allow, "x-auth-proxy-config-id") || !strings.Contains(allow, "x-captcha-token") || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		!strings.Contains(
+			allow,
+			"x-auth-proxy-config-id",
+		) || !strings.Contains(allow, "x-captcha-token") || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
 	}
 
@@ -265,7 +285,8 @@ func TestProxyRefusals(t *testing.T) {
 	if _, err := p.Server.Proxy.Disable(ctx, p.Org.OrganizationID); err != nil {
 		t.Fatal(err)
 	}
-	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.Status != 403 || code(r) != "AUTH_PROXY_DISABLED" {
+	if r := p.call("wallet_kit_config", nil, map[string]string{"Origin": "https://evil.example"}); r.Status != 403 ||
+		code(r) != "AUTH_PROXY_DISABLED" {
 		t.Fatalf("disabled: %d %s", r.Status, r.Raw)
 	}
 }
@@ -312,20 +333,32 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 	if subID == "" || userID == "" || r.Str("wallet", "walletId") == "" || len(r.Str("wallet", "addresses", "0")) < 32 {
 		t.Fatalf("signup: %s", r.Raw)
 	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.Str("organizationId") != subID {
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "Alice@Example.com"}); r.Str(
+		"organizationId",
+	) != subID {
 		t.Fatalf("account by e-mail: %s", r.Raw)
 	}
-	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(r.Raw) != "{}" {
+	if r := p.ok("account", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); string(
+		r.Raw,
+	) != "{}" {
 		t.Fatalf("account of nobody: %s", r.Raw)
 	}
-	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.Status != 400 || !strings.Contains(r.Str("message"), "filterType") {
+	if r := p.call("account", map[string]any{"filterType": "SHOE_SIZE", "filterValue": "9"}, nil); r.Status != 400 ||
+		!strings.Contains(r.Str("message"), "filterType") {
 		t.Fatalf("bad filter: %d %s", r.Status, r.Raw)
 	}
 
 	// otp_login with the spec's client_signature: hex DER over SHA-256 of the token. The
 	// proxy finds the sub-organization by the token's contact.
 	sessPriv, sessPub := p.NewKey()
-	r = p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": signDER(t, device, []byte(tok))})
+	r = p.ok(
+		"otp_login",
+		map[string]any{
+			"verificationToken": tok,
+			"public_key":        sessPub,
+			"client_signature":  signDER(t, device, []byte(tok)),
+		},
+	)
 	jwt := r.Str("session")
 	sc, err := session.Parse(jwt, p.Server.Keys.Public(custody.Notarizer), p.Now())
 	if err != nil || sc.OrganizationID != subID || sc.UserID != userID || sc.SessionType != session.ReadWrite {
@@ -340,7 +373,15 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 		t.Fatalf("whoami with the session key: %s", w.Raw)
 	}
 	// The same token twice: the engine's refusal comes through as the engine gave it.
-	r = p.call("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signDER(t, device, []byte(tok))}, nil)
+	r = p.call(
+		"otp_login",
+		map[string]any{
+			"verificationToken": tok,
+			"publicKey":         sessPub,
+			"client_signature":  signDER(t, device, []byte(tok)),
+		},
+		nil,
+	)
 	if r.Status != 400 || !strings.Contains(r.Str("message"), "already used") {
 		t.Fatalf("reused token: %d %s", r.Status, r.Raw)
 	}
@@ -361,12 +402,27 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 	}
 	sess2Priv, sess2Pub := p.NewKey()
 	msg := fmt.Sprintf(`{"login":{"publicKey":%q},"tokenId":%q,"type":"USAGE_TYPE_LOGIN"}`, sess2Pub, claims.ID)
-	if r := p.call("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub}, nil); r.Status != 400 || !strings.Contains(r.Str("message"), "clientSignature") {
+	if r := p.call("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub}, nil); r.Status != 400 ||
+		!strings.Contains(r.Str("message"), "clientSignature") {
 		t.Fatalf("otp_login_v2 without a signature: %d %s", r.Status, r.Raw)
 	}
-	r = p.ok("otp_login_v2", map[string]any{"verificationToken": tok2, "publicKey": sess2Pub, "organizationId": subID, "invalidateExisting": true,
-		"clientSignature": map[string]any{"publicKey": device2Pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device2, []byte(msg))}})
-	if sc2, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc2.OrganizationID != subID {
+	r = p.ok(
+		"otp_login_v2",
+		map[string]any{
+			"verificationToken":  tok2,
+			"publicKey":          sess2Pub,
+			"organizationId":     subID,
+			"invalidateExisting": true,
+			"clientSignature": map[string]any{
+				"publicKey": device2Pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": signRaw(t, device2, []byte(msg)),
+			},
+		},
+	)
+	if sc2, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil ||
+		sc2.OrganizationID != subID {
 		t.Fatalf("v2 session %+v, %v", sc2, err)
 	}
 	servertest.MustOK(t, p.Client(subID, sess2Priv).Query("whoami", nil))
@@ -405,7 +461,8 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 			t.Errorf("%s %v: %d %s", c.op, c.body, r.Status, r.Raw)
 		}
 	}
-	if r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100"}, nil); r.Status != 403 || r.Str("details", "0", "turnkeyErrorCode") != "PROVIDER_NOT_ENABLED" {
+	if r := p.call("otp_init", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "+14155550100"}, nil); r.Status != 403 ||
+		r.Str("details", "0", "turnkeyErrorCode") != "PROVIDER_NOT_ENABLED" {
 		t.Errorf("SMS not enabled: %d %s", r.Status, r.Raw)
 	}
 
@@ -426,11 +483,36 @@ func TestProxyOTPSignupLogin(t *testing.T) {
 // that is not a P-256 point fails as create_sub_organization does on the API.
 func TestProxyPassesEngineErrorsThrough(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
-	r := p.call("signup", map[string]any{"userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32)}},
-		"authenticators": []any{}, "oauthProviders": []any{}}, nil)
-	direct := p.root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "a@example.com", "userEmail": "a@example.com", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32), "curveType": "API_KEY_CURVE_P256"}},
-			"authenticators": []any{}, "oauthProviders": []any{}}}})
+	r := p.call(
+		"signup",
+		map[string]any{
+			"userEmail":      "a@example.com",
+			"apiKeys":        []any{map[string]any{"apiKeyName": "k", "publicKey": "07" + strings.Repeat("11", 32)}},
+			"authenticators": []any{},
+			"oauthProviders": []any{},
+		},
+		nil,
+	)
+	direct := p.root.Submit(
+		"create_sub_organization",
+		"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8",
+		map[string]any{"subOrganizationName": "x", "rootQuorumThreshold": 1,
+			"rootUsers": []any{
+				map[string]any{
+					"userName":  "a@example.com",
+					"userEmail": "a@example.com",
+					"apiKeys": []any{
+						map[string]any{
+							"apiKeyName": "k",
+							"publicKey":  "07" + strings.Repeat("11", 32),
+							"curveType":  "API_KEY_CURVE_P256",
+						},
+					},
+					"authenticators": []any{},
+					"oauthProviders": []any{},
+				},
+			}},
+	)
 	if r.Status != direct.Status || r.Str("message") != direct.Str("message") || r.Status != 400 {
 		t.Fatalf("proxy %d %s, API %d %s", r.Status, r.Raw, direct.Status, direct.Raw)
 	}
@@ -458,17 +540,30 @@ func TestProxyRemoteCoordinator(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	p.Server.ProxyServer.Coordinator = authproxy.NewRemote(p.URL + "/")
 	_, carolPub := p.NewKey()
-	r := p.ok("signup", map[string]any{"userEmail": "carol@example.com", "authenticators": []any{}, "oauthProviders": []any{},
-		"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": carolPub, "curveType": "API_KEY_CURVE_P256"}},
-		"wallet": map[string]any{"walletName": "main", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32",
-			"path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
+	r := p.ok(
+		"signup",
+		map[string]any{"userEmail": "carol@example.com", "authenticators": []any{}, "oauthProviders": []any{},
+			"apiKeys": []any{
+				map[string]any{"apiKeyName": "k", "publicKey": carolPub, "curveType": "API_KEY_CURVE_P256"},
+			},
+			"wallet": map[string]any{
+				"walletName": "main",
+				"accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32",
+					"path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}},
+			}},
+	)
 	if !strings.HasPrefix(r.Str("wallet", "addresses", "0"), "0x") {
 		t.Fatalf("signup over HTTP: %s", r.Raw)
 	}
-	if a := p.ok("account", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": carolPub}); a.Str("organizationId") != r.Str("organizationId") {
+	if a := p.ok("account", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": carolPub}); a.Str(
+		"organizationId",
+	) != r.Str(
+		"organizationId",
+	) {
 		t.Fatalf("account over HTTP: %s", a.Raw)
 	}
-	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.Status != 404 && r.Status != 400 {
+	if r := p.call("otp_verify", map[string]any{"otpId": "00000000-0000-4000-8000-000000000000", "otpCode": "123456"}, nil); r.Status != 404 &&
+		r.Status != 400 {
 		t.Fatalf("engine error over HTTP: %d %s", r.Status, r.Raw)
 	}
 	// An unreachable coordinator is a 503, not a hang or a 500.
@@ -491,13 +586,20 @@ func TestProxySignupWithVerificationToken(t *testing.T) {
 	verified := func(email string) (*ecdsa.PrivateKey, string, string) {
 		otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": email}).Str("otpId")
 		device, devicePub := p256Key(t)
-		tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(email), "publicKey": devicePub}).Str("verificationToken")
+		tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(email), "publicKey": devicePub}).
+			Str("verificationToken")
 		return device, devicePub, tok
 	}
 	device, devicePub, tok := verified("dave@example.com")
 	claims, _ := tokenClaimsForTest(tok)
 	base := func(email string) map[string]any {
-		return map[string]any{"userEmail": email, "verificationToken": tok, "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}
+		return map[string]any{
+			"userEmail":         email,
+			"verificationToken": tok,
+			"apiKeys":           []any{},
+			"authenticators":    []any{},
+			"oauthProviders":    []any{},
+		}
 	}
 	refused := []struct {
 		name  string
@@ -522,22 +624,42 @@ func TestProxySignupWithVerificationToken(t *testing.T) {
 	// The token usage form of core's signUpWithOtp.
 	body := base("dave@example.com")
 	msg := fmt.Sprintf(`{"signupV2":{"email":"dave@example.com"},"tokenId":%q,"type":"USAGE_TYPE_SIGNUP"}`, claims.ID)
-	body["clientSignature"] = map[string]any{"publicKey": devicePub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": signRaw(t, device, []byte(msg))}
+	body["clientSignature"] = map[string]any{
+		"publicKey": devicePub,
+		"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+		"message":   msg,
+		"signature": signRaw(t, device, []byte(msg)),
+	}
 	subID := p.ok("signup_v2", body).Str("organizationId")
 	// The login after it uses the token.
 	_, sessPub := p.NewKey()
-	r := p.ok("otp_login", map[string]any{"verificationToken": tok, "publicKey": sessPub, "client_signature": signRaw(t, device, []byte(tok))})
-	if sc, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc.OrganizationID != subID {
+	r := p.ok(
+		"otp_login",
+		map[string]any{
+			"verificationToken": tok,
+			"publicKey":         sessPub,
+			"client_signature":  signRaw(t, device, []byte(tok)),
+		},
+	)
+	if sc, err := session.Parse(r.Str("session"), p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil ||
+		sc.OrganizationID != subID {
 		t.Fatalf("login after sign-up: %+v %v", sc, err)
 	}
 	// A used token signs nobody up.
-	if r := p.call("signup", base("dave@example.com"), nil); r.Status != 400 || !strings.Contains(r.Str("message"), "already used") {
+	if r := p.call("signup", base("dave@example.com"), nil); r.Status != 400 ||
+		!strings.Contains(r.Str("message"), "already used") {
 		t.Fatalf("sign-up with a used token: %d %s", r.Status, r.Raw)
 	}
 	// The spec's hex form over the token, for a second user.
 	device2, _, tok2 := verified("frank@example.com")
-	body = map[string]any{"userEmail": "frank@example.com", "verificationToken": tok2, "client_signature": signDER(t, device2, []byte(tok2)),
-		"apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}
+	body = map[string]any{
+		"userEmail":         "frank@example.com",
+		"verificationToken": tok2,
+		"client_signature":  signDER(t, device2, []byte(tok2)),
+		"apiKeys":           []any{},
+		"authenticators":    []any{},
+		"oauthProviders":    []any{},
+	}
 	if r := p.ok("signup", body); r.Str("organizationId") == "" {
 		t.Fatalf("sign-up with the hex signature: %s", r.Raw)
 	}
@@ -592,7 +714,10 @@ func proxyScalar(t *testing.T, h *servertest.Harness, cfgID string) []byte {
 	if err := json.Unmarshal(rec.Data, &st); err != nil {
 		t.Fatal(err)
 	}
-	scalar, err := h.Server.Keyring.Open(st.SealedProxyKey, custody.Binding{OrgID: st.OrgID, Kind: authproxy.KindConfig, ID: cfgID})
+	scalar, err := h.Server.Keyring.Open(
+		st.SealedProxyKey,
+		custody.Binding{OrgID: st.OrgID, Kind: authproxy.KindConfig, ID: cfgID},
+	)
 	if err != nil || len(scalar) != 32 {
 		t.Fatalf("proxy key: %d bytes, %v", len(scalar), err)
 	}

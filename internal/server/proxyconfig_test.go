@@ -39,7 +39,14 @@ func (p *proxyClient) Post(path string, body []byte) servertest.Response {
 func (p *proxyClient) Submit(op, typ string, params any) servertest.Response {
 	p.h.T.Helper()
 	b, _ := json.Marshal(params)
-	body := fmt.Appendf(nil, `{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, b, p.Org, p.h.Now().UnixMilli(), typ)
+	body := fmt.Appendf(
+		nil,
+		`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`,
+		b,
+		p.Org,
+		p.h.Now().UnixMilli(),
+		typ,
+	)
 	return p.Post("/public/v1/submit/"+op, body)
 }
 
@@ -61,7 +68,9 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	if _, err := m.Get(ctx, created.OrganizationID); apierr.From(err).Code != apierr.NotFound {
 		t.Fatalf("Get before enable: %v", err)
 	}
-	if _, err := m.Update(ctx, created.OrganizationID, authproxy.DefaultSettings()); apierr.From(err).Code != apierr.NotFound {
+	if _, err := m.Update(ctx, created.OrganizationID, authproxy.DefaultSettings()); apierr.From(
+		err,
+	).Code != apierr.NotFound {
 		// Update with Enabled set enables; only an update that leaves it off needs a config.
 		if err != nil {
 			t.Fatalf("Update on a fresh org: %v", err)
@@ -76,7 +85,8 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ID == "" || c.ProxyUserID == "" || c.ProxyAPIKeyID == "" || !c.Settings.Enabled || c.Settings.AllowedOrigins[0] != "https://app.example" {
+	if c.ID == "" || c.ProxyUserID == "" || c.ProxyAPIKeyID == "" || !c.Settings.Enabled ||
+		c.Settings.AllowedOrigins[0] != "https://app.example" {
 		t.Fatalf("enabled config: %+v", c)
 	}
 	if _, err := m.Enable(ctx, created.OrganizationID, s); apierr.From(err).Code != apierr.AlreadyExists {
@@ -89,7 +99,8 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	// The proxy user and its key are visible to the organization, the key as a P-256 API key.
 	r := root.Query("get_user", map[string]any{"userId": c.ProxyUserID})
 	servertest.MustOK(t, r)
-	if r.Str("user", "userName") != authproxy.ProxyUserName || r.Str("user", "apiKeys", "0", "credential", "type") != "CREDENTIAL_TYPE_API_KEY_P256" ||
+	if r.Str("user", "userName") != authproxy.ProxyUserName ||
+		r.Str("user", "apiKeys", "0", "credential", "type") != "CREDENTIAL_TYPE_API_KEY_P256" ||
 		r.Str("user", "apiKeys", "0", "credential", "publicKey") != c.ProxyPublicKey {
 		t.Fatalf("proxy user: %s", r.Raw)
 	}
@@ -127,7 +138,8 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	}
 	// Enable again: same config id, new user and key.
 	e, err := m.Enable(ctx, created.OrganizationID, d.Settings)
-	if err != nil || e.ID != c.ID || e.ProxyPublicKey == c.ProxyPublicKey || e.Settings.SessionExpirationSeconds != 3600 {
+	if err != nil || e.ID != c.ID || e.ProxyPublicKey == c.ProxyPublicKey ||
+		e.Settings.SessionExpirationSeconds != 3600 {
 		t.Fatalf("re-enable: %+v, %v", e, err)
 	}
 	p.cfg = e
@@ -137,13 +149,18 @@ func TestProxyConfigLifecycle(t *testing.T) {
 	// A sub-organization cannot have a proxy; an unknown organization is a 404.
 	sub := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
 		"subOrganizationName": "sub", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}}})
+		"rootUsers": []any{
+			map[string]any{"userName": "u", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}},
+		}})
 	servertest.MustOK(t, sub)
 	subID := sub.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
-	if _, err := m.Enable(ctx, subID, authproxy.DefaultSettings()); err == nil || !strings.Contains(err.Error(), "sub-organization") {
+	if _, err := m.Enable(ctx, subID, authproxy.DefaultSettings()); err == nil ||
+		!strings.Contains(err.Error(), "sub-organization") {
 		t.Fatalf("enable on a sub-org: %v", err)
 	}
-	if _, err := m.Enable(ctx, "00000000-0000-4000-8000-000000000000", authproxy.DefaultSettings()); apierr.From(err).Code != apierr.NotFound {
+	if _, err := m.Enable(ctx, "00000000-0000-4000-8000-000000000000", authproxy.DefaultSettings()); apierr.From(
+		err,
+	).Code != apierr.NotFound {
 		t.Fatalf("enable on an unknown org: %v", err)
 	}
 }
@@ -163,11 +180,28 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 
 	// A wallet and a policy that allows everything to everyone: the proxy still cannot use them.
 	r := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "treasury",
-		"accounts": []any{map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+		"accounts": []any{
+			map[string]any{
+				"curve":         "CURVE_SECP256K1",
+				"pathFormat":    "PATH_FORMAT_BIP32",
+				"path":          "m/44'/60'/0'/0/0",
+				"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+			},
+		}})
 	servertest.MustOK(t, r)
 	walletID := r.Str("activity", "result", "createWalletResult", "walletId")
 	addr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
-	r = root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "allow all", "effect": "EFFECT_ALLOW", "condition": "true", "consensus": "true", "notes": "n"})
+	r = root.Submit(
+		"create_policy",
+		"ACTIVITY_TYPE_CREATE_POLICY_V3",
+		map[string]any{
+			"policyName": "allow all",
+			"effect":     "EFFECT_ALLOW",
+			"condition":  "true",
+			"consensus":  "true",
+			"notes":      "n",
+		},
+	)
 	servertest.MustOK(t, r)
 
 	_, targetPub := h.NewKey()
@@ -175,11 +209,57 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 		op, typ string
 		params  any
 	}{
-		{"sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": "00", "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_KECCAK256"}},
-		{"export_wallet", "ACTIVITY_TYPE_EXPORT_WALLET", map[string]any{"walletId": walletID, "targetPublicKey": targetPub}},
-		{"create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "mine", "effect": "EFFECT_ALLOW", "condition": "true", "consensus": "true", "notes": "n"}},
-		{"create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": c.ProxyUserID, "apiKeys": []any{map[string]any{"apiKeyName": "more", "publicKey": targetPub, "curveType": "API_KEY_CURVE_P256"}}}},
-		{"create_users", "ACTIVITY_TYPE_CREATE_USERS_V3", map[string]any{"users": []any{map[string]any{"userName": "x", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}}},
+		{
+			"sign_raw_payload",
+			"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+			map[string]any{
+				"signWith":     addr,
+				"payload":      "00",
+				"encoding":     "PAYLOAD_ENCODING_HEXADECIMAL",
+				"hashFunction": "HASH_FUNCTION_KECCAK256",
+			},
+		},
+		{
+			"export_wallet",
+			"ACTIVITY_TYPE_EXPORT_WALLET",
+			map[string]any{"walletId": walletID, "targetPublicKey": targetPub},
+		},
+		{
+			"create_policy",
+			"ACTIVITY_TYPE_CREATE_POLICY_V3",
+			map[string]any{
+				"policyName": "mine",
+				"effect":     "EFFECT_ALLOW",
+				"condition":  "true",
+				"consensus":  "true",
+				"notes":      "n",
+			},
+		},
+		{
+			"create_api_keys",
+			"ACTIVITY_TYPE_CREATE_API_KEYS_V2",
+			map[string]any{
+				"userId": c.ProxyUserID,
+				"apiKeys": []any{
+					map[string]any{"apiKeyName": "more", "publicKey": targetPub, "curveType": "API_KEY_CURVE_P256"},
+				},
+			},
+		},
+		{
+			"create_users",
+			"ACTIVITY_TYPE_CREATE_USERS_V3",
+			map[string]any{
+				"users": []any{
+					map[string]any{
+						"userName":       "x",
+						"apiKeys":        []any{},
+						"authenticators": []any{},
+						"oauthProviders": []any{},
+						"userTags":       []any{},
+					},
+				},
+			},
+		},
 		{"approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": "sha256:00"}},
 		{"delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{}},
 	}
@@ -200,10 +280,18 @@ func TestProxyKeyStopsAtSignupAndLogin(t *testing.T) {
 	r = p.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{
 		"subOrganizationName": "alice", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": endUserPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}}})
+			map[string]any{
+				"apiKeyName": "k",
+				"publicKey":  endUserPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}}}})
 	servertest.MustOK(t, r)
 	subID := r.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
-	r = p.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r = p.Submit(
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"},
+	)
 	servertest.MustOK(t, r)
 	r = p.Query("list_suborgs", map[string]any{"filterType": "PUBLIC_KEY", "filterValue": endUserPub})
 	servertest.MustOK(t, r)

@@ -23,7 +23,11 @@ func masterSource(cfg Config, st store.Store) custody.MasterSource {
 		}
 		if cfg.fileSeal() {
 			if rec != nil {
-				return nil, fmt.Errorf("the master key is now held by a %s seal: restart with --seal %s", rec.Type, rec.Type)
+				return nil, fmt.Errorf(
+					"the master key is now held by a %s seal: restart with --seal %s",
+					rec.Type,
+					rec.Type,
+				)
 			}
 			return loadMasterKey(cfg)
 		}
@@ -32,7 +36,10 @@ func masterSource(cfg Config, st store.Store) custody.MasterSource {
 			return nil, err
 		}
 		if rec == nil || rec.Type != w.Type() {
-			return nil, fmt.Errorf("the master key is no longer held by the %s seal: restart with the deployment's seal", w.Type())
+			return nil, fmt.Errorf(
+				"the master key is no longer held by the %s seal: restart with the deployment's seal",
+				w.Type(),
+			)
 		}
 		return w.Unwrap(ctx, rec.Ciphertext)
 	}
@@ -80,7 +87,9 @@ func (s *Server) RewrapMasterKey(ctx context.Context, to RewrapTarget) (RewrapRe
 	var also func(store.Tx) error
 	if seal == custody.SealFile {
 		if to.MasterKeyFile == "" {
-			return res, errors.New("--new-master-key-file is required: the file the new master key is written to (it must not exist)")
+			return res, errors.New(
+				"--new-master-key-file is required: the file the new master key is written to (it must not exist)",
+			)
 		}
 		m, err := custody.GenerateMasterKeyFile(to.MasterKeyFile)
 		if err != nil {

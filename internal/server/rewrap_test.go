@@ -41,15 +41,26 @@ func testRewrapWhileServing(t *testing.T, open func(*testing.T) (*servertest.Har
 	root, created := a.RootOrg("Acme")
 	viaB := b.Client(created.OrganizationID, root.Priv)
 	wallet := func(c *servertest.Client, name string) string {
-		r := c.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": name, "accounts": []any{map[string]any{
-			"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}})
+		r := c.Submit(
+			"create_wallet",
+			"ACTIVITY_TYPE_CREATE_WALLET",
+			map[string]any{"walletName": name, "accounts": []any{map[string]any{
+				"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}},
+		)
 		servertest.MustOK(t, r)
 		return r.Str("activity", "result", "createWalletResult", "addresses", "0")
 	}
 	sign := func(c *servertest.Client, addr string) {
 		t.Helper()
-		servertest.MustOK(t, c.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": strings.Repeat("ab", 32),
-			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"}))
+		servertest.MustOK(
+			t,
+			c.Submit(
+				"sign_raw_payload",
+				"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+				map[string]any{"signWith": addr, "payload": strings.Repeat("ab", 32),
+					"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+			),
+		)
 	}
 	before := wallet(root, "before")
 	oldID := a.Server.Keyring.MasterID()
@@ -71,7 +82,8 @@ func testRewrapWhileServing(t *testing.T, open func(*testing.T) (*servertest.Har
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after.Versions) != 1 || after.Versions[0].Sealed != before1.Versions[0].Sealed || after.Versions[0].Sealed == 0 {
+	if len(after.Versions) != 1 || after.Versions[0].Sealed != before1.Versions[0].Sealed ||
+		after.Versions[0].Sealed == 0 {
 		t.Fatalf("the sealed values changed: before %+v, after %+v", before1, after)
 	}
 	sign(root, before)
@@ -103,7 +115,8 @@ func testRewrapWhileServing(t *testing.T, open func(*testing.T) (*servertest.Har
 	}
 	cfg := a.Config
 	cfg.MasterKeyFile = old
-	if _, err := server.Open(ctx, cfg); !errors.Is(err, custody.ErrWrongMasterKey) || !strings.Contains(err.Error(), res.NewMasterKey) {
+	if _, err := server.Open(ctx, cfg); !errors.Is(err, custody.ErrWrongMasterKey) ||
+		!strings.Contains(err.Error(), res.NewMasterKey) {
 		t.Fatalf("start with another master key: %v", err)
 	}
 	// Refusals leave the deployment as it was.

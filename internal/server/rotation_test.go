@@ -42,7 +42,15 @@ func TestServerKeyRotationAsClientsSeeIt(t *testing.T) {
 	}
 	var next = map[custody.ServerKey]string{}
 	for _, k := range []custody.ServerKey{custody.Notarizer, custody.Signer} {
-		r, err := custody.RotateServerKey(ctx, h.Server.Store, h.Server.Keyring, k, 10*time.Minute, 30*time.Minute, h.Now())
+		r, err := custody.RotateServerKey(
+			ctx,
+			h.Server.Store,
+			h.Server.Keyring,
+			k,
+			10*time.Minute,
+			30*time.Minute,
+			h.Now(),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +68,8 @@ func TestServerKeyRotationAsClientsSeeIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	during := wellKnown()
-	if during.SignerPublicKey != before.SignerPublicKey || during.NotarizerPublicKey != before.NotarizerPublicKey || len(during.Rotations) != 2 {
+	if during.SignerPublicKey != before.SignerPublicKey || during.NotarizerPublicKey != before.NotarizerPublicKey ||
+		len(during.Rotations) != 2 {
 		t.Fatalf("during the overlap: %+v", during)
 	}
 	for _, r := range during.Rotations {
@@ -74,7 +83,11 @@ func TestServerKeyRotationAsClientsSeeIt(t *testing.T) {
 		return r.Str("activity", "result", "createReadOnlySessionResult", "session")
 	}
 	whoami := func(tok string) servertest.Response {
-		return h.Post("/public/v1/query/whoami", []byte(`{"organizationId":"`+created.OrganizationID+`"}`), map[string]string{"X-Session": tok})
+		return h.Post(
+			"/public/v1/query/whoami",
+			[]byte(`{"organizationId":"`+created.OrganizationID+`"}`),
+			map[string]string{"X-Session": tok},
+		)
 	}
 	old := readOnly()
 	oldKey := h.Server.Keys.Public(custody.Notarizer)

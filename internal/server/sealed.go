@@ -138,13 +138,22 @@ func OpenSealed(ctx context.Context, cfg Config) (*Sealed, error) {
 		return nil, fmt.Errorf("--seal %s does not start sealed", cfg.Seal)
 	}
 	if cfg.KeyShares != 0 || cfg.KeyThreshold != 0 {
-		return nil, errors.New("--key-shares and --key-threshold are given to latchkey init, which splits the master key; serve takes the split from the seal record")
+		return nil, errors.New(
+			"--key-shares and --key-threshold are given to latchkey init, which splits the master key; serve takes the split from the seal record",
+		)
 	}
 	tlsListeners, lock, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	z := &Sealed{cfg: cfg, tls: tlsListeners, lock: lock, metrics: metrics.New(), log: cfg.Log, failures: map[string][]time.Time{}}
+	z := &Sealed{
+		cfg:      cfg,
+		tls:      tlsListeners,
+		lock:     lock,
+		metrics:  metrics.New(),
+		log:      cfg.Log,
+		failures: map[string][]time.Time{},
+	}
 	st, err := openStore(ctx, cfg, z.metrics)
 	if err == nil {
 		if err = checkDatabase(ctx, cfg, st); err == nil {
@@ -176,14 +185,23 @@ func shamirSeal(ctx context.Context, cfg Config, st store.Store) (*custody.Shami
 			return nil, err
 		}
 		if exists {
-			return nil, errors.New("this deployment's master key is a file (it has no shamir seal record): --seal shamir applies to new deployments (latchkey init --seal shamir); see docs/operations.md, \"Production custody\"")
+			return nil, errors.New(
+				"this deployment's master key is a file (it has no shamir seal record): --seal shamir applies to new deployments (latchkey init --seal shamir); see docs/operations.md, \"Production custody\"",
+			)
 		}
-		return nil, errors.New("this deployment has no shamir seal record: make it with latchkey init --seal shamir --key-shares N --key-threshold K")
+		return nil, errors.New(
+			"this deployment has no shamir seal record: make it with latchkey init --seal shamir --key-shares N --key-threshold K",
+		)
 	}
 	if rec.Type != custody.SealShamir {
-		return nil, fmt.Errorf("this deployment's seal is %q, not shamir: start it with --seal %s and that seal's flags", rec.Type, rec.Type)
+		return nil, fmt.Errorf(
+			"this deployment's seal is %q, not shamir: start it with --seal %s and that seal's flags",
+			rec.Type,
+			rec.Type,
+		)
 	}
-	if rec.Shamir == nil || custody.CheckShamir(rec.Shamir.Shares, rec.Shamir.Threshold) != nil || len(rec.Shamir.ShareTags) != rec.Shamir.Shares {
+	if rec.Shamir == nil || custody.CheckShamir(rec.Shamir.Shares, rec.Shamir.Threshold) != nil ||
+		len(rec.Shamir.ShareTags) != rec.Shamir.Shares {
 		return nil, errors.New("the shamir seal record is malformed")
 	}
 	return rec.Shamir, nil
@@ -192,10 +210,18 @@ func shamirSeal(ctx context.Context, cfg Config, st store.Store) (*custody.Shami
 // unsealShamir is unseal for --seal shamir: the master key rebuilt from shares (Config.unsealed)
 // checked against the seal record, or, for latchkey init of a new deployment, a new master key
 // split into shares (given to Config.NewShares) and its seal record stored.
-func unsealShamir(ctx context.Context, cfg Config, st store.Store, rec *custody.SealRecord) (*custody.MasterKey, error) {
+func unsealShamir(
+	ctx context.Context,
+	cfg Config,
+	st store.Store,
+	rec *custody.SealRecord,
+) (*custody.MasterKey, error) {
 	if cfg.fileSeal() && rec.Shamir != nil {
-		return nil, fmt.Errorf("this deployment's master key is split into %d shares (any %d unseal it): start it with latchkey serve --seal shamir and unseal it with latchkey unseal (docs/operations.md, \"Production custody\")",
-			rec.Shamir.Shares, rec.Shamir.Threshold)
+		return nil, fmt.Errorf(
+			"this deployment's master key is split into %d shares (any %d unseal it): start it with latchkey serve --seal shamir and unseal it with latchkey unseal (docs/operations.md, \"Production custody\")",
+			rec.Shamir.Shares,
+			rec.Shamir.Threshold,
+		)
 	}
 	if rec != nil || cfg.KeyShares == 0 {
 		seal, err := shamirSeal(ctx, cfg, st)
@@ -203,11 +229,17 @@ func unsealShamir(ctx context.Context, cfg Config, st store.Store, rec *custody.
 			return nil, err
 		}
 		if cfg.KeyShares != 0 {
-			return nil, errors.New("this deployment's master key is already split into shares: latchkey init --seal shamir makes a new deployment")
+			return nil, errors.New(
+				"this deployment's master key is already split into shares: latchkey init --seal shamir makes a new deployment",
+			)
 		}
 		if cfg.unsealed == nil {
-			return nil, fmt.Errorf("this deployment's master key is split into %d shares (any %d unseal it): only a served, unsealed Latchkey has it; "+
-				"start latchkey serve --seal shamir and unseal it with latchkey unseal", seal.Shares, seal.Threshold)
+			return nil, fmt.Errorf(
+				"this deployment's master key is split into %d shares (any %d unseal it): only a served, unsealed Latchkey has it; "+
+					"start latchkey serve --seal shamir and unseal it with latchkey unseal",
+				seal.Shares,
+				seal.Threshold,
+			)
 		}
 		if !seal.Check(cfg.unsealed) {
 			return nil, custody.ErrWrongMasterKey
@@ -219,7 +251,9 @@ func unsealShamir(ctx context.Context, cfg Config, st store.Store, rec *custody.
 		return nil, err
 	}
 	if exists {
-		return nil, errors.New("this deployment's master key is a file (it has no shamir seal record): --seal shamir applies to new deployments")
+		return nil, errors.New(
+			"this deployment's master key is a file (it has no shamir seal record): --seal shamir applies to new deployments",
+		)
 	}
 	if cfg.NewShares == nil {
 		return nil, errors.New("a new --seal shamir deployment is made by latchkey init, which shows its shares")
@@ -244,7 +278,12 @@ func unsealShamir(ctx context.Context, cfg Config, st store.Store, rec *custody.
 
 // Status is the seal status.
 func (z *Sealed) Status() SealStatus {
-	return SealStatus{Sealed: z.live.Load() == nil, Threshold: z.seal.Threshold, Shares: z.seal.Shares, Progress: int(z.progress.Load())}
+	return SealStatus{
+		Sealed:    z.live.Load() == nil,
+		Threshold: z.seal.Threshold,
+		Shares:    z.seal.Shares,
+		Progress:  int(z.progress.Load()),
+	}
 }
 
 // Server is the unsealed server (nil while sealed).
@@ -268,7 +307,11 @@ func (z *Sealed) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		}
 	}()
 	l := listenerSet{cfg: z.cfg, tls: z.tls, log: z.log, metrics: z.metrics, bound: z.bound,
-		handlers: map[string]http.Handler{"api": z.front("api"), "proxy": z.front("proxy"), "dashboard": z.front("dashboard")},
+		handlers: map[string]http.Handler{
+			"api":       z.front("api"),
+			"proxy":     z.front("proxy"),
+			"dashboard": z.front("dashboard"),
+		},
 		draining: func() {
 			z.draining.Store(true)
 			if l := z.live.Load(); l != nil {
@@ -312,8 +355,11 @@ func (z *Sealed) front(name string) http.Handler {
 
 func (z *Sealed) sealedError() *apierr.Error {
 	st := z.Status()
-	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("Latchkey is sealed: unseal it with latchkey unseal (%d of %d shares given: %d)",
-		st.Threshold, st.Shares, st.Progress)}
+	return &apierr.Error{
+		Code: apierr.Unavailable,
+		Message: fmt.Sprintf("Latchkey is sealed: unseal it with latchkey unseal (%d of %d shares given: %d)",
+			st.Threshold, st.Shares, st.Progress),
+	}
 }
 
 // sealedAnswer: health says sealed (liveness says the process runs), the dashboard shows its
@@ -333,7 +379,18 @@ func (z *Sealed) sealedAnswer(w http.ResponseWriter, r *http.Request, name strin
 			status = "draining"
 		}
 		st := z.Status()
-		writeSealJSON(w, http.StatusServiceUnavailable, map[string]any{"status": status, "sealed": true, "threshold": st.Threshold, "shares": st.Shares, "progress": st.Progress, "version": Version})
+		writeSealJSON(
+			w,
+			http.StatusServiceUnavailable,
+			map[string]any{
+				"status":    status,
+				"sealed":    true,
+				"threshold": st.Threshold,
+				"shares":    st.Shares,
+				"progress":  st.Progress,
+				"version":   Version,
+			},
+		)
 	case name == "dashboard":
 		if !dashboard.SealedPage(w, r, z.Status().dashboard(), z.dashboardUnseal) {
 			apierr.Render(w, z.sealedError())
@@ -444,7 +501,13 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 	}
 	if len(recent) >= unsealFailures {
 		wait := unsealWindow - now.Sub(recent[0])
-		return z.Status(), apierr.New(apierr.ResourceExhausted, "", "too many wrong unseal shares from %s: try again in %d s", client, int(wait.Seconds())+1)
+		return z.Status(), apierr.New(
+			apierr.ResourceExhausted,
+			"",
+			"too many wrong unseal shares from %s: try again in %d s",
+			client,
+			int(wait.Seconds())+1,
+		)
 	}
 	m, err := z.unsealer.Add(share)
 	z.progress.Store(int32(z.unsealer.Progress()))
@@ -452,19 +515,44 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 		var se *custody.ShareError
 		if !errors.As(err, &se) || !strings.Contains(se.Reason, "already given") {
 			z.failures[client] = append(z.failures[client], now)
-			z.log.Warn("unseal: a wrong share was refused; the unseal progress is reset", "share", shareName(se), "client", client, "reason", reason(se, err))
-			return z.Status(), apierr.Invalid("key", "%v; unseal progress reset: give %d shares again", err, z.seal.Threshold)
+			z.log.Warn(
+				"unseal: a wrong share was refused; the unseal progress is reset",
+				"share",
+				shareName(se),
+				"client",
+				client,
+				"reason",
+				reason(se, err),
+			)
+			return z.Status(), apierr.Invalid(
+				"key",
+				"%v; unseal progress reset: give %d shares again",
+				err,
+				z.seal.Threshold,
+			)
 		}
 		return z.Status(), apierr.Invalid("key", "%v", err)
 	}
 	if m == nil {
-		z.log.Info("unseal: a share was accepted", "progress", z.unsealer.Progress(), "threshold", z.seal.Threshold, "client", client)
+		z.log.Info(
+			"unseal: a share was accepted",
+			"progress",
+			z.unsealer.Progress(),
+			"threshold",
+			z.seal.Threshold,
+			"client",
+			client,
+		)
 		return z.Status(), nil
 	}
 	if err := z.openLocked(ctx, m, client); err != nil {
 		m.Wipe()
 		z.log.Error("unseal: the master key is rebuilt but the server did not open; it stays sealed", "err", err)
-		return z.Status(), &apierr.Error{Code: apierr.Unavailable, Message: "the shares rebuilt the master key but Latchkey could not open (see its log); it stays sealed: give the shares again", Cause: err}
+		return z.Status(), &apierr.Error{
+			Code:    apierr.Unavailable,
+			Message: "the shares rebuilt the master key but Latchkey could not open (see its log); it stays sealed: give the shares again",
+			Cause:   err,
+		}
 	}
 	return z.Status(), nil
 }
@@ -498,7 +586,9 @@ func (z *Sealed) openLocked(ctx context.Context, m *custody.MasterKey, client st
 	l.stop = srv.startWorkers()
 	z.live.Store(l)
 	z.progress.Store(0)
-	d, _ := json.Marshal(map[string]any{"threshold": z.seal.Threshold, "shares": z.seal.Shares, "lastShareFrom": client})
+	d, _ := json.Marshal(
+		map[string]any{"threshold": z.seal.Threshold, "shares": z.seal.Shares, "lastShareFrom": client},
+	)
 	if err := dashboard.WriteAudit(ctx, srv.Store, dashboard.Audit{Operator: "(share holders)", Action: ActionUnsealed, Detail: string(d)}); err != nil {
 		z.log.Error("unseal: the audit record was not written", "err", err)
 	}
@@ -565,7 +655,13 @@ func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Render(w, err)
 		return
 	}
-	who := fmt.Sprintf("user %s (%s) of organization %s, API key %s", caller.User.ID, caller.User.Name, caller.Org.ID, caller.PublicKey)
+	who := fmt.Sprintf(
+		"user %s (%s) of organization %s, API key %s",
+		caller.User.ID,
+		caller.User.Name,
+		caller.Org.ID,
+		caller.PublicKey,
+	)
 	d, _ := json.Marshal(map[string]string{"client": z.client(r)})
 	z.Seal(r.Context(), who, string(d))
 	writeSealJSON(w, http.StatusOK, z.Status())
@@ -574,7 +670,10 @@ func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
 func (z *Sealed) authorizeSeal(r *http.Request, srv *Server, raw []byte) (*directory.Caller, error) {
 	v := r.Header.Get("X-Stamp")
 	if v == "" {
-		return nil, apierr.Unauth("MISSING_STAMP", "sealing needs a request stamped (X-Stamp) by an API key of a root user of a top-level organization")
+		return nil, apierr.Unauth(
+			"MISSING_STAMP",
+			"sealing needs a request stamped (X-Stamp) by an API key of a root user of a top-level organization",
+		)
 	}
 	p, err := stamp.VerifyAPIKey(v, raw)
 	if err != nil {
@@ -600,7 +699,15 @@ func (z *Sealed) authorizeSeal(r *http.Request, srv *Server, raw []byte) (*direc
 	var caller *directory.Caller
 	err = srv.Store.View(r.Context(), func(rd store.Reader) error {
 		var err error
-		caller, err = directory.Resolver{Now: func() time.Time { return time.Now().UTC() }}.ResolveAPIKey(r.Context(), rd, in.OrganizationID, p.PublicKey, string(p.Curve))
+		caller, err = directory.Resolver{
+			Now: func() time.Time { return time.Now().UTC() },
+		}.ResolveAPIKey(
+			r.Context(),
+			rd,
+			in.OrganizationID,
+			p.PublicKey,
+			string(p.Curve),
+		)
 		return err
 	})
 	if err != nil {
@@ -611,12 +718,19 @@ func (z *Sealed) authorizeSeal(r *http.Request, srv *Server, raw []byte) (*direc
 		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "the store is unavailable; try again", Cause: err}
 	}
 	if caller.ParentAccess || caller.Target.ParentID != "" || !caller.IsRoot() {
-		return nil, apierr.Denied("request not authorized: only a root user of a top-level organization can seal Latchkey")
+		return nil, apierr.Denied(
+			"request not authorized: only a root user of a top-level organization can seal Latchkey",
+		)
 	}
 	addr, known := clientaddr.From(r, z.cfg.TrustedProxies)
 	for _, al := range []*directory.IPAllowlist{caller.Org.IPAllowlist, caller.KeyAllowlist} {
 		if !al.Allows(addr, known) {
-			return nil, apierr.New(apierr.PermissionDenied, "IP_NOT_ALLOWED", "request from %s is not allowed by the IP allowlist", addr)
+			return nil, apierr.New(
+				apierr.PermissionDenied,
+				"IP_NOT_ALLOWED",
+				"request from %s is not allowed by the IP allowlist",
+				addr,
+			)
 		}
 	}
 	return caller, nil
@@ -666,10 +780,14 @@ type shamirRewrap struct {
 // to.NewShares (before the keyring is rewrapped: if that fails, the old key and shares stay).
 func splitForRewrap(to RewrapTarget) (*shamirRewrap, error) {
 	if to.MasterKeyFile != "" {
-		return nil, errors.New("--new-master-key-file is for a file seal; --new-seal shamir splits the new master key into shares")
+		return nil, errors.New(
+			"--new-master-key-file is for a file seal; --new-seal shamir splits the new master key into shares",
+		)
 	}
 	if to.NewShares == nil || to.KeyShares == 0 || to.KeyThreshold == 0 {
-		return nil, errors.New("--new-seal shamir needs --new-key-shares N and --new-key-threshold K: the new master key is split into N shares, any K of which unseal")
+		return nil, errors.New(
+			"--new-seal shamir needs --new-key-shares N and --new-key-threshold K: the new master key is split into N shares, any K of which unseal",
+		)
 	}
 	m, err := custody.NewMasterKey()
 	if err != nil {
@@ -685,5 +803,8 @@ func splitForRewrap(to RewrapTarget) (*shamirRewrap, error) {
 		m.Wipe()
 		return nil, err
 	}
-	return &shamirRewrap{SealRecord: &custody.SealRecord{Type: custody.SealShamir, Shamir: seal, Created: time.Now().UTC()}, m: m}, nil
+	return &shamirRewrap{
+		SealRecord: &custody.SealRecord{Type: custody.SealShamir, Shamir: seal, Created: time.Now().UTC()},
+		m:          m,
+	}, nil
 }

@@ -49,14 +49,29 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	root, created := h.RootOrg("Acme")
-	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "sends",
-		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recv.URL, "name": "sends",
+				"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}},
+		),
+	)
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
-	tx, _ := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(11155111)), &types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 1,
-		GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)})
+	tx, _ := types.SignNewTx(
+		key,
+		types.LatestSignerForChainID(big.NewInt(11155111)),
+		&types.DynamicFeeTx{ChainID: big.NewInt(11155111), Nonce: 1,
+			GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(2e9), Gas: 21000, To: &to, Value: big.NewInt(1)},
+	)
 	raw, _ := tx.MarshalBinary()
-	r := root.Submit("eth_send_raw_transaction", "ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION", map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"})
+	r := root.Submit(
+		"eth_send_raw_transaction",
+		"ACTIVITY_TYPE_ETH_SEND_RAW_TRANSACTION",
+		map[string]any{"signedTransaction": hexutil.Encode(raw), "caip2": "eip155:11155111"},
+	)
 	servertest.MustOK(t, r)
 	mined.Store(true)
 	bodies := recv.waitFor(2, 15*time.Second, "SEND_TRANSACTION_STATUS_UPDATES")
@@ -67,8 +82,11 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	for _, b := range bodies {
 		msg := b["msg"].(map[string]any)
 		statuses = append(statuses, msg["status"].(string))
-		if b["type"] != "transaction:status" || b["organizationId"] != created.OrganizationID || b["parentOrganizationId"] != created.OrganizationID ||
-			msg["activityId"] != r.Str("activity", "id") || msg["caip2"] != "eip155:11155111" || msg["idempotencyKey"] == "" {
+		if b["type"] != "transaction:status" || b["organizationId"] != created.OrganizationID ||
+			b["parentOrganizationId"] != created.OrganizationID ||
+			msg["activityId"] != r.Str("activity", "id") ||
+			msg["caip2"] != "eip155:11155111" ||
+			msg["idempotencyKey"] == "" {
 			t.Fatalf("body: %v", b)
 		}
 		if msg["status"] == "INCLUDED" && !strings.EqualFold(msg["txHash"].(string), tx.Hash().Hex()) {
@@ -80,11 +98,35 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	}
 	// Billing-scoped: a sub-organization cannot subscribe.
 	subPriv, subPub := h.NewKey()
-	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "sub", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "u", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}},
-			"authenticators": []any{}, "oauthProviders": []any{}}}})
+	s := root.Submit(
+		"create_sub_organization",
+		"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7",
+		map[string]any{"subOrganizationName": "sub", "rootQuorumThreshold": 1,
+			"rootUsers": []any{
+				map[string]any{
+					"userName": "u",
+					"apiKeys": []any{
+						map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"},
+					},
+					"authenticators": []any{},
+					"oauthProviders": []any{},
+				},
+			}},
+	)
 	servertest.MustOK(t, s)
 	sub := h.Client(s.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId"), subPriv)
-	servertest.WantError(t, sub.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recv.URL, "name": "x",
-		"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}}), http.StatusForbidden, 7, "billing")
+	servertest.WantError(
+		t,
+		sub.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recv.URL, "name": "x",
+				"subscriptions": []any{
+					map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"},
+				}},
+		),
+		http.StatusForbidden,
+		7,
+		"billing",
+	)
 }

@@ -259,7 +259,9 @@ func (cfg Config) Validate() error {
 		return err
 	}
 	if cfg.Seal != custody.SealShamir && (cfg.KeyShares != 0 || cfg.KeyThreshold != 0) {
-		return errors.New("--key-shares and --key-threshold split the master key of a --seal shamir deployment: give --seal shamir")
+		return errors.New(
+			"--key-shares and --key-threshold split the master key of a --seal shamir deployment: give --seal shamir",
+		)
 	}
 	switch cfg.Seal {
 	case "", custody.SealFile:
@@ -396,9 +398,18 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.cfg.Emailer, s.cfg.Texter = s.Outbox, s.Outbox
-		cfg.Log.Warn("DEVELOPMENT MODE: one-time codes are not sent; they are written to the outbox file", "path", s.Outbox.Path())
+		cfg.Log.Warn(
+			"DEVELOPMENT MODE: one-time codes are not sent; they are written to the outbox file",
+			"path",
+			s.Outbox.Path(),
+		)
 	}
-	s.Messages = &messages.Outbox{Store: st, Keyring: s.Keyring, Emailer: s.cfg.Emailer, Texter: s.cfg.Texter, Log: cfg.Log,
+	s.Messages = &messages.Outbox{
+		Store:   st,
+		Keyring: s.Keyring,
+		Emailer: s.cfg.Emailer,
+		Texter:  s.cfg.Texter,
+		Log:     cfg.Log,
 		Sent: func(channel string, ok bool) {
 			s.Metrics.OTPSend(channel, ok)
 			if !ok {
@@ -406,18 +417,35 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 				s.Dashboard.Health.Failed(channel, time.Now().UTC())
 			}
 		},
-		Backlog: func(n int) { s.Metrics.OutboxBacklog("messages", n) }}
-	s.Webhooks = &webhooks.Deliverer{Store: st, Keys: s.Keys, Client: &http.Client{Timeout: 10 * time.Second}, Log: cfg.Log,
-		Backlog: func(n int) { s.Metrics.OutboxBacklog("webhooks", n) }, Failed: func() { s.Metrics.OutboxFailure("webhooks"); s.Dashboard.Health.Failed("webhooks", time.Now().UTC()) }}
+		Backlog: func(n int) { s.Metrics.OutboxBacklog("messages", n) },
+	}
+	s.Webhooks = &webhooks.Deliverer{
+		Store:   st,
+		Keys:    s.Keys,
+		Client:  &http.Client{Timeout: 10 * time.Second},
+		Log:     cfg.Log,
+		Backlog: func(n int) { s.Metrics.OutboxBacklog("webhooks", n) },
+		Failed:  func() { s.Metrics.OutboxFailure("webhooks"); s.Dashboard.Health.Failed("webhooks", time.Now().UTC()) },
+	}
 	s.Webhooks.Prepare()
-	svc := &activity.Services{Store: st, Keyring: s.Keyring, ServerKeys: s.Keys, Custodian: s.Custodian, Policies: policies.NewSource(), SessionScope: profiles.Scope, MFA: mfa.Requirement,
-		OnActivity: webhooks.Enqueue, Committed: s.Webhooks.Wake, Log: cfg.Log,
+	svc := &activity.Services{
+		Store:        st,
+		Keyring:      s.Keyring,
+		ServerKeys:   s.Keys,
+		Custodian:    s.Custodian,
+		Policies:     policies.NewSource(),
+		SessionScope: profiles.Scope,
+		MFA:          mfa.Requirement,
+		OnActivity:   webhooks.Enqueue,
+		Committed:    s.Webhooks.Wake,
+		Log:          cfg.Log,
 		Recorded: func(typ, status, decision string) {
 			s.Metrics.Activity(typ, status)
 			if decision != "" {
 				s.Metrics.PolicyDecision(decision)
 			}
-		}}
+		},
+	}
 	if err := s.setUpOIDC(func() time.Time { return svc.Now() }); err != nil {
 		return nil, err
 	}
@@ -431,18 +459,43 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		b, _ := json.MarshalIndent(s.PublicKeys(), "", "  ")
 		return b
 	}
-	s.API = &api.Server{Engine: s.Engine, Store: st, WebAuthn: s.webAuthnPolicy(), WellKnown: wellKnown, WebhookJWKS: webhooks.JWKS(s.Keys),
-		MaxBody: cfg.MaxBodyBytes, Log: cfg.Log, Version: Version, TrustedProxies: cfg.TrustedProxies, Notarizers: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) },
-		Callers: directory.NewCallerCache(s.Hot)}
-	s.API.Attested = otp.Attested{OTPKeys: func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) }, Now: func() time.Time { return svc.Now() }, VerifyOIDC: s.verifyOIDC}.Resolve
+	s.API = &api.Server{
+		Engine:         s.Engine,
+		Store:          st,
+		WebAuthn:       s.webAuthnPolicy(),
+		WellKnown:      wellKnown,
+		WebhookJWKS:    webhooks.JWKS(s.Keys),
+		MaxBody:        cfg.MaxBodyBytes,
+		Log:            cfg.Log,
+		Version:        Version,
+		TrustedProxies: cfg.TrustedProxies,
+		Notarizers:     func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.Notarizer) },
+		Callers:        directory.NewCallerCache(s.Hot),
+	}
+	s.API.Attested = otp.Attested{
+		OTPKeys:    func() []*ecdsa.PublicKey { return s.Keys.VerifyKeys(custody.OTP) },
+		Now:        func() time.Time { return svc.Now() },
+		VerifyOIDC: s.verifyOIDC,
+	}.Resolve
 	s.API.OIDC = s.OIDCIssuer
 	var coord authproxy.Coordinator = authproxy.InProcess{API: s.API.Handler()}
 	if cfg.CoordinatorURL != "" {
 		coord = authproxy.NewRemote(cfg.CoordinatorURL) // checked by Validate
 	}
-	s.Dashboard = &dashboard.Server{Store: st, Proxy: s.Proxy, Keys: func() any { return s.PublicKeys() }, Keyring: s.KeyringStatus, Version: Version, Log: cfg.Log,
-		TrustedProxies: cfg.TrustedProxies}
-	s.Dashboard.Health = dashboard.Health{KeyringVersion: s.Keyring.ActiveVersion, Email: s.Messages.CanEmail(), SMS: s.Messages.CanSMS()}
+	s.Dashboard = &dashboard.Server{
+		Store:          st,
+		Proxy:          s.Proxy,
+		Keys:           func() any { return s.PublicKeys() },
+		Keyring:        s.KeyringStatus,
+		Version:        Version,
+		Log:            cfg.Log,
+		TrustedProxies: cfg.TrustedProxies,
+	}
+	s.Dashboard.Health = dashboard.Health{
+		KeyringVersion: s.Keyring.ActiveVersion,
+		Email:          s.Messages.CanEmail(),
+		SMS:            s.Messages.CanSMS(),
+	}
 	if cfg.DatabaseURL == "" {
 		s.Dashboard.Health.DatabaseFile = filepath.Join(cfg.DataDir, DatabaseFile)
 	}
@@ -492,13 +545,19 @@ func (s *Server) registry() *activity.Registry {
 			Networks: func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) }}),
 		chaindata.Register(reg, s.chain),
 		oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider}),
-		tvc.Register(reg, tvc.Deps{QOSVersions: s.cfg.TVCQOSVersions, OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
-			id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
-			if err != nil {
-				return "", "", "", err
-			}
-			return id, accts[0].Address, accts[1].Address, nil
-		}}),
+		tvc.Register(
+			reg,
+			tvc.Deps{
+				QOSVersions: s.cfg.TVCQOSVersions,
+				OperatorAccounts: func(x *activity.Exec, name, walletID, path string) (string, string, string, error) {
+					id, accts, err := wd.TVCOperatorAccounts(x, name, walletID, path)
+					if err != nil {
+						return "", "", "", err
+					}
+					return id, accts[0].Address, accts[1].Address, nil
+				},
+			},
+		),
 		// Kept under an organization by packages that register no operations: the engine's
 		// activities awaiting consensus, the auth proxy's configuration.
 		[]string{activity.PendingKind, authproxy.KindConfig},
@@ -527,17 +586,25 @@ func (s *Server) Close() error {
 	return err
 }
 
-var errNoMasterKey = errors.New("no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
-	"for a development server use --dev")
+var errNoMasterKey = errors.New(
+	"no master key: pass --master-key-file FILE (64 hex characters) or set LATCHKEY_MASTER_KEY; " +
+		"for a development server use --dev",
+)
 
 // checkNoFileKey refuses --dev and a master key file with a seal that keeps the master key
 // elsewhere.
 func (cfg Config) checkNoFileKey() error {
 	if cfg.Dev {
-		return fmt.Errorf("--seal %s is for production deployments: --dev keeps its master key in the data directory", cfg.Seal)
+		return fmt.Errorf(
+			"--seal %s is for production deployments: --dev keeps its master key in the data directory",
+			cfg.Seal,
+		)
 	}
 	if cfg.MasterKeyFile != "" || os.Getenv("LATCHKEY_MASTER_KEY") != "" {
-		return fmt.Errorf("--seal %s keeps the master key outside Latchkey's files: give no --master-key-file (nor LATCHKEY_MASTER_KEY)", cfg.Seal)
+		return fmt.Errorf(
+			"--seal %s keeps the master key outside Latchkey's files: give no --master-key-file (nor LATCHKEY_MASTER_KEY)",
+			cfg.Seal,
+		)
 	}
 	return nil
 }
@@ -582,8 +649,13 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 	}
 	if cfg.fileSeal() {
 		if rec != nil {
-			return nil, fmt.Errorf("this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
-				rec.Type, rec.Key, rec.Addr, rec.Type)
+			return nil, fmt.Errorf(
+				"this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
+				rec.Type,
+				rec.Key,
+				rec.Addr,
+				rec.Type,
+			)
 		}
 		return fromFile, nil
 	}
@@ -606,7 +678,12 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 		return nil, err
 	}
 	if exists {
-		return nil, fmt.Errorf("this deployment's master key is a file (it has no %s seal record): --seal %s applies to new deployments (latchkey init --seal %s); see docs/operations.md, \"Production custody\"", w.Type(), w.Type(), w.Type())
+		return nil, fmt.Errorf(
+			"this deployment's master key is a file (it has no %s seal record): --seal %s applies to new deployments (latchkey init --seal %s); see docs/operations.md, \"Production custody\"",
+			w.Type(),
+			w.Type(),
+			w.Type(),
+		)
 	}
 	m, err := custody.NewMasterKey()
 	if err != nil {
@@ -642,10 +719,18 @@ func loadMasterKey(cfg Config) (*custody.MasterKey, error) {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Log.Warn("DEVELOPMENT MODE: generated a master key and stored it NEXT TO THE DATA it protects; anyone who can read the data directory can read every key. Never use --dev in production.", "path", path)
+			cfg.Log.Warn(
+				"DEVELOPMENT MODE: generated a master key and stored it NEXT TO THE DATA it protects; anyone who can read the data directory can read every key. Never use --dev in production.",
+				"path",
+				path,
+			)
 			return m, nil
 		}
-		cfg.Log.Warn("DEVELOPMENT MODE: using the master key stored in the data directory; never do this in production", "path", path)
+		cfg.Log.Warn(
+			"DEVELOPMENT MODE: using the master key stored in the data directory; never do this in production",
+			"path",
+			path,
+		)
 	}
 	return custody.LoadMasterKeyFile(path)
 }
@@ -655,12 +740,20 @@ func openStore(ctx context.Context, cfg Config, m *metrics.Metrics) (store.Store
 		if !strings.HasPrefix(cfg.DatabaseURL, "postgres://") && !strings.HasPrefix(cfg.DatabaseURL, "postgresql://") {
 			return nil, errors.New("--database-url must be a postgres:// URL")
 		}
-		return postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{OnCommit: func(n int, d time.Duration) { m.Commit("postgres", n, d) }})
+		return postgres.Open(
+			ctx,
+			cfg.DatabaseURL,
+			postgres.Options{OnCommit: func(n int, d time.Duration) { m.Commit("postgres", n, d) }},
+		)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
-	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DatabaseFile), sqlite.Options{OnCommit: func(n int, d time.Duration) { m.Commit("sqlite", n, d) }})
+	return sqlite.Open(
+		ctx,
+		filepath.Join(cfg.DataDir, DatabaseFile),
+		sqlite.Options{OnCommit: func(n int, d time.Duration) { m.Commit("sqlite", n, d) }},
+	)
 }
 
 // PublicKeys are the server's public keys as served at /.well-known/latchkey.json and printed by
@@ -707,8 +800,12 @@ func (s *Server) PublicKeys() PublicKeys {
 
 func checkCoordinatorURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--coordinator-url %q must be an http(s) URL of a Latchkey activity API (e.g. https://api.example.com)", raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
+		u.Fragment != "" {
+		return fmt.Errorf(
+			"--coordinator-url %q must be an http(s) URL of a Latchkey activity API (e.g. https://api.example.com)",
+			raw,
+		)
 	}
 	return nil
 }
@@ -719,7 +816,15 @@ func checkCoordinatorURL(raw string) error {
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
 	stop := func() {}
 	defer func() { stop() }()
-	l := listenerSet{cfg: s.cfg, tls: s.tls, log: s.Log, metrics: s.Metrics, handlers: s.handlers(), bound: s.bound, draining: s.API.Drain}
+	l := listenerSet{
+		cfg:      s.cfg,
+		tls:      s.tls,
+		log:      s.Log,
+		metrics:  s.Metrics,
+		handlers: s.handlers(),
+		bound:    s.bound,
+		draining: s.API.Drain,
+	}
 	return l.run(ctx, drain, func(apiAddr string) {
 		stop = s.startWorkers()
 		if ready != nil {
@@ -730,7 +835,11 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 
 // handlers are the store-backed handlers of the API, auth proxy and dashboard listeners.
 func (s *Server) handlers() map[string]http.Handler {
-	return map[string]http.Handler{"api": s.Dashboard.Observe(s.API.Handler()), "proxy": s.ProxyServer.Handler(), "dashboard": s.Dashboard.Handler()}
+	return map[string]http.Handler{
+		"api":       s.Dashboard.Observe(s.API.Handler()),
+		"proxy":     s.ProxyServer.Handler(),
+		"dashboard": s.Dashboard.Handler(),
+	}
 }
 
 // startWorkers starts the webhook and message deliveries and the chain follower; stop ends

@@ -28,20 +28,85 @@ func TestErrors(t *testing.T) {
 	name, value, _ := root.Stamper.Stamp(body)
 	tampered := append([]byte{}, body...)
 	tampered[len(tampered)-3] = 'y'
-	servertest.WantError(t, h.Post("/public/v1/submit/create_user_tag", tampered, map[string]string{name: value}), http.StatusUnauthorized, 16, "invalid stamp")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/submit/create_user_tag", tampered, map[string]string{name: value}),
+		http.StatusUnauthorized,
+		16,
+		"invalid stamp",
+	)
 	// No stamp.
-	servertest.WantError(t, h.Post("/public/v1/submit/create_user_tag", body, nil), http.StatusUnauthorized, 16, "not stamped")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/submit/create_user_tag", body, nil),
+		http.StatusUnauthorized,
+		16,
+		"not stamped",
+	)
 	// A stale timestamp.
-	stale := []byte(strings.Replace(string(body), strconv.FormatInt(h.Now().UnixMilli(), 10), strconv.FormatInt(h.Now().Add(-2*time.Hour).UnixMilli(), 10), 1))
-	servertest.WantError(t, root.Post("/public/v1/submit/create_user_tag", stale), http.StatusBadRequest, 3, "timestampMs")
+	stale := []byte(
+		strings.Replace(
+			string(body),
+			strconv.FormatInt(h.Now().UnixMilli(), 10),
+			strconv.FormatInt(h.Now().Add(-2*time.Hour).UnixMilli(), 10),
+			1,
+		),
+	)
+	servertest.WantError(
+		t,
+		root.Post("/public/v1/submit/create_user_tag", stale),
+		http.StatusBadRequest,
+		3,
+		"timestampMs",
+	)
 	// Malformed bodies.
-	servertest.WantError(t, root.Post("/public/v1/submit/create_user_tag", []byte(`{"type":`)), http.StatusBadRequest, 3, "malformed JSON")
-	servertest.WantError(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userIds": []string{}}), http.StatusBadRequest, 3, "parameters.userTagName is required")
-	servertest.WantError(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": 7, "userIds": []string{}}), http.StatusBadRequest, 3, "parameters.userTagName")
-	servertest.WantError(t, root.Submit("create_user_tag", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{}}), http.StatusBadRequest, 3, "type")
+	servertest.WantError(
+		t,
+		root.Post("/public/v1/submit/create_user_tag", []byte(`{"type":`)),
+		http.StatusBadRequest,
+		3,
+		"malformed JSON",
+	)
+	servertest.WantError(
+		t,
+		root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userIds": []string{}}),
+		http.StatusBadRequest,
+		3,
+		"parameters.userTagName is required",
+	)
+	servertest.WantError(
+		t,
+		root.Submit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": 7, "userIds": []string{}},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.userTagName",
+	)
+	servertest.WantError(
+		t,
+		root.Submit("create_user_tag", "ACTIVITY_TYPE_DELETE_USERS", map[string]any{"userIds": []string{}}),
+		http.StatusBadRequest,
+		3,
+		"type",
+	)
 	// Unknown and unsupported paths.
-	servertest.WantError(t, root.Submit("no_such_thing", "ACTIVITY_TYPE_X", map[string]any{}), http.StatusNotFound, 5, "unknown")
-	servertest.WantError(t, root.Submit("claim_swap_fees", "ACTIVITY_TYPE_CLAIM_SWAP_FEES", map[string]any{}), http.StatusNotImplemented, 12, "not supported by Latchkey")
+	servertest.WantError(
+		t,
+		root.Submit("no_such_thing", "ACTIVITY_TYPE_X", map[string]any{}),
+		http.StatusNotFound,
+		5,
+		"unknown",
+	)
+	servertest.WantError(
+		t,
+		root.Submit("claim_swap_fees", "ACTIVITY_TYPE_CLAIM_SWAP_FEES", map[string]any{}),
+		http.StatusNotImplemented,
+		12,
+		"not supported by Latchkey",
+	)
 	// A doubled slash (base URL ending in "/") works without a redirect.
 	r := root.Post("//public/v1/query/whoami", []byte(`{"organizationId":"`+root.Org+`"}`))
 	servertest.MustOK(t, r)
@@ -56,7 +121,10 @@ func TestConcurrentSubmits(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			body := root.SubmitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}})
+			body := root.SubmitBody(
+				"ACTIVITY_TYPE_CREATE_USER_TAG",
+				map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}},
+			)
 			name, value, _ := root.Stamper.Stamp(body)
 			req, _ := http.NewRequest(http.MethodPost, h.URL+"/public/v1/submit/create_user_tag", bytes.NewReader(body))
 			req.Header.Set(name, value)
@@ -109,7 +177,11 @@ func TestNoSecretsInDatabase(t *testing.T) {
 	h := servertest.New(t, servertest.SQLite())
 	root, _ := h.RootOrg("Acme")
 	recvPriv, recvPub := h.NewKey()
-	r := root.Submit("create_read_write_session", "ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2", map[string]any{"targetPublicKey": recvPub})
+	r := root.Submit(
+		"create_read_write_session",
+		"ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2",
+		map[string]any{"targetPublicKey": recvPub},
+	)
 	servertest.MustOK(t, r)
 	bundle := r.Str("activity", "result", "createReadWriteSessionResultV2", "credentialBundle")
 	scalar, err := custody.DecryptCredentialBundle(bundle, recvPriv)

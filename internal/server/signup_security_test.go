@@ -26,7 +26,10 @@ func TestProxySignupPreHijack(t *testing.T) {
 	const victim = "victim@example.com"
 	attackerPriv, attackerPub := p.NewKey()
 	planted := p.ok("signup", map[string]any{"userEmail": victim, "userName": "victim", "authenticators": []any{}, "oauthProviders": []any{},
-		"apiKeys": []any{map[string]any{"apiKeyName": "mine", "publicKey": attackerPub, "curveType": "API_KEY_CURVE_P256"}}}).Str("organizationId")
+		"apiKeys": []any{
+			map[string]any{"apiKeyName": "mine", "publicKey": attackerPub, "curveType": "API_KEY_CURVE_P256"},
+		}}).
+		Str("organizationId")
 	if planted == "" {
 		t.Fatal("the attacker's sign-up (with a credential) should still create a sub-organization")
 	}
@@ -36,31 +39,47 @@ func TestProxySignupPreHijack(t *testing.T) {
 	if got := lookup("EMAIL", victim); got != "" {
 		t.Fatalf("an unproven address matched the account look-up: %s", got)
 	}
-	if r := p.root.Query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": victim}); r.Str("organizationIds", "0") != "" {
+	if r := p.root.Query("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": victim}); r.Str(
+		"organizationIds",
+		"0",
+	) != "" {
 		t.Fatalf("an unproven address matched list_suborgs: %s", r.Raw)
 	}
 
 	// The victim proves the address: still nothing to log in to.
 	otpID := p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim}).Str("otpId")
 	device, devicePub := p256Key(t)
-	tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim), "public_key": devicePub}).Str("verificationToken")
+	tok := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim), "public_key": devicePub}).
+		Str("verificationToken")
 	_, sessPub := p.NewKey()
 	sig := signDER(t, device, []byte(tok))
 	if r := p.call("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}, nil); r.Status != http.StatusNotFound {
 		t.Fatalf("otp_login found an unproven address: %d %s", r.Status, r.Raw)
 	}
 	// Naming the planted sub-organization does not help: its user's address is unproven.
-	r := p.call("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig, "organizationId": planted}, nil)
+	r := p.call(
+		"otp_login",
+		map[string]any{
+			"verificationToken": tok,
+			"public_key":        sessPub,
+			"client_signature":  sig,
+			"organizationId":    planted,
+		},
+		nil,
+	)
 	if r.Status == http.StatusOK {
 		t.Fatalf("otp_login into the planted sub-organization: %s", r.Raw)
 	}
 	mine := p.ok("signup", map[string]any{"userEmail": victim, "userName": "victim", "apiKeys": []any{}, "authenticators": []any{},
-		"oauthProviders": []any{}, "verificationToken": tok, "client_signature": sig}).Str("organizationId")
+		"oauthProviders": []any{}, "verificationToken": tok, "client_signature": sig}).
+		Str("organizationId")
 	if mine == planted || lookup("EMAIL", victim) != mine {
 		t.Fatalf("the victim's verified sign-up: %s (planted %s), look-up %s", mine, planted, lookup("EMAIL", victim))
 	}
-	sess := p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}).Str("session")
-	if sc, err := session.Parse(sess, p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil || sc.OrganizationID != mine {
+	sess := p.ok("otp_login", map[string]any{"verificationToken": tok, "public_key": sessPub, "client_signature": sig}).
+		Str("session")
+	if sc, err := session.Parse(sess, p.Server.Keys.Public(custody.Notarizer), p.Now()); err != nil ||
+		sc.OrganizationID != mine {
 		t.Fatalf("the victim's session: %+v %v", sc, err)
 	}
 	if r := p.Client(mine, attackerPriv).Query("whoami", nil); r.Status == http.StatusOK {
@@ -72,7 +91,14 @@ func TestProxySignupPreHijack(t *testing.T) {
 	attacker := p.Client(planted, attackerPriv)
 	userID := attacker.Query("whoami", nil).Str("userId")
 	const victim2 = "second@example.com"
-	servertest.MustOK(t, attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2}))
+	servertest.MustOK(
+		t,
+		attacker.Submit(
+			"update_user_email",
+			"ACTIVITY_TYPE_UPDATE_USER_EMAIL",
+			map[string]any{"userId": userID, "userEmail": victim2},
+		),
+	)
 	if got := lookup("EMAIL", victim2); got != "" {
 		t.Fatalf("an address a sub-organization's user set without a token matched: %s", got)
 	}
@@ -80,16 +106,31 @@ func TestProxySignupPreHijack(t *testing.T) {
 	// issues them), the address is proven and the token used up.
 	otpID = p.ok("otp_init", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": victim2}).Str("otpId")
 	tok2 := p.ok("otp_verify", map[string]any{"otpId": otpID, "otpCode": p.lastCode(victim2)}).Str("verificationToken")
-	wrong := attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": "third@example.com",
-		"verificationToken": tok2})
+	wrong := attacker.Submit(
+		"update_user_email",
+		"ACTIVITY_TYPE_UPDATE_USER_EMAIL",
+		map[string]any{"userId": userID, "userEmail": "third@example.com",
+			"verificationToken": tok2},
+	)
 	servertest.WantError(t, wrong, 400, 3, "verificationToken")
-	servertest.MustOK(t, attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
-		"verificationToken": tok2}))
+	servertest.MustOK(
+		t,
+		attacker.Submit(
+			"update_user_email",
+			"ACTIVITY_TYPE_UPDATE_USER_EMAIL",
+			map[string]any{"userId": userID, "userEmail": victim2,
+				"verificationToken": tok2},
+		),
+	)
 	if got := lookup("EMAIL", victim2); got != planted {
 		t.Fatalf("a proven address did not match: %q", got)
 	}
-	again := attacker.Submit("update_user_email", "ACTIVITY_TYPE_UPDATE_USER_EMAIL", map[string]any{"userId": userID, "userEmail": victim2,
-		"verificationToken": tok2})
+	again := attacker.Submit(
+		"update_user_email",
+		"ACTIVITY_TYPE_UPDATE_USER_EMAIL",
+		map[string]any{"userId": userID, "userEmail": victim2,
+			"verificationToken": tok2},
+	)
 	servertest.WantError(t, again, 400, 3, "already used")
 
 	// The organization's own backend vouches for what it writes (Turnkey's e-mail auth
@@ -98,7 +139,12 @@ func TestProxySignupPreHijack(t *testing.T) {
 		"subOrganizationName": "backend", "rootQuorumThreshold": 1, "rootUsers": []any{map[string]any{"userName": "b",
 			"userEmail": "backend@example.com", "apiKeys": []any{}, "authenticators": []any{}, "oauthProviders": []any{}}}})
 	servertest.MustOK(t, created)
-	if got := lookup("EMAIL", "backend@example.com"); got != created.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId") {
+	if got := lookup("EMAIL", "backend@example.com"); got != created.Str(
+		"activity",
+		"result",
+		"createSubOrganizationResultV7",
+		"subOrganizationId",
+	) {
 		t.Fatalf("a backend-created address did not match: %q", got)
 	}
 }
@@ -118,7 +164,8 @@ func TestProxySignupNeedsACredentialOrProof(t *testing.T) {
 			t.Errorf("%v: %d %s", body, r.Status, r.Raw)
 		}
 	}
-	if r := p.root.Query("list_suborgs", map[string]any{}); r.Status != http.StatusOK || len(r.Body["organizationIds"].([]any)) != 0 {
+	if r := p.root.Query("list_suborgs", map[string]any{}); r.Status != http.StatusOK ||
+		len(r.Body["organizationIds"].([]any)) != 0 {
 		n := r.Raw
 		t.Fatalf("refused sign-ups created sub-organizations: %s", n)
 	}
@@ -131,8 +178,14 @@ func TestProxyRateLimitsPerAddress(t *testing.T) {
 	p := newProxyHarness(t, proxySettings())
 	signup := func(i int, headers map[string]string) servertest.Response {
 		_, pub := p.NewKey()
-		return p.call("signup", map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
-			"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}}, headers)
+		return p.call(
+			"signup",
+			map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
+				"apiKeys": []any{
+					map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"},
+				}},
+			headers,
+		)
 	}
 	burst := authproxy.DefaultSignupRate.Count
 	var wg sync.WaitGroup
@@ -176,11 +229,20 @@ func TestProxyRateLimitsPerAddress(t *testing.T) {
 	servertest.MustOK(t, signup(100, nil))
 
 	// Configured off, nothing is limited.
-	off := newProxyHarness(t, proxySettings(), servertest.WithConfig(func(c *server.Config) { c.ProxySignupRate = &authproxy.Rate{} }))
+	off := newProxyHarness(
+		t,
+		proxySettings(),
+		servertest.WithConfig(func(c *server.Config) { c.ProxySignupRate = &authproxy.Rate{} }),
+	)
 	for i := 0; i < burst+3; i++ {
 		_, pub := off.NewKey()
-		off.ok("signup", map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
-			"apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}})
+		off.ok(
+			"signup",
+			map[string]any{"userName": "u" + strconv.Itoa(i), "authenticators": []any{}, "oauthProviders": []any{},
+				"apiKeys": []any{
+					map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"},
+				}},
+		)
 	}
 }
 

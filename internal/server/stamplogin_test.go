@@ -44,9 +44,23 @@ func TestStampLogin(t *testing.T) {
 
 	// OTP in the parent, for the session key the client made.
 	h.Advance(time.Millisecond)
-	r := root.Submit("init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"})
+	r := root.Submit(
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": "alice@example.com", "appName": "Acme"},
+	)
 	servertest.MustOK(t, r)
-	otpID, bundle := r.Str("activity", "result", "initOtpResultV2", "otpId"), r.Str("activity", "result", "initOtpResultV2", "otpEncryptionTargetBundle")
+	otpID, bundle := r.Str(
+		"activity",
+		"result",
+		"initOtpResultV2",
+		"otpId",
+	), r.Str(
+		"activity",
+		"result",
+		"initOtpResultV2",
+		"otpEncryptionTargetBundle",
+	)
 	es, _ := notify.ReadOutbox(out.Path())
 	code := otpCodeLine.FindStringSubmatch(es[len(es)-1].Email.Text)[1]
 	sessKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -57,7 +71,11 @@ func TestStampLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Advance(time.Millisecond)
-	r = root.Submit("verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc})
+	r = root.Submit(
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+	)
 	servertest.MustOK(t, r)
 	tok := r.Str("activity", "result", "verifyOtpResult", "verificationToken")
 
@@ -68,21 +86,40 @@ func TestStampLogin(t *testing.T) {
 	if v.Str("organizationIds", "0") != subID {
 		t.Fatalf("list_verified_suborgs: %s", v.Raw)
 	}
-	if v := root.Query("list_verified_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); v.Str("organizationIds") != "[]" {
+	if v := root.Query("list_verified_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "bob@example.com"}); v.Str(
+		"organizationIds",
+	) != "[]" {
 		t.Fatalf("list_verified_suborgs for an unverified address: %s", v.Raw)
 	}
-	servertest.WantError(t, root.Query("list_verified_suborgs", map[string]any{"filterType": "NAME", "filterValue": "x"}), http.StatusBadRequest, 3, "filterType")
+	servertest.WantError(
+		t,
+		root.Query("list_verified_suborgs", map[string]any{"filterType": "NAME", "filterValue": "x"}),
+		http.StatusBadRequest,
+		3,
+		"filterType",
+	)
 
 	const scheme = "STAMP_ATTESTED_SCHEME_P256_VERIFICATION_TOKEN"
 	loginBody := func(org, pub string) []byte {
 		h.Advance(time.Millisecond)
 		c := &servertest.Client{H: h, Org: org}
-		return c.SubmitBody("ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub, "expirationSeconds": "900", "invalidateExisting": true})
+		return c.SubmitBody(
+			"ACTIVITY_TYPE_STAMP_LOGIN",
+			map[string]any{"publicKey": pub, "expirationSeconds": "900", "invalidateExisting": true},
+		)
 	}
 	body := loginBody(created.OrganizationID, sessPub)
-	r = h.Post("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)})
+	r = h.Post(
+		"/public/v1/submit/stamp_login",
+		body,
+		map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)},
+	)
 	servertest.MustOK(t, r)
-	sc, err := session.Parse(r.Str("activity", "result", "stampLoginResult", "session"), h.Server.Keys.Public(custody.Notarizer), h.Now())
+	sc, err := session.Parse(
+		r.Str("activity", "result", "stampLoginResult", "session"),
+		h.Server.Keys.Public(custody.Notarizer),
+		h.Now(),
+	)
 	if err != nil || sc.OrganizationID != subID || r.Str("activity", "organizationId") != subID {
 		t.Fatalf("session %+v, %v: %s", sc, err, r.Raw)
 	}
@@ -93,25 +130,66 @@ func TestStampLogin(t *testing.T) {
 
 	// The token logs in once; it attests only its own key; an attested stamp only logs in.
 	body = loginBody(subID, sessPub)
-	servertest.WantError(t, h.Post("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)}),
-		http.StatusUnauthorized, 16, "already used")
+	servertest.WantError(
+		t,
+		h.Post(
+			"/public/v1/submit/stamp_login",
+			body,
+			map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, body)},
+		),
+		http.StatusUnauthorized,
+		16,
+		"already used",
+	)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	servertest.WantError(t, h.Post("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, other, scheme, tok, body)}),
-		http.StatusUnauthorized, 16, "not issued for the stamp's public key")
+	servertest.WantError(
+		t,
+		h.Post(
+			"/public/v1/submit/stamp_login",
+			body,
+			map[string]string{"X-Stamp-Attested": attestedStamp(t, other, scheme, tok, body)},
+		),
+		http.StatusUnauthorized,
+		16,
+		"not issued for the stamp's public key",
+	)
 	q := []byte(`{"organizationId":"` + subID + `"}`)
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", q, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, q)}),
-		http.StatusForbidden, 7, "only logs in")
+	servertest.WantError(
+		t,
+		h.Post(
+			"/public/v1/query/whoami",
+			q,
+			map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, tok, q)},
+		),
+		http.StatusForbidden,
+		7,
+		"only logs in",
+	)
 	body = loginBody(subID, sessPub)
-	servertest.WantError(t, h.Post("/public/v1/submit/stamp_login", body, map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, "a.b.c", body)}),
-		http.StatusUnauthorized, 16, "verification token")
+	servertest.WantError(
+		t,
+		h.Post(
+			"/public/v1/submit/stamp_login",
+			body,
+			map[string]string{"X-Stamp-Attested": attestedStamp(t, sessKey, scheme, "a.b.c", body)},
+		),
+		http.StatusUnauthorized,
+		16,
+		"verification token",
+	)
 
 	// An API-key stamp_login naming the parent runs in the sub-organization holding the key;
 	// invalidateExisting removed the earlier login key.
 	_, pub2 := h.NewKey()
 	h.Advance(time.Millisecond)
-	r = h.Client(created.OrganizationID, endUserPriv).Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2, "invalidateExisting": true})
+	r = h.Client(created.OrganizationID, endUserPriv).
+		Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2, "invalidateExisting": true})
 	servertest.MustOK(t, r)
-	sc2, err := session.Parse(r.Str("activity", "result", "stampLoginResult", "session"), h.Server.Keys.Public(custody.Notarizer), h.Now())
+	sc2, err := session.Parse(
+		r.Str("activity", "result", "stampLoginResult", "session"),
+		h.Server.Keys.Public(custody.Notarizer),
+		h.Now(),
+	)
 	if err != nil || sc2.OrganizationID != subID || sc2.UserID != sc.UserID {
 		t.Fatalf("session %+v, %v", sc2, err)
 	}
@@ -121,6 +199,12 @@ func TestStampLogin(t *testing.T) {
 	// A key no organization holds is still refused with the SDK's message.
 	strangerPriv, _ := h.NewKey()
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, h.Client(created.OrganizationID, strangerPriv).Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2}),
-		http.StatusUnauthorized, 16, "could not find public key")
+	servertest.WantError(
+		t,
+		h.Client(created.OrganizationID, strangerPriv).
+			Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub2}),
+		http.StatusUnauthorized,
+		16,
+		"could not find public key",
+	)
 }

@@ -26,7 +26,10 @@ func (f TLSFiles) check(listener string) error {
 		return fmt.Errorf("TLS for the %s listener: give both a certificate file and a key file", listener)
 	}
 	if f.ClientCAFile != "" && f.CertFile == "" {
-		return fmt.Errorf("TLS for the %s listener: client certificates need TLS: give a certificate and key file too", listener)
+		return fmt.Errorf(
+			"TLS for the %s listener: client certificates need TLS: give a certificate and key file too",
+			listener,
+		)
 	}
 	return nil
 }

@@ -63,7 +63,11 @@ func (ca *testCA) issue(t *testing.T, cn string, client bool) (certPEM, keyPEM [
 		t.Fatal(err)
 	}
 	kder, _ := x509.MarshalPKCS8PrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	return pem.EncodeToMemory(
+			&pem.Block{Type: "CERTIFICATE", Bytes: der},
+		), pem.EncodeToMemory(
+			&pem.Block{Type: "PRIVATE KEY", Bytes: kder},
+		)
 }
 
 func writeFile(t *testing.T, path string, b []byte) {
@@ -83,7 +87,16 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverCA, clientCA := newTestCA(t, "server CA"), newTestCA(t, "client CA")
-	certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "clients.pem")
+	certFile, keyFile, caFile := filepath.Join(
+		dir,
+		"tls.crt",
+	), filepath.Join(
+		dir,
+		"tls.key",
+	), filepath.Join(
+		dir,
+		"clients.pem",
+	)
 	c, k := serverCA.issue(t, "first", false)
 	writeFile(t, certFile, c)
 	writeFile(t, keyFile, k)
@@ -98,11 +111,14 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 
 	var logs lockedBuffer
 	files := server.TLSFiles{CertFile: certFile, KeyFile: keyFile}
-	s, err := server.Open(context.Background(), server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
-		DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		APITLS: files, ProxyTLS: files, MetricsTLS: files,
-		DashboardTLS: server.TLSFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile},
-		Log:          slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	s, err := server.Open(
+		context.Background(),
+		server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
+			DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
+			APITLS: files, ProxyTLS: files, MetricsTLS: files,
+			DashboardTLS: server.TLSFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile},
+			Log:          slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +135,10 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 	// get fetches url over a new connection (no reuse: each call sees the certificate served
 	// now) and returns the status and the server certificate's common name.
 	get := func(url string, certs ...tls.Certificate) (int, string, error) {
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}, DisableKeepAlives: true}
+		tr := &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: roots, Certificates: certs},
+			DisableKeepAlives: true,
+		}
 		defer tr.CloseIdleConnections()
 		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
 		if err != nil {
@@ -171,7 +190,11 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { _, cn, err := get(s.APIURL() + "/livez"); return err == nil && cn == "second" }, "the renewed certificate")
+	waitUntil(
+		t,
+		func() bool { _, cn, err := get(s.APIURL() + "/livez"); return err == nil && cn == "second" },
+		"the renewed certificate",
+	)
 	if _, cn, err := get(s.DashboardURL()+"/login", clientPair); err != nil || cn != "second" {
 		t.Fatalf("dashboard after SIGHUP: %q %v", cn, err)
 	}
@@ -181,7 +204,11 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return strings.Contains(string(logs.Bytes()), "reloading TLS certificates failed") }, "the failed reload's log line")
+	waitUntil(
+		t,
+		func() bool { return strings.Contains(string(logs.Bytes()), "reloading TLS certificates failed") },
+		"the failed reload's log line",
+	)
 	if _, cn, err := get(s.APIURL() + "/livez"); err != nil || cn != "second" {
 		t.Fatalf("after a failed reload: %q %v", cn, err)
 	}
@@ -263,13 +290,17 @@ func TestRunReleasesListenersWhenOneFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	s, err := server.Open(context.Background(), server.Config{DataDir: t.TempDir(), Dev: true, APIAddr: apiAddr, ProxyAddr: "127.0.0.1:0",
-		DashboardAddr: taken.Addr().String(), Log: slog.New(slog.DiscardHandler)})
+	s, err := server.Open(
+		context.Background(),
+		server.Config{DataDir: t.TempDir(), Dev: true, APIAddr: apiAddr, ProxyAddr: "127.0.0.1:0",
+			DashboardAddr: taken.Addr().String(), Log: slog.New(slog.DiscardHandler)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Run(context.Background(), time.Second, nil); err == nil || !strings.Contains(err.Error(), "--dashboard-addr") {
+	if err := s.Run(context.Background(), time.Second, nil); err == nil ||
+		!strings.Contains(err.Error(), "--dashboard-addr") {
 		t.Fatalf("Run with a taken dashboard address: %v", err)
 	}
 	again, err := net.Listen("tcp", apiAddr)

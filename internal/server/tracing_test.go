@@ -150,14 +150,21 @@ func TestTracesOverOTLP(t *testing.T) {
 
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	w := root.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]})
+	w := root.Submit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
+	)
 	servertest.MustOK(t, w)
 	addr := w.Str("activity", "result", "createWalletResult", "addresses", "0")
 
 	payload := make([]byte, 32)
 	_, _ = rand.Read(payload)
-	body := root.SubmitBody("ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": addr, "payload": hex.EncodeToString(payload),
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	body := root.SubmitBody(
+		"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+		map[string]any{"signWith": addr, "payload": hex.EncodeToString(payload),
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+	)
 	stampName, stampValue, err := root.Stamper.Stamp(body)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +173,17 @@ func TestTracesOverOTLP(t *testing.T) {
 	r := h.Post("/public/v1/submit/sign_raw_payload", body, map[string]string{stampName: stampValue,
 		"traceparent": "00-" + traceID + "-" + clientSpan + "-01"})
 	servertest.MustOK(t, r)
-	sig := r.Str("activity", "result", "signRawPayloadResult", "r") + r.Str("activity", "result", "signRawPayloadResult", "s")
+	sig := r.Str(
+		"activity",
+		"result",
+		"signRawPayloadResult",
+		"r",
+	) + r.Str(
+		"activity",
+		"result",
+		"signRawPayloadResult",
+		"s",
+	)
 
 	// Shutting down flushes.
 	if err := shutdown(ctx); err != nil {
@@ -212,7 +229,12 @@ func TestTracesOverOTLP(t *testing.T) {
 		t.Fatalf("request span kind %v", req.Kind)
 	}
 	if parent(store) != id(req) || parent(sign) != id(req) {
-		t.Fatalf("store (parent %s) and sign (parent %s) spans are not children of the request span %s", parent(store), parent(sign), id(req))
+		t.Fatalf(
+			"store (parent %s) and sign (parent %s) spans are not children of the request span %s",
+			parent(store),
+			parent(sign),
+			id(req),
+		)
 	}
 	if parent(pol) != id(store) {
 		t.Fatalf("policy span's parent %s, want the store transaction %s", parent(pol), id(store))
@@ -234,8 +256,14 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 
 	// Nothing secret or client-written in any span: attributes, events, links, status.
-	secrets := map[string]string{"request body": string(body), "stamp": stampValue, "payload": hex.EncodeToString(payload),
-		"signature": sig, "API private key": root.Priv, "API public key": root.Pub}
+	secrets := map[string]string{
+		"request body":    string(body),
+		"stamp":           stampValue,
+		"payload":         hex.EncodeToString(payload),
+		"signature":       sig,
+		"API private key": root.Priv,
+		"API public key":  root.Pub,
+	}
 	for _, s := range spans {
 		var vals []string
 		for _, a := range s.Attributes {
@@ -284,8 +312,12 @@ func TestTracedErrorsCarryCodes(t *testing.T) {
 	h := servertest.New(t)
 	root, _ := h.RootOrg("Acme")
 	marker := "0xfeedfacefeedfacefeedfacefeedfacefeedface"
-	r := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": marker, "payload": "00",
-		"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"})
+	r := root.Submit(
+		"sign_raw_payload",
+		"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2",
+		map[string]any{"signWith": marker, "payload": "00",
+			"encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_NO_OP"},
+	)
 	if r.Status == http.StatusOK {
 		t.Fatalf("signing with an unknown key succeeded: %s", r.Raw)
 	}
@@ -335,20 +367,55 @@ func TestTracedDenialAndVote(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
 	alicePriv, alicePub := h.NewKey()
-	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
-		map[string]any{"apiKeyName": "a", "publicKey": alicePub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	u := root.Submit(
+		"create_users",
+		"ACTIVITY_TYPE_CREATE_USERS_V4",
+		map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
+			map[string]any{
+				"apiKeyName": "a",
+				"publicKey":  alicePub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+	)
 	servertest.MustOK(t, u)
 	aliceID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	alice := h.Client(created.OrganizationID, alicePriv)
 	// Alice is not a root user yet: nothing allows her to create a wallet.
-	servertest.WantError(t, alice.Submit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET", map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]}),
-		http.StatusForbidden, 7, "denied request implicitly")
-	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}}))
-	r := root.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "needs two", "userIds": []string{}})
+	servertest.WantError(
+		t,
+		alice.Submit(
+			"create_wallet",
+			"ACTIVITY_TYPE_CREATE_WALLET",
+			map[string]any{"walletName": "mine", "accounts": servertest.WalletAccounts[:1]},
+		),
+		http.StatusForbidden,
+		7,
+		"denied request implicitly",
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"update_root_quorum",
+			"ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+			map[string]any{"threshold": 2, "userIds": []string{created.UserID, aliceID}},
+		),
+	)
+	r := root.Submit(
+		"create_user_tag",
+		"ACTIVITY_TYPE_CREATE_USER_TAG",
+		map[string]any{"userTagName": "needs two", "userIds": []string{}},
+	)
 	if r.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
 		t.Fatalf("want CONSENSUS_NEEDED: %s", r.Raw)
 	}
-	servertest.MustOK(t, alice.Submit("approve_activity", "ACTIVITY_TYPE_APPROVE_ACTIVITY", map[string]any{"fingerprint": r.Str("activity", "fingerprint")}))
+	servertest.MustOK(
+		t,
+		alice.Submit(
+			"approve_activity",
+			"ACTIVITY_TYPE_APPROVE_ACTIVITY",
+			map[string]any{"fingerprint": r.Str("activity", "fingerprint")},
+		),
+	)
 	if err := shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +487,10 @@ func TestTracedDenialAndVote(t *testing.T) {
 		t.Fatalf("denied transaction outcome %q", attrString(undone.Attributes, "latchkey.store.outcome"))
 	}
 	if st := req.GetStatus(); st.GetCode() != tracepb.Status_STATUS_CODE_ERROR || st.GetMessage() == "" ||
-		st.GetMessage() != attrString(req.Attributes, "latchkey.error.turnkey_code") || attrString(req.Attributes, "latchkey.error.code") != "7" {
+		st.GetMessage() != attrString(
+			req.Attributes,
+			"latchkey.error.turnkey_code",
+		) || attrString(req.Attributes, "latchkey.error.code") != "7" {
 		t.Fatalf("denied request status %v, attributes %v", st, req.Attributes)
 	}
 

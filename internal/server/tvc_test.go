@@ -87,11 +87,22 @@ func TestTVCLifecycle(t *testing.T) {
 	op1, op2, op3, outsider := newTVCOperator(t), newTVCOperator(t), newTVCOperator(t), newTVCOperator(t)
 
 	// An app with a new 2-of-2 manifest set and a new 1-of-1 share set.
-	r := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
-		"manifestSetParams": map[string]any{"name": "approvers", "threshold": 2, "newOperators": []any{
-			map[string]any{"name": "alice", "publicKey": op1.pub}, map[string]any{"name": "bob", "publicKey": op2.pub}}},
-		"shareSetParams": map[string]any{"name": "holders", "threshold": 1, "newOperators": []any{map[string]any{"name": "carol", "publicKey": op3.pub}}},
-		"enableEgress":   true})
+	r := root.Submit(
+		"create_tvc_app",
+		"ACTIVITY_TYPE_CREATE_TVC_APP",
+		map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
+			"manifestSetParams": map[string]any{"name": "approvers", "threshold": 2, "newOperators": []any{
+				map[string]any{
+					"name":      "alice",
+					"publicKey": op1.pub,
+				}, map[string]any{"name": "bob", "publicKey": op2.pub}}},
+			"shareSetParams": map[string]any{
+				"name":         "holders",
+				"threshold":    1,
+				"newOperators": []any{map[string]any{"name": "carol", "publicKey": op3.pub}},
+			},
+			"enableEgress": true},
+	)
 	servertest.MustOK(t, r)
 	res := func(r servertest.Response, f string) string {
 		return r.Str("activity", "result", "createTvcAppResult", f)
@@ -100,18 +111,27 @@ func TestTVCLifecycle(t *testing.T) {
 	var msOps, ssOps []string
 	_ = json.Unmarshal([]byte(res(r, "manifestSetOperatorIds")), &msOps)
 	_ = json.Unmarshal([]byte(res(r, "shareSetOperatorIds")), &ssOps)
-	if appID == "" || len(msOps) != 2 || len(ssOps) != 1 || res(r, "manifestSetThreshold") != "2" || res(r, "shareSetThreshold") != "1" {
+	if appID == "" || len(msOps) != 2 || len(ssOps) != 1 || res(r, "manifestSetThreshold") != "2" ||
+		res(r, "shareSetThreshold") != "1" {
 		t.Fatalf("create_tvc_app result: %s", r.Raw)
 	}
 	// Names are unique in the organization.
-	dup := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
-		"manifestSetId": manifestSetID, "shareSetId": manifestSetID})
+	dup := root.Submit(
+		"create_tvc_app",
+		"ACTIVITY_TYPE_CREATE_TVC_APP",
+		map[string]any{"name": "signer", "quorumPublicKey": op3.pub,
+			"manifestSetId": manifestSetID, "shareSetId": manifestSetID},
+	)
 	servertest.WantError(t, dup, http.StatusConflict, 6, "parameters.name")
 
 	// A second app reuses the manifest set and names an existing operator for its share set.
-	r2 := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "second", "quorumPublicKey": op3.pub,
-		"manifestSetId": manifestSetID, "shareSetParams": map[string]any{"name": "reuse", "threshold": 1, "existingOperatorIds": []string{ssOps[0]}},
-		"enableDebugModeDeployments": true})
+	r2 := root.Submit(
+		"create_tvc_app",
+		"ACTIVITY_TYPE_CREATE_TVC_APP",
+		map[string]any{"name": "second", "quorumPublicKey": op3.pub,
+			"manifestSetId": manifestSetID, "shareSetParams": map[string]any{"name": "reuse", "threshold": 1, "existingOperatorIds": []string{ssOps[0]}},
+			"enableDebugModeDeployments": true},
+	)
 	servertest.MustOK(t, r2)
 	app2 := res(r2, "appId")
 	if res(r2, "manifestSetId") != manifestSetID || !strings.Contains(res(r2, "shareSetOperatorIds"), ssOps[0]) {
@@ -121,9 +141,12 @@ func TestTVCLifecycle(t *testing.T) {
 	g := root.Query("get_tvc_app", map[string]any{"tvcAppId": appID})
 	servertest.MustOK(t, g)
 	if g.Str("tvcApp", "name") != "signer" || g.Str("tvcApp", "quorumPublicKey") != op3.pub || g.Str("tvcApp", "enableEgress") != "true" ||
-		g.Str("tvcApp", "manifestSet", "operators", "1", "publicKey") != op2.pub || g.Str("tvcApp", "shareSet", "threshold") != "1" ||
-		g.Str("tvcApp", "publicDomain") != "app-"+appID+tvc.PublicDomainSuffix || g.Str("tvcApp", "liveDeploymentId") != "" ||
-		g.Str("tvcApp", "organizationId") != created.OrganizationID || g.Str("tvcApp", "enableDebugModeDeployments") != "false" {
+		g.Str("tvcApp", "manifestSet", "operators", "1", "publicKey") != op2.pub ||
+		g.Str("tvcApp", "shareSet", "threshold") != "1" ||
+		g.Str("tvcApp", "publicDomain") != "app-"+appID+tvc.PublicDomainSuffix ||
+		g.Str("tvcApp", "liveDeploymentId") != "" ||
+		g.Str("tvcApp", "organizationId") != created.OrganizationID ||
+		g.Str("tvcApp", "enableDebugModeDeployments") != "false" {
 		t.Fatalf("get_tvc_app: %s", g.Raw)
 	}
 	l := root.Query("list_tvc_apps", nil)
@@ -137,50 +160,133 @@ func TestTVCLifecycle(t *testing.T) {
 	dparams["pivotContainerEncryptedPullSecret"] = "c2VjcmV0LWJsb2I="
 	d := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dparams)
 	servertest.MustOK(t, d)
-	dep1, manifestID := d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	dep1, manifestID := d.Str(
+		"activity",
+		"result",
+		"createTvcDeploymentResult",
+		"deploymentId",
+	), d.Str(
+		"activity",
+		"result",
+		"createTvcDeploymentResult",
+		"manifestId",
+	)
 	if dep1 == "" || manifestID == "" || strings.Contains(string(d.Raw), "c2VjcmV0LWJsb2I=") {
 		t.Fatalf("create_tvc_deployment (the pull secret must not be echoed): %s", d.Raw)
 	}
 	manifest, gd := manifestOf(t, root, dep1)
 	if gd.Str("tvcDeployment", "appId") != appID || gd.Str("tvcDeployment", "manifest", "id") != manifestID ||
-		gd.Str("tvcDeployment", "pivotContainer", "hasPullSecret") != "true" || gd.Str("tvcDeployment", "pivotContainer", "args", "1") != "3000" ||
+		gd.Str(
+			"tvcDeployment",
+			"pivotContainer",
+			"hasPullSecret",
+		) != "true" || gd.Str("tvcDeployment", "pivotContainer", "args", "1") != "3000" ||
 		gd.Str("tvcDeployment", "delete") != "false" || gd.Str("tvcDeployment", "manifestSet", "id") != manifestSetID ||
 		gd.Str("tvcDeployment", "qosVersion") != "v0.4.0" || gd.Str("tvcDeployment", "manifestApprovals") != "[]" {
 		t.Fatalf("get_tvc_deployment: %s", gd.Raw)
 	}
 	var m tvc.Manifest
 	if err := json.Unmarshal(manifest, &m); err != nil || m.Format != tvc.ManifestFormat || m.DeploymentID != dep1 || m.Pivot.Digest != strings.Repeat("ab", 32) ||
-		len(m.ManifestSet.Members) != 2 || m.ManifestSet.Threshold != 2 || !m.Runtime.EnableEgress || m.Runtime.Replicas != 1 || m.Nonce != h.Now().Unix() {
+		len(m.ManifestSet.Members) != 2 || m.ManifestSet.Threshold != 2 ||
+		!m.Runtime.EnableEgress ||
+		m.Runtime.Replicas != 1 ||
+		m.Nonce != h.Now().Unix() {
 		t.Fatalf("manifest %s: %v", manifest, err)
 	}
 
 	// Each helper moves the clock on, so a repeated request is a new activity, not a replay.
 	live := func(dep string) servertest.Response {
 		h.Advance(time.Millisecond)
-		return root.Submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": dep})
+		return root.Submit(
+			"set_tvc_app_live_deployment",
+			"ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT",
+			map[string]any{"deploymentId": dep},
+		)
 	}
 	approve := func(approvals ...map[string]any) servertest.Response {
-		return root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID, "approvals": approvals})
+		return root.Submit(
+			"create_tvc_manifest_approvals",
+			"ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS",
+			map[string]any{"manifestId": manifestID, "approvals": approvals},
+		)
 	}
 	servertest.WantError(t, live(dep1), http.StatusBadRequest, 9, "0 of the 2 manifest approvals")
 
 	// Approvals: only valid signatures by members of the manifest set, once each.
-	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": outsider.sign(t, manifest, false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, []byte("something else"), false)}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": "zz"}), http.StatusBadRequest, 3, "parameters.approvals[0].signature")
-	servertest.WantError(t, approve(map[string]any{"operatorId": ssOps[0], "signature": op3.sign(t, manifest, false)}), http.StatusBadRequest, 3, "not in the manifest set")
-	servertest.WantError(t, approve(map[string]any{"operatorId": "5b1c6a0e-0000-4000-8000-000000000000", "signature": op1.sign(t, manifest, false)}), http.StatusNotFound, 5, "parameters.approvals[0].operatorId")
+	servertest.WantError(
+		t,
+		approve(map[string]any{"operatorId": msOps[0], "signature": outsider.sign(t, manifest, false)}),
+		http.StatusBadRequest,
+		3,
+		"parameters.approvals[0].signature",
+	)
+	servertest.WantError(
+		t,
+		approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, []byte("something else"), false)}),
+		http.StatusBadRequest,
+		3,
+		"parameters.approvals[0].signature",
+	)
+	servertest.WantError(
+		t,
+		approve(map[string]any{"operatorId": msOps[0], "signature": "zz"}),
+		http.StatusBadRequest,
+		3,
+		"parameters.approvals[0].signature",
+	)
+	servertest.WantError(
+		t,
+		approve(map[string]any{"operatorId": ssOps[0], "signature": op3.sign(t, manifest, false)}),
+		http.StatusBadRequest,
+		3,
+		"not in the manifest set",
+	)
+	servertest.WantError(
+		t,
+		approve(
+			map[string]any{
+				"operatorId": "5b1c6a0e-0000-4000-8000-000000000000",
+				"signature":  op1.sign(t, manifest, false),
+			},
+		),
+		http.StatusNotFound,
+		5,
+		"parameters.approvals[0].operatorId",
+	)
 	// A batch with one bad approval stores none of it.
-	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)},
-		map[string]any{"operatorId": msOps[1], "signature": op1.sign(t, manifest, false)}), http.StatusBadRequest, 3, "parameters.approvals[1].signature")
+	servertest.WantError(t, approve(
+		map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)},
+		map[string]any{
+			"operatorId": msOps[1],
+			"signature":  op1.sign(t, manifest, false),
+		},
+	), http.StatusBadRequest, 3, "parameters.approvals[1].signature")
 	a := approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, false)})
 	servertest.MustOK(t, a)
-	servertest.WantError(t, approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, true)}), http.StatusConflict, 6, "already approved")
+	servertest.WantError(
+		t,
+		approve(map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, manifest, true)}),
+		http.StatusConflict,
+		6,
+		"already approved",
+	)
 	servertest.WantError(t, live(dep1), http.StatusBadRequest, 9, "1 of the 2 manifest approvals")
 	servertest.MustOK(t, approve(map[string]any{"operatorId": msOps[1], "signature": op2.sign(t, manifest, true)}))
 	_, gd = manifestOf(t, root, dep1)
-	if gd.Str("tvcDeployment", "manifestApprovals", "0", "id") != a.Str("activity", "result", "createTvcManifestApprovalsResult", "approvalIds", "0") ||
-		gd.Str("tvcDeployment", "manifestApprovals", "1", "operator", "name") != "bob" || gd.Str("tvcDeployment", "manifestApprovals", "0", "manifestId") != manifestID {
+	if gd.Str(
+		"tvcDeployment",
+		"manifestApprovals",
+		"0",
+		"id",
+	) != a.Str(
+		"activity",
+		"result",
+		"createTvcManifestApprovalsResult",
+		"approvalIds",
+		"0",
+	) ||
+		gd.Str("tvcDeployment", "manifestApprovals", "1", "operator", "name") != "bob" ||
+		gd.Str("tvcDeployment", "manifestApprovals", "0", "manifestId") != manifestID {
 		t.Fatalf("approvals: %s", gd.Raw)
 	}
 	servertest.MustOK(t, live(dep1))
@@ -191,11 +297,19 @@ func TestTVCLifecycle(t *testing.T) {
 	// The live deployment cannot be deleted.
 	del := func(dep string) servertest.Response {
 		h.Advance(time.Millisecond)
-		return root.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
+		return root.Submit(
+			"delete_tvc_deployment",
+			"ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT",
+			map[string]any{"deploymentId": dep},
+		)
 	}
 	restore := func(dep string) servertest.Response {
 		h.Advance(time.Millisecond)
-		return root.Submit("restore_tvc_deployment", "ACTIVITY_TYPE_RESTORE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep})
+		return root.Submit(
+			"restore_tvc_deployment",
+			"ACTIVITY_TYPE_RESTORE_TVC_DEPLOYMENT",
+			map[string]any{"deploymentId": dep},
+		)
 	}
 	servertest.WantError(t, del(dep1), http.StatusBadRequest, 9, "is the live deployment")
 
@@ -213,23 +327,47 @@ func TestTVCLifecycle(t *testing.T) {
 	}
 	explicit := tvcDeploymentParams(appID)
 	explicit["nonce"] = m.Nonce
-	servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", explicit), http.StatusConflict, 6, "parameters.nonce")
+	servertest.WantError(
+		t,
+		root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", explicit),
+		http.StatusConflict,
+		6,
+		"parameters.nonce",
+	)
 
 	servertest.MustOK(t, del(dep2))
 	servertest.WantError(t, del(dep2), http.StatusBadRequest, 9, "already deleted")
 	servertest.WantError(t, live(dep2), http.StatusBadRequest, 9, "is deleted")
-	d2Manifest := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}).Str("tvcDeployment", "manifest", "id")
-	servertest.WantError(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": d2Manifest,
-		"approvals": []any{map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, m2, false)}}}), http.StatusBadRequest, 9, "is deleted")
-	if g := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}); g.Str("tvcDeployment", "delete") != "true" {
+	d2Manifest := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}).
+		Str("tvcDeployment", "manifest", "id")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"create_tvc_manifest_approvals",
+			"ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS",
+			map[string]any{"manifestId": d2Manifest,
+				"approvals": []any{
+					map[string]any{"operatorId": msOps[0], "signature": op1.sign(t, m2, false)},
+				}},
+		),
+		http.StatusBadRequest,
+		9,
+		"is deleted",
+	)
+	if g := root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep2}); g.Str(
+		"tvcDeployment",
+		"delete",
+	) != "true" {
 		t.Fatalf("deleted deployment: %s", g.Raw)
 	}
 
 	// The status is the record state: nothing ever runs.
 	st := root.Query("get_app_status", map[string]any{"appId": appID})
 	servertest.MustOK(t, st)
-	if st.Str("appStatus", "targetedDeploymentId") != dep1 || st.Str("appStatus", "deployments", "0", "deploymentId") != dep1 ||
-		st.Str("appStatus", "deployments", "0", "desiredReplicas") != "1" || st.Str("appStatus", "deployments", "0", "readyReplicas") != "0" ||
+	if st.Str("appStatus", "targetedDeploymentId") != dep1 ||
+		st.Str("appStatus", "deployments", "0", "deploymentId") != dep1 ||
+		st.Str("appStatus", "deployments", "0", "desiredReplicas") != "1" ||
+		st.Str("appStatus", "deployments", "0", "readyReplicas") != "0" ||
 		st.Str("appStatus", "deployments", "1", "desiredReplicas") != "0" {
 		t.Fatalf("get_app_status: %s", st.Raw)
 	}
@@ -238,21 +376,65 @@ func TestTVCLifecycle(t *testing.T) {
 	servertest.WantError(t, restore(dep2), http.StatusBadRequest, 9, "is not deleted")
 	ld := root.Query("list_tvc_app_deployments", map[string]any{"appId": appID})
 	servertest.MustOK(t, ld)
-	if ds := ld.Body["tvcDeployments"].([]any); len(ds) != 2 || ld.Str("tvcDeployments", "0", "id") != dep1 || ld.Str("tvcDeployments", "1", "delete") != "false" {
+	if ds := ld.Body["tvcDeployments"].([]any); len(ds) != 2 || ld.Str("tvcDeployments", "0", "id") != dep1 ||
+		ld.Str("tvcDeployments", "1", "delete") != "false" {
 		t.Fatalf("list_tvc_app_deployments: %s", ld.Raw)
 	}
-	if st := root.Query("get_app_status", map[string]any{"appId": appID}); st.Str("appStatus", "deployments", "1", "desiredReplicas") != "3" {
+	if st := root.Query("get_app_status", map[string]any{"appId": appID}); st.Str(
+		"appStatus",
+		"deployments",
+		"1",
+		"desiredReplicas",
+	) != "3" {
 		t.Fatalf("restored status: %s", st.Raw)
 	}
 
 	// Another organization sees none of it and cannot deploy to it.
 	other, _ := h.RootOrg("Other")
-	servertest.WantError(t, other.Query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
-	servertest.WantError(t, other.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
-	servertest.WantError(t, other.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID)), http.StatusNotFound, 5, "parameters.appId")
-	servertest.WantError(t, other.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": dep2}), http.StatusNotFound, 5, "parameters.deploymentId")
-	servertest.WantError(t, other.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "x", "quorumPublicKey": op3.pub,
-		"manifestSetId": manifestSetID, "shareSetId": manifestSetID}), http.StatusNotFound, 5, "parameters.manifestSetId")
+	servertest.WantError(
+		t,
+		other.Query("get_tvc_app", map[string]any{"tvcAppId": appID}),
+		http.StatusNotFound,
+		5,
+		"TVC app not found",
+	)
+	servertest.WantError(
+		t,
+		other.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}),
+		http.StatusNotFound,
+		5,
+		"TVC deployment not found",
+	)
+	servertest.WantError(
+		t,
+		other.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID)),
+		http.StatusNotFound,
+		5,
+		"parameters.appId",
+	)
+	servertest.WantError(
+		t,
+		other.Submit(
+			"delete_tvc_deployment",
+			"ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT",
+			map[string]any{"deploymentId": dep2},
+		),
+		http.StatusNotFound,
+		5,
+		"parameters.deploymentId",
+	)
+	servertest.WantError(
+		t,
+		other.Submit(
+			"create_tvc_app",
+			"ACTIVITY_TYPE_CREATE_TVC_APP",
+			map[string]any{"name": "x", "quorumPublicKey": op3.pub,
+				"manifestSetId": manifestSetID, "shareSetId": manifestSetID},
+		),
+		http.StatusNotFound,
+		5,
+		"parameters.manifestSetId",
+	)
 	if l := other.Query("list_tvc_apps", nil); l.Str("tvcApps") != "[]" {
 		t.Fatalf("other org's apps: %s", l.Raw)
 	}
@@ -260,22 +442,66 @@ func TestTVCLifecycle(t *testing.T) {
 	// Debug-mode deployments only on apps that allow them.
 	dbg := tvcDeploymentParams(appID)
 	dbg["debugMode"] = true
-	servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg), http.StatusBadRequest, 3, "parameters.debugMode")
+	servertest.WantError(
+		t,
+		root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg),
+		http.StatusBadRequest,
+		3,
+		"parameters.debugMode",
+	)
 	dbg["appId"] = app2
 	servertest.MustOK(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", dbg))
 
 	// Deleting the app takes its deployments; the shared operator sets stay for the other app.
-	da := root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID})
+	da := root.Submit(
+		"delete_tvc_app_and_deployments",
+		"ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS",
+		map[string]any{"appId": appID},
+	)
 	servertest.MustOK(t, da)
 	if da.Str("activity", "result", "deleteTvcAppAndDeploymentsResult", "appId") != appID {
 		t.Fatalf("delete app: %s", da.Raw)
 	}
-	servertest.WantError(t, root.Query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5, "TVC app not found")
-	servertest.WantError(t, root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}), http.StatusNotFound, 5, "TVC deployment not found")
-	servertest.WantError(t, root.Query("list_tvc_app_deployments", map[string]any{"appId": appID}), http.StatusNotFound, 5, "TVC app not found")
+	servertest.WantError(
+		t,
+		root.Query("get_tvc_app", map[string]any{"tvcAppId": appID}),
+		http.StatusNotFound,
+		5,
+		"TVC app not found",
+	)
+	servertest.WantError(
+		t,
+		root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}),
+		http.StatusNotFound,
+		5,
+		"TVC deployment not found",
+	)
+	servertest.WantError(
+		t,
+		root.Query("list_tvc_app_deployments", map[string]any{"appId": appID}),
+		http.StatusNotFound,
+		5,
+		"TVC app not found",
+	)
 	h.Advance(time.Millisecond)
-	servertest.WantError(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusNotFound, 5, "parameters.appId")
-	if g := root.Query("get_tvc_app", map[string]any{"tvcAppId": app2}); g.Str("tvcApp", "manifestSet", "operators", "0", "name") != "alice" {
+	servertest.WantError(
+		t,
+		root.Submit(
+			"delete_tvc_app_and_deployments",
+			"ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS",
+			map[string]any{"appId": appID},
+		),
+		http.StatusNotFound,
+		5,
+		"parameters.appId",
+	)
+	if g := root.Query("get_tvc_app", map[string]any{"tvcAppId": app2}); g.Str(
+		"tvcApp",
+		"manifestSet",
+		"operators",
+		"0",
+		"name",
+	) != "alice" {
 		t.Fatalf("second app after delete: %s", g.Raw)
 	}
 	// The first app's own share set went with it; its operator carol stays, named by the
@@ -294,7 +520,14 @@ func TestTVCLifecycle(t *testing.T) {
 		t.Fatalf("after deleting the first app: %d sets, %d operators", s, o)
 	}
 	h.Advance(time.Millisecond)
-	servertest.MustOK(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": app2}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"delete_tvc_app_and_deployments",
+			"ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS",
+			map[string]any{"appId": app2},
+		),
+	)
 	for _, kind := range tvc.OwnedKinds {
 		if n := count(kind); n != 0 {
 			t.Fatalf("%d %s records left after deleting every app", n, kind)
@@ -310,7 +543,10 @@ func TestTVCLifecycle(t *testing.T) {
 }
 
 func TestTVCValidation(t *testing.T) {
-	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) { c.TVCQOSVersions = []string{"v0.3.0", "v0.4.0"} }))
+	h := servertest.New(
+		t,
+		servertest.WithConfig(func(c *server.Config) { c.TVCQOSVersions = []string{"v0.3.0", "v0.4.0"} }),
+	)
 	root, _ := h.RootOrg("Acme")
 	op1, op2 := newTVCOperator(t), newTVCOperator(t)
 	set := func(threshold int, ops ...tvcOperator) map[string]any {
@@ -321,7 +557,12 @@ func TestTVCValidation(t *testing.T) {
 		return map[string]any{"name": "set", "threshold": threshold, "newOperators": n}
 	}
 	appParams := func() map[string]any {
-		return map[string]any{"name": "app", "quorumPublicKey": op1.pub, "manifestSetParams": set(1, op1), "shareSetParams": set(1, op2)}
+		return map[string]any{
+			"name":              "app",
+			"quorumPublicKey":   op1.pub,
+			"manifestSetParams": set(1, op1),
+			"shareSetParams":    set(1, op2),
+		}
 	}
 	r := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", appParams())
 	servertest.MustOK(t, r)
@@ -339,7 +580,9 @@ func TestTVCValidation(t *testing.T) {
 	missing := "5b1c6a0e-0000-4000-8000-000000000000"
 	compressed := func(o tvcOperator) string {
 		b, _ := hex.DecodeString(o.pub)
-		return hex.EncodeToString(elliptic.MarshalCompressed(elliptic.P256(), new(big.Int).SetBytes(b[1:33]), new(big.Int).SetBytes(b[33:])))
+		return hex.EncodeToString(
+			elliptic.MarshalCompressed(elliptic.P256(), new(big.Int).SetBytes(b[1:33]), new(big.Int).SetBytes(b[33:])),
+		)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -390,13 +633,21 @@ func TestTVCValidation(t *testing.T) {
 			p := appParams()
 			tc.edit(p)
 			h.Advance(time.Millisecond)
-			servertest.WantError(t, root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p), tc.status, tc.code, tc.substr)
+			servertest.WantError(
+				t,
+				root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p),
+				tc.status,
+				tc.code,
+				tc.substr,
+			)
 		})
 	}
 	// Compressed keys and QuorumOS key pairs (encryption point, then signing point) are accepted.
 	p := appParams()
 	p["name"], p["quorumPublicKey"] = "keys", op1.pub+op2.pub
-	p["manifestSetParams"].(map[string]any)["newOperators"] = []any{map[string]any{"name": "c", "publicKey": compressed(op1)}}
+	p["manifestSetParams"].(map[string]any)["newOperators"] = []any{
+		map[string]any{"name": "c", "publicKey": compressed(op1)},
+	}
 	servertest.MustOK(t, root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", p))
 
 	for _, tc := range []struct {
@@ -441,7 +692,13 @@ func TestTVCValidation(t *testing.T) {
 			p := tvcDeploymentParams(appID)
 			tc.edit(p)
 			h.Advance(time.Millisecond)
-			servertest.WantError(t, root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p), tc.status, tc.code, tc.substr)
+			servertest.WantError(
+				t,
+				root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", p),
+				tc.status,
+				tc.code,
+				tc.substr,
+			)
 		})
 	}
 	// Digest with a sha256: prefix, an image by digest on a registry with a port.
@@ -478,14 +735,25 @@ func TestTVCValidation(t *testing.T) {
 	// An app with nothing live reports no targeted deployment.
 	st := root.Query("get_app_status", map[string]any{"appId": appID})
 	servertest.MustOK(t, st)
-	if st.Str("appStatus", "appId") != appID || st.Str("appStatus", "targetedDeploymentId") != "" || len(st.Body["appStatus"].(map[string]any)["deployments"].([]any)) != 1 {
+	if st.Str("appStatus", "appId") != appID || st.Str("appStatus", "targetedDeploymentId") != "" ||
+		len(st.Body["appStatus"].(map[string]any)["deployments"].([]any)) != 1 {
 		t.Fatalf("get_app_status without a live deployment: %s", st.Raw)
 	}
 	// An empty approval list for an existing manifest.
 	dep := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
 	servertest.MustOK(t, dep)
 	mid := dep.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
-	servertest.WantError(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": mid, "approvals": []any{}}), 400, 3, "parameters.approvals")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"create_tvc_manifest_approvals",
+			"ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS",
+			map[string]any{"manifestId": mid, "approvals": []any{}},
+		),
+		400,
+		3,
+		"parameters.approvals",
+	)
 
 	for _, tc := range []struct {
 		op     string
@@ -518,17 +786,46 @@ func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
 	root, created := h.RootOrg("Acme")
 	op := newTVCOperator(t)
 	bobPriv, bobPub := h.NewKey()
-	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
-		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	u := root.Submit(
+		"create_users",
+		"ACTIVITY_TYPE_CREATE_USERS_V4",
+		map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
+			map[string]any{
+				"apiKeyName": "b",
+				"publicKey":  bobPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+	)
 	servertest.MustOK(t, u)
 	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
 	bob := h.Client(created.OrganizationID, bobPriv)
 	app := map[string]any{"name": "a", "quorumPublicKey": op.pub,
-		"manifestSetParams": map[string]any{"name": "m", "threshold": 1, "newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}}},
-		"shareSetParams":    map[string]any{"name": "s", "threshold": 1, "newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}}}}
-	servertest.WantError(t, bob.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app), http.StatusForbidden, 7, "denied")
-	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3", map[string]any{"policyName": "bob runs TVC apps", "effect": "EFFECT_ALLOW",
-		"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": "activity.type == 'ACTIVITY_TYPE_CREATE_TVC_APP' || activity.resource == 'TVC_DEPLOYMENT' && activity.action == 'CREATE'", "notes": "delegated"}))
+		"manifestSetParams": map[string]any{
+			"name":         "m",
+			"threshold":    1,
+			"newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}},
+		},
+		"shareSetParams": map[string]any{
+			"name":         "s",
+			"threshold":    1,
+			"newOperators": []any{map[string]any{"name": "o", "publicKey": op.pub}},
+		}}
+	servertest.WantError(
+		t,
+		bob.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app),
+		http.StatusForbidden,
+		7,
+		"denied",
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_policy",
+			"ACTIVITY_TYPE_CREATE_POLICY_V3",
+			map[string]any{"policyName": "bob runs TVC apps", "effect": "EFFECT_ALLOW",
+				"consensus": "approvers.any(user, user.id == '" + bobID + "')", "condition": "activity.type == 'ACTIVITY_TYPE_CREATE_TVC_APP' || activity.resource == 'TVC_DEPLOYMENT' && activity.action == 'CREATE'", "notes": "delegated"},
+		),
+	)
 	h.Advance(time.Millisecond)
 	r := bob.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
 	servertest.MustOK(t, r)
@@ -536,27 +833,66 @@ func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
 	d := bob.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
 	servertest.MustOK(t, d)
 	// Deleting is not in bob's policy.
-	servertest.WantError(t, bob.Submit("delete_tvc_deployment", "ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT", map[string]any{"deploymentId": d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId")}), http.StatusForbidden, 7, "denied")
-	servertest.WantError(t, bob.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}), http.StatusForbidden, 7, "denied")
+	servertest.WantError(
+		t,
+		bob.Submit(
+			"delete_tvc_deployment",
+			"ACTIVITY_TYPE_DELETE_TVC_DEPLOYMENT",
+			map[string]any{"deploymentId": d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId")},
+		),
+		http.StatusForbidden,
+		7,
+		"denied",
+	)
+	servertest.WantError(
+		t,
+		bob.Submit(
+			"delete_tvc_app_and_deployments",
+			"ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS",
+			map[string]any{"appId": appID},
+		),
+		http.StatusForbidden,
+		7,
+		"denied",
+	)
 
 	// A sub-organization's TVC records go with it.
 	subPriv, subPub := h.NewKey()
 	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "child", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+			map[string]any{
+				"apiKeyName": "k",
+				"publicKey":  subPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 	})
 	servertest.MustOK(t, s)
 	subID := s.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
 	sub := h.Client(subID, subPriv)
 	r = sub.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", app)
 	servertest.MustOK(t, r)
-	servertest.MustOK(t, sub.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(r.Str("activity", "result", "createTvcAppResult", "appId"))))
+	servertest.MustOK(
+		t,
+		sub.Submit(
+			"create_tvc_deployment",
+			"ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT",
+			tvcDeploymentParams(r.Str("activity", "result", "createTvcAppResult", "appId")),
+		),
+	)
 	// The parent reads the sub-organization's apps.
-	if l := h.Client(subID, root.Priv).Query("list_tvc_apps", nil); l.Status != http.StatusOK || len(l.Body["tvcApps"].([]any)) != 1 {
+	if l := h.Client(subID, root.Priv).Query("list_tvc_apps", nil); l.Status != http.StatusOK ||
+		len(l.Body["tvcApps"].([]any)) != 1 {
 		t.Fatalf("parent reading sub-org apps: %s", l.Raw)
 	}
-	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
+	servertest.MustOK(
+		t,
+		sub.Submit(
+			"delete_sub_organization",
+			"ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION",
+			map[string]any{"deleteWithoutExport": true},
+		),
+	)
 	err := h.Server.Store.View(context.Background(), func(rd store.Reader) error {
 		for _, kind := range tvc.OwnedKinds {
 			n, err := rd.Count(context.Background(), kind, subID, 0)
@@ -593,7 +929,8 @@ func TestTVCOperatorFromWallet(t *testing.T) {
 	}
 	accts := root.Query("list_wallet_accounts", map[string]any{"walletId": walletID})
 	servertest.MustOK(t, accts)
-	if accts.Str("accounts", "0", "path") != "m/44'/1'/0'/0" || accts.Str("accounts", "1", "address") != sign || accts.Str("accounts", "1", "curve") != "CURVE_P256" {
+	if accts.Str("accounts", "0", "path") != "m/44'/1'/0'/0" || accts.Str("accounts", "1", "address") != sign ||
+		accts.Str("accounts", "1", "curve") != "CURVE_P256" {
 		t.Fatalf("operator accounts: %s", accts.Raw)
 	}
 	// A second operator reuses the wallet under another path.
@@ -618,25 +955,80 @@ func TestTVCOperatorFromWallet(t *testing.T) {
 	}
 
 	// The wallet-backed operator approves a manifest through sign_raw_payload.
-	app := root.Submit("create_tvc_app", "ACTIVITY_TYPE_CREATE_TVC_APP", map[string]any{"name": "signer", "quorumPublicKey": enc,
-		"manifestSetParams": map[string]any{"name": "approvers", "threshold": 1, "existingOperatorIds": []string{opID}},
-		"shareSetParams":    map[string]any{"name": "holders", "threshold": 1, "existingOperatorIds": []string{opID}}})
+	app := root.Submit(
+		"create_tvc_app",
+		"ACTIVITY_TYPE_CREATE_TVC_APP",
+		map[string]any{"name": "signer", "quorumPublicKey": enc,
+			"manifestSetParams": map[string]any{
+				"name":                "approvers",
+				"threshold":           1,
+				"existingOperatorIds": []string{opID},
+			},
+			"shareSetParams": map[string]any{
+				"name":                "holders",
+				"threshold":           1,
+				"existingOperatorIds": []string{opID},
+			}},
+	)
 	servertest.MustOK(t, app)
 	appID := app.Str("activity", "result", "createTvcAppResult", "appId")
 	d := root.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID))
 	servertest.MustOK(t, d)
-	depID, manifestID := d.Str("activity", "result", "createTvcDeploymentResult", "deploymentId"), d.Str("activity", "result", "createTvcDeploymentResult", "manifestId")
+	depID, manifestID := d.Str(
+		"activity",
+		"result",
+		"createTvcDeploymentResult",
+		"deploymentId",
+	), d.Str(
+		"activity",
+		"result",
+		"createTvcDeploymentResult",
+		"manifestId",
+	)
 	manifest, _ := manifestOf(t, root, depID)
 	s := root.Submit("sign_raw_payload", "ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2", map[string]any{"signWith": sign,
-		"payload": hex.EncodeToString(manifest), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_SHA256"})
+		"payload": hex.EncodeToString(
+			manifest,
+		), "encoding": "PAYLOAD_ENCODING_HEXADECIMAL", "hashFunction": "HASH_FUNCTION_SHA256"})
 	servertest.MustOK(t, s)
-	sig := s.Str("activity", "result", "signRawPayloadResult", "r") + s.Str("activity", "result", "signRawPayloadResult", "s")
-	servertest.MustOK(t, root.Submit("create_tvc_manifest_approvals", "ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS", map[string]any{"manifestId": manifestID,
-		"approvals": []any{map[string]any{"operatorId": opID, "signature": sig}}}))
-	servertest.MustOK(t, root.Submit("set_tvc_app_live_deployment", "ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT", map[string]any{"deploymentId": depID}))
+	sig := s.Str(
+		"activity",
+		"result",
+		"signRawPayloadResult",
+		"r",
+	) + s.Str(
+		"activity",
+		"result",
+		"signRawPayloadResult",
+		"s",
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_tvc_manifest_approvals",
+			"ACTIVITY_TYPE_CREATE_TVC_MANIFEST_APPROVALS",
+			map[string]any{"manifestId": manifestID,
+				"approvals": []any{map[string]any{"operatorId": opID, "signature": sig}}},
+		),
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"set_tvc_app_live_deployment",
+			"ACTIVITY_TYPE_UPDATE_TVC_APP_LIVE_DEPLOYMENT",
+			map[string]any{"deploymentId": depID},
+		),
+	)
 
 	// Deleting the app keeps the operator: it was made on its own, for any app.
-	servertest.MustOK(t, root.Submit("delete_tvc_app_and_deployments", "ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS", map[string]any{"appId": appID}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"delete_tvc_app_and_deployments",
+			"ACTIVITY_TYPE_DELETE_TVC_APP_AND_DEPLOYMENTS",
+			map[string]any{"appId": appID},
+		),
+	)
 	if err := h.Server.Store.View(context.Background(), func(r store.Reader) error {
 		_, err := r.Get(context.Background(), tvc.KindOperator, opID)
 		return err

@@ -107,7 +107,8 @@ func TestEveryVersionWithAMinimalValidIntent(t *testing.T) {
 					b, _ := json.Marshal(params)
 					t.Errorf("%s %s: %d %s\nparameters: %s", op.Path, v.Type, r.Status, r.Raw, b)
 				}
-				if r.Status == http.StatusBadRequest && strings.Contains(string(r.Raw), "is required") && !strings.Contains(string(r.Raw), "parameters.") {
+				if r.Status == http.StatusBadRequest && strings.Contains(string(r.Raw), "is required") &&
+					!strings.Contains(string(r.Raw), "parameters.") {
 					t.Errorf("%s %s: the minimal body misses an envelope member: %s", op.Path, v.Type, r.Raw)
 				}
 			}
@@ -237,16 +238,37 @@ func TestEmptyRequiredStrings(t *testing.T) {
 				case wire.EmptyRefused[m.key] != "":
 					refused++
 					if r.Status != http.StatusBadRequest {
-						t.Errorf("%s %s: %v (%s) is refused when empty: %s, but answered %d %s", op.Path, v.Type, m.path, m.key,
-							wire.EmptyRefused[m.key], r.Status, r.Raw)
+						t.Errorf(
+							"%s %s: %v (%s) is refused when empty: %s, but answered %d %s",
+							op.Path,
+							v.Type,
+							m.path,
+							m.key,
+							wire.EmptyRefused[m.key],
+							r.Status,
+							r.Raw,
+						)
 					}
 				case accepted[m.key]:
 					passed++
 					if missing {
-						t.Errorf("%s %s: an empty %v (%s) is refused as missing: %s", op.Path, v.Type, m.path, m.key, r.Raw)
+						t.Errorf(
+							"%s %s: an empty %v (%s) is refused as missing: %s",
+							op.Path,
+							v.Type,
+							m.path,
+							m.key,
+							r.Raw,
+						)
 					}
 				default:
-					t.Errorf("%s %s: %v (%s) is in neither wire.EmptyRefused nor wire.EmptyAccepted", op.Path, v.Type, m.path, m.key)
+					t.Errorf(
+						"%s %s: %v (%s) is in neither wire.EmptyRefused nor wire.EmptyAccepted",
+						op.Path,
+						v.Type,
+						m.path,
+						m.key,
+					)
 				}
 			}
 		}

@@ -45,7 +45,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	ok := rc.keys[kid] != nil && ed25519.Verify(rc.keys[kid], signed, sig) && h.Get("X-Turnkey-Event-Type") == "ACTIVITY_UPDATES" &&
-		h.Get("X-Turnkey-Signature-Algorithm") == "ed25519" && h.Get("X-Turnkey-Signature-Version") == "v1" && h.Get("X-Turnkey-Webhook-Version") == "1" && eid != ""
+		h.Get("X-Turnkey-Signature-Algorithm") == "ed25519" && h.Get("X-Turnkey-Signature-Version") == "v1" &&
+		h.Get("X-Turnkey-Webhook-Version") == "1" &&
+		eid != ""
 	for _, member := range []string{"id", "organizationId", "status", "type", "fingerprint", "intent", "result", "votes"} {
 		ok = ok && act[member] != nil
 	}
@@ -73,7 +75,8 @@ func jwksKeys(t *testing.T, apiURL string) map[string]ed25519.PublicKey {
 	var set struct {
 		Keys []struct{ Kid, Kty, Crv, X string }
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil || len(set.Keys) != 1 || set.Keys[0].Crv != "Ed25519" {
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil || len(set.Keys) != 1 ||
+		set.Keys[0].Crv != "Ed25519" {
 		t.Fatalf("JWKS: %+v %v", set, err)
 	}
 	x, _ := base64.RawURLEncoding.DecodeString(set.Keys[0].X)
@@ -105,11 +108,42 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 	recvSrv := httptest.NewServer(rc)
 	defer recvSrv.Close()
 	root, created := a.RootOrg("Acme")
-	servertest.WantError(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
-		"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}}), http.StatusBadRequest, 3, "needs a chain provider")
-	servertest.WantError(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r",
-		"subscriptions": []any{map[string]any{"eventType": "PIZZA_UPDATES"}}}), http.StatusBadRequest, 3, "unknown event type")
-	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "r"}))
+	servertest.WantError(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recvSrv.URL, "name": "r",
+				"subscriptions": []any{
+					map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"},
+				}},
+		),
+		http.StatusBadRequest,
+		3,
+		"needs a chain provider",
+	)
+	servertest.WantError(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recvSrv.URL, "name": "r",
+				"subscriptions": []any{
+					map[string]any{"eventType": "PIZZA_UPDATES"},
+				}},
+		),
+		http.StatusBadRequest,
+		3,
+		"unknown event type",
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recvSrv.URL, "name": "r"},
+		),
+	)
 	l := root.Query("list_webhook_endpoints", nil)
 	if l.Str("webhookEndpoints", "0", "url") != recvSrv.URL || l.Str("webhookEndpoints", "0", "isActive") != "true" {
 		t.Fatalf("list_webhook_endpoints: %s", l.Raw)
@@ -122,7 +156,14 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				servertest.MustOK(t, c.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}}))
+				servertest.MustOK(
+					t,
+					c.Submit(
+						"create_user_tag",
+						"ACTIVITY_TYPE_CREATE_USER_TAG",
+						map[string]any{"userTagName": fmt.Sprintf("t%d", i), "userIds": []string{}},
+					),
+				)
 			}(i)
 		}
 		wg.Wait()
@@ -167,25 +208,48 @@ func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
 	done := make(chan struct{})
 	go func() { h.Server.Webhooks.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	rc := &receiver{seen: map[string]int{}, keys: jwksKeys(t, h.URL), events: make(chan struct{}, 8), orgs: map[string]int{}}
+	rc := &receiver{
+		seen:   map[string]int{},
+		keys:   jwksKeys(t, h.URL),
+		events: make(chan struct{}, 8),
+		orgs:   map[string]int{},
+	}
 	recvSrv := httptest.NewServer(rc)
 	defer recvSrv.Close()
 	root, parent := h.RootOrg("Parent")
-	servertest.MustOK(t, root.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", map[string]any{"url": recvSrv.URL, "name": "co-signer",
-		"subscriptions": []any{map[string]any{"eventType": "ACTIVITY_UPDATES"}}}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"create_webhook_endpoint",
+			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
+			map[string]any{"url": recvSrv.URL, "name": "co-signer",
+				"subscriptions": []any{map[string]any{"eventType": "ACTIVITY_UPDATES"}}},
+		),
+	)
 	// A sub-organization whose two root users must both approve.
 	priv1, pub1 := h.NewKey()
 	_, pub2 := h.NewKey()
 	user := func(name, pub string) map[string]any {
-		return map[string]any{"userName": name, "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}},
-			"authenticators": []any{}, "oauthProviders": []any{}}
+		return map[string]any{
+			"userName": name,
+			"apiKeys": []any{
+				map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"},
+			},
+			"authenticators": []any{},
+			"oauthProviders": []any{},
+		}
 	}
-	s := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7", map[string]any{"subOrganizationName": "end user",
-		"rootQuorumThreshold": 2, "rootUsers": []any{user("u1", pub1), user("u2", pub2)}})
+	s := root.Submit(
+		"create_sub_organization",
+		"ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7",
+		map[string]any{"subOrganizationName": "end user",
+			"rootQuorumThreshold": 2, "rootUsers": []any{user("u1", pub1), user("u2", pub2)}},
+	)
 	servertest.MustOK(t, s)
 	subID := s.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId")
 	h.Advance(time.Millisecond)
-	pending := h.Client(subID, priv1).Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
+	pending := h.Client(subID, priv1).
+		Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}})
 	if pending.Str("activity", "status") != "ACTIVITY_STATUS_CONSENSUS_NEEDED" {
 		t.Fatalf("want CONSENSUS_NEEDED: %s", pending.Raw)
 	}

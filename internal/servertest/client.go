@@ -51,7 +51,10 @@ func (h *Harness) Client(org, priv string) *Client {
 func (h *Harness) RootOrg(name string) (*Client, server.Created) {
 	h.T.Helper()
 	priv, pub := h.NewKey()
-	c, err := h.Server.CreateOrganization(context.Background(), server.OrgSpec{OrgName: name, UserName: "root", APIPublicKey: pub})
+	c, err := h.Server.CreateOrganization(
+		context.Background(),
+		server.OrgSpec{OrgName: name, UserName: "root", APIPublicKey: pub},
+	)
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -68,12 +71,23 @@ func (h *Harness) EndUser(root *Client, name, email string) (subID, userID, priv
 	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": name + "'s", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": name, "userEmail": email, "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+			map[string]any{
+				"apiKeyName": "k",
+				"publicKey":  pub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 	})
 	if r.Status != http.StatusOK {
 		h.T.Fatalf("create_sub_organization: %s", r.Raw)
 	}
-	return r.Result("createSubOrganizationResultV8", "subOrganizationId"), r.Result("createSubOrganizationResultV8", "rootUserIds", "0"), priv
+	return r.Result(
+			"createSubOrganizationResultV8",
+			"subOrganizationId",
+		), r.Result(
+			"createSubOrganizationResultV8",
+			"rootUserIds",
+			"0",
+		), priv
 }
 
 // NewUser creates a user of root's organization, not a root user, with the e-mail address and a
@@ -129,7 +143,14 @@ func (c *Client) Post(path string, body []byte) Response {
 // timestamped by the harness clock.
 func (c *Client) SubmitBody(typ string, params any) []byte {
 	p, _ := json.Marshal(params)
-	return fmt.Appendf(nil, `{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, p, c.Org, c.H.Now().UnixMilli(), typ)
+	return fmt.Appendf(
+		nil,
+		`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`,
+		p,
+		c.Org,
+		c.H.Now().UnixMilli(),
+		typ,
+	)
 }
 
 // Submit posts the activity typ with params to /public/v1/submit/<op>.
@@ -155,7 +176,8 @@ func (c *Client) SubmitTwice(op, typ string, params any) Response {
 	MustOK(c.H.T, first)
 	again := c.Post("/public/v1/submit/"+op, body)
 	MustOK(c.H.T, again)
-	if first.Str("activity", "id") != again.Str("activity", "id") || first.Str("activity", "result") != again.Str("activity", "result") {
+	if first.Str("activity", "id") != again.Str("activity", "id") ||
+		first.Str("activity", "result") != again.Str("activity", "result") {
 		c.H.T.Fatalf("the same bytes twice made two activities:\n%s\n%s", first.Raw, again.Raw)
 	}
 	return first

@@ -26,9 +26,24 @@ import (
 // WalletAccounts are create_wallet accounts as SDKs send them: Ethereum (secp256k1), Solana
 // (ed25519) and Bitcoin Taproot, in that order.
 var WalletAccounts = []any{
-	map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
-	map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'", "addressFormat": "ADDRESS_FORMAT_SOLANA"},
-	map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/86'/0'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_BITCOIN_MAINNET_P2TR"},
+	map[string]any{
+		"curve":         "CURVE_SECP256K1",
+		"pathFormat":    "PATH_FORMAT_BIP32",
+		"path":          "m/44'/60'/0'/0/0",
+		"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
+	},
+	map[string]any{
+		"curve":         "CURVE_ED25519",
+		"pathFormat":    "PATH_FORMAT_BIP32",
+		"path":          "m/44'/501'/0'/0'",
+		"addressFormat": "ADDRESS_FORMAT_SOLANA",
+	},
+	map[string]any{
+		"curve":         "CURVE_SECP256K1",
+		"pathFormat":    "PATH_FORMAT_BIP32",
+		"path":          "m/86'/0'/0'/0/0",
+		"addressFormat": "ADDRESS_FORMAT_BITCOIN_MAINNET_P2TR",
+	},
 }
 
 // UnsignedEthTx is an unsigned EIP-1559 transaction on Sepolia sending 5 wei to to: 0x02 ‖
@@ -36,7 +51,19 @@ var WalletAccounts = []any{
 // before signing.
 func UnsignedEthTx(to string) string {
 	addr := common.HexToAddress(to)
-	b, _ := rlp.EncodeToBytes([]any{big.NewInt(11155111), uint64(1), big.NewInt(1), big.NewInt(2), uint64(21000), addr, big.NewInt(5), []byte{}, []any{}})
+	b, _ := rlp.EncodeToBytes(
+		[]any{
+			big.NewInt(11155111),
+			uint64(1),
+			big.NewInt(1),
+			big.NewInt(2),
+			uint64(21000),
+			addr,
+			big.NewInt(5),
+			[]byte{},
+			[]any{},
+		},
+	)
 	return "02" + hex.EncodeToString(b)
 }
 

@@ -10,8 +10,11 @@ import (
 
 func TestResponsePaths(t *testing.T) {
 	r := servertest.Response{Status: http.StatusOK, Body: map[string]any{
-		"activity": map[string]any{"id": "a1", "result": map[string]any{"createUsersResult": map[string]any{"userIds": []any{"u1", "u2"}}}},
-		"n":        float64(3), "flag": true,
+		"activity": map[string]any{
+			"id":     "a1",
+			"result": map[string]any{"createUsersResult": map[string]any{"userIds": []any{"u1", "u2"}}},
+		},
+		"n": float64(3), "flag": true,
 	}}
 	for _, tc := range []struct {
 		path []string
@@ -58,7 +61,13 @@ func TestHarness(t *testing.T) {
 	if h.Now().Sub(start) != time.Minute {
 		t.Fatalf("Advance(1m) moved the clock by %v", h.Now().Sub(start))
 	}
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", []byte(`{}`), nil), http.StatusUnauthorized, 16, "not stamped")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/query/whoami", []byte(`{}`), nil),
+		http.StatusUnauthorized,
+		16,
+		"not stamped",
+	)
 	subID, userID, priv := h.EndUser(root, "bob", "bob@example.com")
 	if w := h.Client(subID, priv).MustQuery("whoami", nil); w.Str("userId") != userID {
 		t.Fatalf("EndUser's key: %s", w.Raw)

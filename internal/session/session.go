@@ -80,7 +80,12 @@ func Parse(token string, notarizer *ecdsa.PublicKey, now time.Time) (*Claims, er
 	if err != nil || len(sig) != 64 {
 		return nil, ErrInvalid
 	}
-	if !ecdsa.Verify(notarizer, Digest(parts[0]+"."+parts[1]), new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	if !ecdsa.Verify(
+		notarizer,
+		Digest(parts[0]+"."+parts[1]),
+		new(big.Int).SetBytes(sig[:32]),
+		new(big.Int).SetBytes(sig[32:]),
+	) {
 		return nil, ErrInvalid
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -88,7 +93,8 @@ func Parse(token string, notarizer *ecdsa.PublicKey, now time.Time) (*Claims, er
 		return nil, ErrInvalid
 	}
 	var c Claims
-	if err := json.Unmarshal(payload, &c); err != nil || c.UserID == "" || c.OrganizationID == "" || c.SessionType == "" {
+	if err := json.Unmarshal(payload, &c); err != nil || c.UserID == "" || c.OrganizationID == "" ||
+		c.SessionType == "" {
 		return nil, ErrInvalid
 	}
 	if now.Unix() >= c.Exp {

@@ -25,7 +25,16 @@ func signer(k *ecdsa.PrivateKey) func([]byte) ([]byte, error) {
 func TestEncodeParse(t *testing.T) {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	now := time.Now()
-	tok, err := Encode(Claims{Exp: now.Add(time.Minute).Unix(), PublicKey: "02ab", SessionType: ReadOnly, UserID: "u", OrganizationID: "o"}, signer(k))
+	tok, err := Encode(
+		Claims{
+			Exp:            now.Add(time.Minute).Unix(),
+			PublicKey:      "02ab",
+			SessionType:    ReadOnly,
+			UserID:         "u",
+			OrganizationID: "o",
+		},
+		signer(k),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

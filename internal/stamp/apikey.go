@@ -139,7 +139,10 @@ func verifyWithKey(scheme string, pk *publicKey, sig, body []byte) error {
 			return malformed("X-Stamp ed25519 signature must be 64 bytes, got %d", len(sig))
 		}
 		if !ed25519.Verify(pk.ed, body, sig) {
-			return unverified("X-Stamp signature does not verify for Ed25519 public key %s over the request body", pk.hex)
+			return unverified(
+				"X-Stamp signature does not verify for Ed25519 public key %s over the request body",
+				pk.hex,
+			)
 		}
 	}
 	return nil

@@ -148,7 +148,9 @@ func TestEd25519Vector(t *testing.T) {
 }
 
 func TestStamperRoundTrips(t *testing.T) {
-	body := []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"o","parameters":{}}`)
+	body := []byte(
+		`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"o","parameters":{}}`,
+	)
 	for _, tc := range []struct {
 		name   string
 		curve  Curve

@@ -166,7 +166,10 @@ func ParseAttestation(att Attestation, challenge string, pol WebAuthnPolicy) (Re
 		return Registered{}, err
 	}
 	if !bytes.Equal(ad.credID, credID) {
-		return Registered{}, unverified("credentialId %s does not match the credential id in authData", base64.RawURLEncoding.EncodeToString(credID))
+		return Registered{}, unverified(
+			"credentialId %s does not match the credential id in authData",
+			base64.RawURLEncoding.EncodeToString(credID),
+		)
 	}
 	if !attestationFormats[format] {
 		return Registered{}, malformed("attestation format %q is not supported", truncate(format))

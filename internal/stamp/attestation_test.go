@@ -26,7 +26,9 @@ func TestParseAttestationNoneAndPacked(t *testing.T) {
 					t.Fatal(err)
 				}
 				if r.CredentialID != auth.CredentialID() || r.PublicKey != auth.PublicKeyCompressed() || r.Alg != AlgES256 ||
-					r.AttestationFormat != format || r.AAGUID != "1a7c4e2b-0000-4000-8000-6c617463686b" || string(r.COSEPublicKey) != string(auth.COSEPublicKey()) {
+					r.AttestationFormat != format ||
+					r.AAGUID != "1a7c4e2b-0000-4000-8000-6c617463686b" ||
+					string(r.COSEPublicKey) != string(auth.COSEPublicKey()) {
 					t.Fatalf("registered = %+v", r)
 				}
 			}
@@ -43,7 +45,11 @@ func TestParseAttestationNoneAndPacked(t *testing.T) {
 
 // attObject re-assembles an attestation object from parts.
 func attObject(format string, stmt stamptest.Map, authData []byte) string {
-	return base64.RawURLEncoding.EncodeToString(stamptest.EncodeCBOR(stamptest.Map{{K: "fmt", V: format}, {K: "attStmt", V: stmt}, {K: "authData", V: authData}}))
+	return base64.RawURLEncoding.EncodeToString(
+		stamptest.EncodeCBOR(
+			stamptest.Map{{K: "fmt", V: format}, {K: "attStmt", V: stmt}, {K: "authData", V: authData}},
+		),
+	)
 }
 
 func buildAuthData(auth *stamptest.Authenticator, rpID string, flags byte, credID []byte, trailing []byte) []byte {

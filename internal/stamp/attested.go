@@ -51,7 +51,9 @@ func VerifyAttested(header string, body []byte) (AttestedProof, error) {
 	}
 	var st attestedStampJSON
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return AttestedProof{}, malformed("X-Stamp-Attested is not a JSON object {publicKeyAttestation, scheme, publicKey, signature}")
+		return AttestedProof{}, malformed(
+			"X-Stamp-Attested is not a JSON object {publicKeyAttestation, scheme, publicKey, signature}",
+		)
 	}
 	for _, f := range []struct {
 		name string
@@ -82,10 +84,18 @@ func VerifyAttested(header string, body []byte) (AttestedProof, error) {
 	}
 	h := sha256.Sum256(body)
 	if !ecdsa.VerifyASN1(pk.p256, h[:], sig) {
-		return AttestedProof{}, unverified("X-Stamp-Attested signature does not verify for P-256 public key %s over the request body", pk.hex)
+		return AttestedProof{}, unverified(
+			"X-Stamp-Attested signature does not verify for P-256 public key %s over the request body",
+			pk.hex,
+		)
 	}
 	if !cached {
 		rememberKey(keyRaw, pk)
 	}
-	return AttestedProof{PublicKey: pk.hex, Scheme: *st.Scheme, Attestation: *st.PublicKeyAttestation, Signature: *st.Signature}, nil
+	return AttestedProof{
+		PublicKey:   pk.hex,
+		Scheme:      *st.Scheme,
+		Attestation: *st.PublicKeyAttestation,
+		Signature:   *st.Signature,
+	}, nil
 }

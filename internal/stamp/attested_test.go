@@ -20,7 +20,14 @@ func attestedHeader(t testing.TB, priv, scheme, token string, body []byte, rawJS
 	raw, _ := base64.RawURLEncoding.DecodeString(h)
 	var f map[string]string
 	_ = json.Unmarshal(raw, &f)
-	b, _ := json.Marshal(map[string]string{"publicKeyAttestation": token, "scheme": scheme, "publicKey": f["publicKey"], "signature": f["signature"]})
+	b, _ := json.Marshal(
+		map[string]string{
+			"publicKeyAttestation": token,
+			"scheme":               scheme,
+			"publicKey":            f["publicKey"],
+			"signature":            f["signature"],
+		},
+	)
 	if rawJSON {
 		return string(b), f["publicKey"]
 	}
@@ -59,7 +66,8 @@ func TestVerifyAttested(t *testing.T) {
 		{"bad key hex", strings.Replace(good, pub, "zz", 1), ErrMalformed, "publicKey is not hex"},
 		{"secp256k1 key", strings.Replace(good, pub, hex.EncodeToString(make([]byte, 20)), 1), ErrMalformed, "33 bytes"},
 	} {
-		if _, err := VerifyAttested(tc.header, body); !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.msg) {
+		if _, err := VerifyAttested(tc.header, body); !errors.Is(err, tc.kind) ||
+			!strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: err = %v", tc.name, err)
 		}
 	}

@@ -7,7 +7,9 @@ import (
 )
 
 // A body of typical size (~330 bytes) for a signing activity.
-var benchBody = []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"11111111-2222-3333-4444-555555555555","parameters":{"signWith":"0x2Bd8C1B7dF3e4A5b6C7d8E9f0A1B2c3D4e5F6a7B","payload":"0x68656c6c6f","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_KECCAK256"}}`)
+var benchBody = []byte(
+	`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"11111111-2222-3333-4444-555555555555","parameters":{"signWith":"0x2Bd8C1B7dF3e4A5b6C7d8E9f0A1B2c3D4e5F6a7B","payload":"0x68656c6c6f","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_KECCAK256"}}`,
+)
 
 func BenchmarkVerifyAPIKey(b *testing.B) {
 	for _, tc := range []struct {

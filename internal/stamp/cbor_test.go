@@ -95,7 +95,11 @@ func TestCBORRejects(t *testing.T) {
 
 // The independent encoder in stamptest and this decoder agree.
 func TestCBORAgainstEncoder(t *testing.T) {
-	v := stamptest.Map{{K: "fmt", V: "packed"}, {K: -3, V: []byte{1, 2}}, {K: "x", V: []any{int64(-1 << 40), uint64(1 << 63), true, false, nil, "é"}}}
+	v := stamptest.Map{
+		{K: "fmt", V: "packed"},
+		{K: -3, V: []byte{1, 2}},
+		{K: "x", V: []any{int64(-1 << 40), uint64(1 << 63), true, false, nil, "é"}},
+	}
 	got, err := cborDecode(stamptest.EncodeCBOR(v))
 	if err != nil {
 		t.Fatal(err)

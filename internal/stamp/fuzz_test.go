@@ -45,7 +45,11 @@ func FuzzParseWebAuthn(f *testing.F) {
 	_, h, _ := auth.Stamp(body)
 	f.Add(h, body, []byte(nil))
 	f.Add(h, body, auth.COSEPublicKey())
-	f.Add(`{"authenticatorData":"","clientDataJson":"e30","credentialId":"AA","signature":"AA"}`, []byte("{}"), []byte{0xa0})
+	f.Add(
+		`{"authenticatorData":"","clientDataJson":"e30","credentialId":"AA","signature":"AA"}`,
+		[]byte("{}"),
+		[]byte{0xa0},
+	)
 	f.Fuzz(func(t *testing.T, header string, body, cose []byte) {
 		a, err := ParseWebAuthn(header)
 		checkErr(t, err)

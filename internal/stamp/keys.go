@@ -89,7 +89,10 @@ func decodePublicKey(curve Curve, raw []byte) (*publicKey, error) {
 		switch {
 		case len(raw) == 33 && (raw[0] == 2 || raw[0] == 3), len(raw) == 65 && raw[0] == 4:
 		default:
-			return nil, malformed("secp256k1 public key must be 33 bytes compressed (02/03) or 65 bytes uncompressed (04), got %d bytes", len(raw))
+			return nil, malformed(
+				"secp256k1 public key must be 33 bytes compressed (02/03) or 65 bytes uncompressed (04), got %d bytes",
+				len(raw),
+			)
 		}
 		k, err := secp256k1.ParsePubKey(raw)
 		if err != nil {
@@ -100,7 +103,11 @@ func decodePublicKey(curve Curve, raw []byte) (*publicKey, error) {
 		if len(raw) != ed25519.PublicKeySize {
 			return nil, malformed("ed25519 public key must be 32 bytes, got %d bytes", len(raw))
 		}
-		return &publicKey{curve: curve, hex: hex.EncodeToString(raw), ed: ed25519.PublicKey(append([]byte(nil), raw...))}, nil
+		return &publicKey{
+			curve: curve,
+			hex:   hex.EncodeToString(raw),
+			ed:    ed25519.PublicKey(append([]byte(nil), raw...)),
+		}, nil
 	}
 	return nil, malformed("unknown curve %q", string(curve))
 }
@@ -120,7 +127,10 @@ func decodeP256(raw []byte) (*publicKey, error) {
 	case len(raw) == 65 && raw[0] == 4:
 		uncompressed = raw
 	default:
-		return nil, malformed("P-256 public key must be 33 bytes compressed (02/03) or 65 bytes uncompressed (04), got %d bytes", len(raw))
+		return nil, malformed(
+			"P-256 public key must be 33 bytes compressed (02/03) or 65 bytes uncompressed (04), got %d bytes",
+			len(raw),
+		)
 	}
 	k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), uncompressed)
 	if err != nil {

@@ -33,7 +33,9 @@ func TestRealBrowserAssertion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cose := stamptest.EncodeCBOR(stamptest.Map{{K: 1, V: 2}, {K: 3, V: -7}, {K: -1, V: 1}, {K: -2, V: u[1:33]}, {K: -3, V: u[33:]}})
+	cose := stamptest.EncodeCBOR(
+		stamptest.Map{{K: 1, V: 2}, {K: 3, V: -7}, {K: -1, V: 1}, {K: -2, V: u[1:33]}, {K: -3, V: u[33:]}},
+	)
 	header := `{"authenticatorData":"` + v.AuthenticatorData + `","clientDataJson":"` + v.ClientDataJSON +
 		`","credentialId":"AA","signature":"` + base64.RawURLEncoding.EncodeToString(mustB64(t, v.Signature)) + `"}`
 	a, err := ParseWebAuthn(header)

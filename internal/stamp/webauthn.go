@@ -62,7 +62,9 @@ func ParseWebAuthn(header string) (Assertion, error) {
 	}
 	var st webAuthnStampJSON
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return Assertion{}, malformed("X-Stamp-WebAuthn is not a JSON object {authenticatorData, clientDataJson, credentialId, signature}")
+		return Assertion{}, malformed(
+			"X-Stamp-WebAuthn is not a JSON object {authenticatorData, clientDataJson, credentialId, signature}",
+		)
 	}
 	fields := []struct {
 		name string
@@ -141,7 +143,10 @@ func checkClientData(cdj []byte, wantType string, wantChallenge []byte, pol WebA
 	}
 	if !bytes.Equal(ch, wantChallenge) {
 		if wantType == "webauthn.get" {
-			return unverified("clientDataJSON challenge does not match the request body (want base64url of hex SHA-256 of the body, %s)", base64.RawURLEncoding.EncodeToString(wantChallenge))
+			return unverified(
+				"clientDataJSON challenge does not match the request body (want base64url of hex SHA-256 of the body, %s)",
+				base64.RawURLEncoding.EncodeToString(wantChallenge),
+			)
 		}
 		return unverified("clientDataJSON challenge does not match the registration challenge")
 	}
@@ -163,7 +168,10 @@ func checkRP(authData []byte, pol WebAuthnPolicy) error {
 			}
 		}
 		if !ok {
-			return unverified("authenticatorData rpIdHash matches none of the allowed rpIds (%s)", strings.Join(pol.RPIDs, ", "))
+			return unverified(
+				"authenticatorData rpIdHash matches none of the allowed rpIds (%s)",
+				strings.Join(pol.RPIDs, ", "),
+			)
 		}
 	}
 	if authData[32]&flagUP == 0 {

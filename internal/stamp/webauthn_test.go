@@ -32,7 +32,11 @@ func TestWebAuthnChallengeVectors(t *testing.T) {
 			t.Errorf("challenge = %s, want %s", got, c.Hex)
 		}
 		if c.ClientDataChallenge != "" && base64.RawURLEncoding.EncodeToString(got) != c.ClientDataChallenge {
-			t.Errorf("clientData challenge = %s, want %s", base64.RawURLEncoding.EncodeToString(got), c.ClientDataChallenge)
+			t.Errorf(
+				"clientData challenge = %s, want %s",
+				base64.RawURLEncoding.EncodeToString(got),
+				c.ClientDataChallenge,
+			)
 		}
 	}
 }
@@ -48,8 +52,17 @@ func TestWebAuthnHandAssembled(t *testing.T) {
 	}
 	x, y := elliptic.UnmarshalCompressed(elliptic.P256(), mustHex(t, v.P256.PublicKey))
 	// {1: 2, 3: -7, -1: 1, -2: x, -3: y}
-	cose := mustHex(t, "a5"+"0102"+"0326"+"2001"+"215820"+hex.EncodeToString(x.FillBytes(make([]byte, 32)))+"225820"+hex.EncodeToString(y.FillBytes(make([]byte, 32))))
-	cdj := []byte(`{"type":"webauthn.get","challenge":"` + v.WebAuthnChallenges[0].ClientDataChallenge + `","origin":"https://app.example.com","crossOrigin":false}`)
+	cose := mustHex(
+		t,
+		"a5"+"0102"+"0326"+"2001"+"215820"+hex.EncodeToString(
+			x.FillBytes(make([]byte, 32)),
+		)+"225820"+hex.EncodeToString(
+			y.FillBytes(make([]byte, 32)),
+		),
+	)
+	cdj := []byte(
+		`{"type":"webauthn.get","challenge":"` + v.WebAuthnChallenges[0].ClientDataChallenge + `","origin":"https://app.example.com","crossOrigin":false}`,
+	)
 	rpHash := sha256.Sum256([]byte("app.example.com"))
 	authData := append(rpHash[:], 0x05, 0, 0, 0, 7) // UP|UV, counter 7
 	cdjHash := sha256.Sum256(cdj)
@@ -78,7 +91,8 @@ func TestWebAuthnHandAssembled(t *testing.T) {
 	if built, err := COSEKeyFromP256(v.P256.PublicKey); err != nil || string(built) != string(cose) {
 		t.Fatalf("COSEKeyFromP256 = %x, %v; want %x", built, err, cose)
 	}
-	if _, err := a.Verify([]byte(v.P256.Body+" "), cose, testPolicy); !errors.Is(err, ErrUnverified) || !strings.Contains(err.Error(), "challenge") {
+	if _, err := a.Verify([]byte(v.P256.Body+" "), cose, testPolicy); !errors.Is(err, ErrUnverified) ||
+		!strings.Contains(err.Error(), "challenge") {
 		t.Fatalf("other body: %v", err)
 	}
 }
@@ -186,7 +200,15 @@ func TestParseWebAuthnErrors(t *testing.T) {
 	}
 	// Padded fields and a base64url-wrapped header are tolerated.
 	pad := base64.URLEncoding.EncodeToString
-	h := `{"authenticatorData":"` + pad([]byte{1}) + `","clientDataJson":"` + pad([]byte("{}")) + `","credentialId":"` + pad([]byte{1, 2}) + `","signature":"` + pad([]byte{3}) + `"}`
+	h := `{"authenticatorData":"` + pad(
+		[]byte{1},
+	) + `","clientDataJson":"` + pad(
+		[]byte("{}"),
+	) + `","credentialId":"` + pad(
+		[]byte{1, 2},
+	) + `","signature":"` + pad(
+		[]byte{3},
+	) + `"}`
 	for _, hv := range []string{h, base64.RawURLEncoding.EncodeToString([]byte(h))} {
 		a, err := ParseWebAuthn(hv)
 		if err != nil {
@@ -202,7 +224,12 @@ func TestParseWebAuthnErrors(t *testing.T) {
 func signedAssertion(body []byte, sign func(msg []byte) []byte) Assertion {
 	ad := stamptest.AuthenticatorData(testRPID, stamptest.FlagUP, 42)
 	cdj := stamptest.ClientDataJSON("webauthn.get", stamptest.BodyChallenge(body), testOrigin)
-	return Assertion{CredentialID: "AA", AuthenticatorData: ad, ClientDataJSON: cdj, Signature: sign(signedMessage(ad, cdj))}
+	return Assertion{
+		CredentialID:      "AA",
+		AuthenticatorData: ad,
+		ClientDataJSON:    cdj,
+		Signature:         sign(signedMessage(ad, cdj)),
+	}
 }
 
 func TestWebAuthnEdDSAAndRS256(t *testing.T) {
@@ -222,7 +249,9 @@ func TestWebAuthnEdDSAAndRS256(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := binary.BigEndian.AppendUint32(nil, uint32(rk.E))[1:]
-	rsaCOSE := stamptest.EncodeCBOR(stamptest.Map{{K: 1, V: 3}, {K: 3, V: -257}, {K: -1, V: rk.N.Bytes()}, {K: -2, V: e}})
+	rsaCOSE := stamptest.EncodeCBOR(
+		stamptest.Map{{K: 1, V: 3}, {K: 3, V: -257}, {K: -1, V: rk.N.Bytes()}, {K: -2, V: e}},
+	)
 	a = signedAssertion(body, func(m []byte) []byte {
 		h := sha256.Sum256(m)
 		s, err := rsa.SignPKCS1v15(rand.Reader, rk, 5 /* crypto.SHA256 */, h[:])

@@ -50,7 +50,13 @@ func TestOffWhenUnconfigured(t *testing.T) {
 	if got != ctx || span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatal("Start while off made a span or a new context")
 	}
-	got, span = StartServer(ctx, propagation.HeaderCarrier(http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}), "x")
+	got, span = StartServer(
+		ctx,
+		propagation.HeaderCarrier(
+			http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+		),
+		"x",
+	)
 	if got != ctx || span.IsRecording() {
 		t.Fatal("StartServer while off made a span or a new context")
 	}

@@ -61,7 +61,8 @@ type Endpoint struct {
 const KeyBalanceEndpoint = "webhook_endpoint.balance"
 
 func (e *Endpoint) keys() []store.Key {
-	if e.Active && (slices.Contains(e.Events, EventBalanceConfirmed) || slices.Contains(e.Events, EventBalanceFinalized)) {
+	if e.Active &&
+		(slices.Contains(e.Events, EventBalanceConfirmed) || slices.Contains(e.Events, EventBalanceFinalized)) {
 		return []store.Key{{Name: KeyBalanceEndpoint, Value: "1"}}
 	}
 	return nil
@@ -73,7 +74,14 @@ func (e *Endpoint) toWire() wire.WebhookEndpointData {
 		t := true
 		subs = append(subs, wire.WebhookSubscriptionParams{EventType: ev, IsActive: &t})
 	}
-	return wire.WebhookEndpointData{EndpointId: e.ID, OrganizationId: e.OrgID, Url: e.URL, Name: e.Name, IsActive: e.Active, Subscriptions: subs}
+	return wire.WebhookEndpointData{
+		EndpointId:     e.ID,
+		OrganizationId: e.OrgID,
+		Url:            e.URL,
+		Name:           e.Name,
+		IsActive:       e.Active,
+		Subscriptions:  subs,
+	}
 }
 
 // Delivery is one pending event for one endpoint. Its id is the X-Turnkey-Event-Id header,
@@ -104,9 +112,27 @@ type Deps struct {
 // Register adds the endpoint operations to reg and returns the record kinds the package keeps
 // under an organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(createEndpoint(d.AllowLoopback, d.Networks))})
-	reg.Submit(activity.Operation{Path: "update_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(updateEndpoint(d.AllowLoopback))})
-	reg.Submit(activity.Operation{Path: "delete_webhook_endpoint", Access: activity.AccessRoot, Execute: activity.On(deleteEndpoint)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_webhook_endpoint",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createEndpoint(d.AllowLoopback, d.Networks)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_webhook_endpoint",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(updateEndpoint(d.AllowLoopback)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_webhook_endpoint",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteEndpoint),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "list_webhook_endpoints", Execute: activity.Query(listEndpoints)})
 	return []string{KindEndpoint}
 }
@@ -134,17 +160,34 @@ func checkEvent(o *directory.Organization, field, event string, networks func() 
 		return nil
 	case EventSendStatusUpdates, EventBalanceConfirmed, EventBalanceFinalized:
 		if o.ParentID != "" {
-			return apierr.New(apierr.PermissionDenied, "PERMISSION_DENIED", "%s: %s endpoints are managed from the top-level (billing) organization, not a sub-organization", field, event)
+			return apierr.New(
+				apierr.PermissionDenied,
+				"PERMISSION_DENIED",
+				"%s: %s endpoints are managed from the top-level (billing) organization, not a sub-organization",
+				field,
+				event,
+			)
 		}
 		if event != EventSendStatusUpdates && (networks == nil || len(networks()) == 0) {
-			return apierr.Invalid(field, "%s needs a chain provider: this server has no --chain-rpc, so no balances can be followed", event)
+			return apierr.Invalid(
+				field,
+				"%s needs a chain provider: this server has no --chain-rpc, so no balances can be followed",
+				event,
+			)
 		}
 		return nil
 	}
-	return apierr.Invalid(field, "unknown event type %q (ACTIVITY_UPDATES, SEND_TRANSACTION_STATUS_UPDATES, BALANCE_CONFIRMED_UPDATES or BALANCE_FINALIZED_UPDATES)", event)
+	return apierr.Invalid(
+		field,
+		"unknown event type %q (ACTIVITY_UPDATES, SEND_TRANSACTION_STATUS_UPDATES, BALANCE_CONFIRMED_UPDATES or BALANCE_FINALIZED_UPDATES)",
+		event,
+	)
 }
 
-func createEndpoint(allowLoopback bool, networks func() []string) func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
+func createEndpoint(
+	allowLoopback bool,
+	networks func() []string,
+) func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
 	return func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
 		if err := checkURL("parameters.url", in.Url, allowLoopback); err != nil {
 			return nil, err
@@ -166,9 +209,23 @@ func createEndpoint(allowLoopback bool, networks func() []string) func(x *activi
 			events = []string{EventActivityUpdates}
 		}
 		if o.WebhookEndpoints >= MaxEndpoints {
-			return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d webhook endpoints", MaxEndpoints)
+			return nil, apierr.New(
+				apierr.ResourceExhausted,
+				"RESOURCE_EXHAUSTED",
+				"an organization can have at most %d webhook endpoints",
+				MaxEndpoints,
+			)
 		}
-		e := &Endpoint{ID: id.New(), OrgID: x.OrgID, Name: strings.TrimSpace(in.Name), URL: in.Url, Active: true, Events: events, CreatedAt: x.Now, UpdatedAt: x.Now}
+		e := &Endpoint{
+			ID:        id.New(),
+			OrgID:     x.OrgID,
+			Name:      strings.TrimSpace(in.Name),
+			URL:       in.Url,
+			Active:    true,
+			Events:    events,
+			CreatedAt: x.Now,
+			UpdatedAt: x.Now,
+		}
 		if e.Name == "" {
 			return nil, apierr.Required("parameters.name")
 		}
@@ -267,7 +324,14 @@ func Enqueue(ctx context.Context, tx store.Tx, org *directory.Organization, now 
 
 // EnqueueEvent writes one delivery of body per active endpoint of owner subscribed to event, in
 // the caller's transaction.
-func EnqueueEvent(ctx context.Context, tx store.Tx, owner *directory.Organization, event string, now time.Time, body []byte) error {
+func EnqueueEvent(
+	ctx context.Context,
+	tx store.Tx,
+	owner *directory.Organization,
+	event string,
+	now time.Time,
+	body []byte,
+) error {
 	if owner == nil || owner.WebhookEndpoints == 0 {
 		return nil
 	}
@@ -279,7 +343,16 @@ func EnqueueEvent(ctx context.Context, tx store.Tx, owner *directory.Organizatio
 		if !e.Active || !slices.Contains(e.Events, event) {
 			continue
 		}
-		d := &Delivery{ID: id.New(), OrgID: owner.ID, EventType: event, EndpointID: e.ID, URL: e.URL, NextAttempt: now, CreatedAt: now, Body: body}
+		d := &Delivery{
+			ID:          id.New(),
+			OrgID:       owner.ID,
+			EventType:   event,
+			EndpointID:  e.ID,
+			URL:         e.URL,
+			NextAttempt: now,
+			CreatedAt:   now,
+			Body:        body,
+		}
 		if err := records.Save(ctx, tx, KindDelivery, d.ID, outboxOwner, now, now, d); err != nil {
 			return err
 		}
@@ -476,7 +549,13 @@ func Digest(timestamp string, body []byte) [32]byte {
 // (GET /public/v1/discovery/webhooks/jwks): receivers look the X-Turnkey-Signature-Key-Id up in it.
 func JWKS(keys *custody.ServerKeys) []byte {
 	pub, kid := keys.WebhookEd25519()
-	b, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kid": kid, "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
-		"x": base64.RawURLEncoding.EncodeToString(pub), "turnkey_signature_algorithm": "ed25519", "turnkey_signature_version": "v1"}}})
+	b, _ := json.Marshal(
+		map[string]any{
+			"keys": []map[string]string{{"kid": kid, "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
+				"x": base64.RawURLEncoding.EncodeToString(
+					pub,
+				), "turnkey_signature_algorithm": "ed25519", "turnkey_signature_version": "v1"}},
+		},
+	)
 	return b
 }

@@ -20,7 +20,11 @@ func FuzzDecodeValidate(f *testing.F) {
 	// What a probe got stored: control characters in names, invalid UTF-8, duplicate members.
 	f.Add([]byte("{\"parameters\":{\"sessionProfileName\":\"a\\u0000b\\u0007\",\"notes\":\"x\\ny\"}}"))
 	f.Add([]byte("{\"parameters\":{\"subOrganizationName\":\"caf\xe9\"}}"))
-	f.Add([]byte(`{"organizationId":"a","organizationId":"b","parameters":{"rootUsers":[{"userName":"x","userName":"y"}]}}`))
+	f.Add(
+		[]byte(
+			`{"organizationId":"a","organizationId":"b","parameters":{"rootUsers":[{"userName":"x","userName":"y"}]}}`,
+		),
+	)
 	f.Add([]byte(`{"parameters":{"subOrganizationName":"\ud800\u0041"}}`))
 	newTypes := []func() Validator{
 		func() Validator { return new(CreateSubOrganizationRequest) },

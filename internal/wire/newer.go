@@ -13,7 +13,11 @@ var newerOps = []Op{
 		Summary:  "Delete secrets",
 		Superset: true,
 		Versions: []ActivityVersion{
-			{Type: "ACTIVITY_TYPE_DELETE_SECRETS", IntentMember: "deleteSecretsIntent", NewIntent: func() Validator { return new(DeleteSecretsIntent) }},
+			{
+				Type:         "ACTIVITY_TYPE_DELETE_SECRETS",
+				IntentMember: "deleteSecretsIntent",
+				NewIntent:    func() Validator { return new(DeleteSecretsIntent) },
+			},
 		},
 		ResultMember: "deleteSecretsResult",
 		NewRequest:   func() Validator { return new(DeleteSecretsRequest) },

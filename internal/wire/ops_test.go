@@ -153,7 +153,13 @@ func TestOpsSortedAndUnique(t *testing.T) {
 	for i := 1; i < len(Ops); i++ {
 		a, b := Ops[i-1], Ops[i]
 		if a.Kind > b.Kind || a.Kind == b.Kind && a.Path >= b.Path {
-			t.Errorf("Ops not sorted by Kind then Path, or duplicated: %s/%s before %s/%s", a.Kind, a.Path, b.Kind, b.Path)
+			t.Errorf(
+				"Ops not sorted by Kind then Path, or duplicated: %s/%s before %s/%s",
+				a.Kind,
+				a.Path,
+				b.Kind,
+				b.Path,
+			)
 		}
 	}
 }

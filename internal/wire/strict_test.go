@@ -13,7 +13,11 @@ func TestCheckJSON(t *testing.T) {
 		{"escaped characters", `{"a":"\u00e9\n\"\\","b":"\ud83d\ude00"}`, ""},
 		{"same key in sibling objects", `{"x":{"a":1},"y":{"a":2},"z":[{"a":1},{"a":2}]}`, ""},
 		{"duplicate top-level member", `{"organizationId":"a","organizationId":"b"}`, "organizationId"},
-		{"duplicate nested member", `{"parameters":{"accounts":[{"path":"a"},{"path":"b","path":"c"}]}}`, "parameters.accounts[1].path"},
+		{
+			"duplicate nested member",
+			`{"parameters":{"accounts":[{"path":"a"},{"path":"b","path":"c"}]}}`,
+			"parameters.accounts[1].path",
+		},
 		{"invalid UTF-8", "{\"name\":\"caf\xe9\"}", "name"},
 		{"invalid UTF-8 in a key", "{\"n\xffme\":1}", "body"},
 		{"truncated UTF-8", "{\"a\":[\"\xe2\x82\"]}", "a[0]"},
@@ -53,7 +57,11 @@ func TestCheckText(t *testing.T) {
 		{"fine", req{Notes: "a\nb\tc", Accounts: []inner{{WalletName: "w", Path: "m/0"}}, Payload: "\x00\x01"}, ""},
 		{"name with NUL", req{Accounts: []inner{{}, {WalletName: "w\x00"}}}, "parameters.accounts[1].walletName"},
 		{"name with ESC", req{Accounts: []inner{{WalletName: "\x1b[31m"}}}, "parameters.accounts[0].walletName"},
-		{"long name", req{Accounts: []inner{{WalletName: strings.Repeat("w", MaxNameBytes+1)}}}, "parameters.accounts[0].walletName"},
+		{
+			"long name",
+			req{Accounts: []inner{{WalletName: strings.Repeat("w", MaxNameBytes+1)}}},
+			"parameters.accounts[0].walletName",
+		},
 		{"notes with NUL", req{Notes: "a\x00"}, "parameters.notes"},
 		{"long notes", req{Notes: strings.Repeat("n", MaxTextBytes+1)}, "parameters.notes"},
 	}
@@ -74,9 +82,14 @@ func TestCheckText(t *testing.T) {
 // BenchmarkCheckJSON is the strict pass over a sign_raw_payload body, which every request
 // pays once before its stamp is checked.
 func BenchmarkCheckJSON(b *testing.B) {
-	body := []byte(`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"11111111-2222-3333-4444-555555555555",` +
-		`"parameters":{"signWith":"0x8c2D6e3C1B0a9f4E5d7C6b5A4f3e2d1c0b9a8f7E","payload":"0x` + strings.Repeat("ab", 32) +
-		`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`)
+	body := []byte(
+		`{"type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","timestampMs":"1700000000000","organizationId":"11111111-2222-3333-4444-555555555555",` +
+			`"parameters":{"signWith":"0x8c2D6e3C1B0a9f4E5d7C6b5A4f3e2d1c0b9a8f7E","payload":"0x` + strings.Repeat(
+			"ab",
+			32,
+		) +
+			`","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_NO_OP"}}`,
+	)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		if CheckJSON(body) != nil {

@@ -33,7 +33,10 @@ func textRuleOf(member string) (textRule, bool) {
 		return textRule{max: MaxTextBytes}, true
 	case member == "name", strings.HasSuffix(member, "Name"):
 		return textRule{max: MaxNameBytes}, true
-	case member == "userEmail", member == "email", strings.HasSuffix(member, "EmailAddress"), member == "receiverUserEmail":
+	case member == "userEmail",
+		member == "email",
+		strings.HasSuffix(member, "EmailAddress"),
+		member == "receiverUserEmail":
 		return textRule{max: MaxEmailBytes}, true
 	}
 	return textRule{}, false

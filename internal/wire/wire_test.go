@@ -56,7 +56,12 @@ func TestValidateCreateSubOrganization(t *testing.T) {
 		{"unknown members are tolerated",
 			edit(t, subOrgV8, `"subOrganizationName"`, `"somethingNew": {"x": 1}, "subOrganizationName"`), ""},
 		{"empty required list is present",
-			edit(t, subOrgV8, `"apiKeys": [{"apiKeyName": "k", "publicKey": "02ab", "curveType": "API_KEY_CURVE_P256"}]`, `"apiKeys": []`), ""},
+			edit(
+				t,
+				subOrgV8,
+				`"apiKeys": [{"apiKeyName": "k", "publicKey": "02ab", "curveType": "API_KEY_CURVE_P256"}]`,
+				`"apiKeys": []`,
+			), ""},
 		{"optional struct absent",
 			edit(t, subOrgV8, `"rootQuorumThreshold": 1,`, `"rootQuorumThreshold": 1, "clientSignature": null,`), ""},
 		{"missing nested userName",
@@ -64,15 +69,35 @@ func TestValidateCreateSubOrganization(t *testing.T) {
 		{"empty nested userName",
 			edit(t, subOrgV8, `"userName": "root"`, `"userName": ""`), "parameters.rootUsers[0].userName is required"},
 		{"invalid curveType",
-			edit(t, subOrgV8, `API_KEY_CURVE_P256`, `FOO`), `invalid value "FOO" for parameters.rootUsers[0].apiKeys[0].curveType`},
+			edit(
+				t,
+				subOrgV8,
+				`API_KEY_CURVE_P256`,
+				`FOO`,
+			), `invalid value "FOO" for parameters.rootUsers[0].apiKeys[0].curveType`},
 		{"missing required enum",
-			edit(t, subOrgV8, `, "curveType": "API_KEY_CURVE_P256"`, ``), "parameters.rootUsers[0].apiKeys[0].curveType is required"},
+			edit(
+				t,
+				subOrgV8,
+				`, "curveType": "API_KEY_CURVE_P256"`,
+				``,
+			), "parameters.rootUsers[0].apiKeys[0].curveType is required"},
 		{"absent required list",
 			edit(t, subOrgV8, `"authenticators": [],`, ``), "parameters.rootUsers[0].authenticators is required"},
 		{"null required list",
-			edit(t, subOrgV8, `"authenticators": []`, `"authenticators": null`), "parameters.rootUsers[0].authenticators is required"},
+			edit(
+				t,
+				subOrgV8,
+				`"authenticators": []`,
+				`"authenticators": null`,
+			), "parameters.rootUsers[0].authenticators is required"},
 		{"invalid enum in optional struct",
-			edit(t, subOrgV8, `CURVE_SECP256K1`, `CURVE_NOPE`), `invalid value "CURVE_NOPE" for parameters.wallet.accounts[0].curve`},
+			edit(
+				t,
+				subOrgV8,
+				`CURVE_SECP256K1`,
+				`CURVE_NOPE`,
+			), `invalid value "CURVE_NOPE" for parameters.wallet.accounts[0].curve`},
 		{"wrong inline enum type",
 			edit(t, subOrgV8, `_V8"`, `_V7"`), `invalid value "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7" for type`},
 		{"missing organizationId",
@@ -123,7 +148,8 @@ func TestValidateIntentByVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fe *FieldError
-	if err := intent.Validate("parameters"); !errors.As(err, &fe) || fe.Field != "parameters.rootUsers[0].userName" || fe.Reason != ReasonRequired {
+	if err := intent.Validate("parameters"); !errors.As(err, &fe) || fe.Field != "parameters.rootUsers[0].userName" ||
+		fe.Reason != ReasonRequired {
 		t.Fatalf("Validate = %v, want parameters.rootUsers[0].userName required", err)
 	}
 }
@@ -195,14 +221,22 @@ func TestActivityJSONMembers(t *testing.T) {
 		OrganizationId: "org-1",
 		Status:         "ACTIVITY_STATUS_COMPLETED",
 		Type:           "ACTIVITY_TYPE_CREATE_WALLET",
-		Intent:         Intent{CreateWalletIntent: &CreateWalletIntent{WalletName: "w", Accounts: []WalletAccountParams{}, MnemonicLength: &threshold}},
-		Result:         Result{CreateWalletResult: &CreateWalletResult{WalletId: "wal-1", Addresses: []string{"0xabc"}}},
-		Votes:          []Vote{},
-		Fingerprint:    "sha256:00",
-		CanApprove:     true,
-		CanReject:      false,
-		CreatedAt:      Externaldatav1Timestamp{Seconds: "1746736509", Nanos: "954000000"},
-		UpdatedAt:      Externaldatav1Timestamp{Seconds: "1746736510", Nanos: "0"},
+		Intent: Intent{
+			CreateWalletIntent: &CreateWalletIntent{
+				WalletName:     "w",
+				Accounts:       []WalletAccountParams{},
+				MnemonicLength: &threshold,
+			},
+		},
+		Result: Result{
+			CreateWalletResult: &CreateWalletResult{WalletId: "wal-1", Addresses: []string{"0xabc"}},
+		},
+		Votes:       []Vote{},
+		Fingerprint: "sha256:00",
+		CanApprove:  true,
+		CanReject:   false,
+		CreatedAt:   Externaldatav1Timestamp{Seconds: "1746736509", Nanos: "954000000"},
+		UpdatedAt:   Externaldatav1Timestamp{Seconds: "1746736510", Nanos: "0"},
 	}
 	b, err := json.Marshal(a)
 	if err != nil {

@@ -51,9 +51,13 @@ var (
 		"ADDRESS_FORMAT_UNCOMPRESSED": {[]string{CurveSecp256k1, CurveP256}, "m/0'/0", func(k key) (string, error) {
 			return hex.EncodeToString(k.uncompressed), nil
 		}},
-		"ADDRESS_FORMAT_COMPRESSED": {[]string{CurveSecp256k1, CurveEd25519, CurveP256}, "m/0'/0", func(k key) (string, error) {
-			return hex.EncodeToString(k.compressed), nil
-		}},
+		"ADDRESS_FORMAT_COMPRESSED": {
+			[]string{CurveSecp256k1, CurveEd25519, CurveP256},
+			"m/0'/0",
+			func(k key) (string, error) {
+				return hex.EncodeToString(k.compressed), nil
+			},
+		},
 		"ADDRESS_FORMAT_ETHEREUM": {secp, "m/44'/60'/0'/0/0", ethereum},
 		"ADDRESS_FORMAT_SOLANA":   {ed, "m/44'/501'/0'/0'", solana},
 		"ADDRESS_FORMAT_COSMOS":   {secp, "m/44'/118'/0'/0/0", cosmos("cosmos")},
@@ -86,11 +90,31 @@ func init() {
 		}
 		n := n
 		prefix := "ADDRESS_FORMAT_BITCOIN_" + n.name + "_"
-		formats[prefix+"P2PKH"] = format{secp, "m/44'/" + coin + "'/0'/0/0", func(k key) (string, error) { return p2pkh(n, k) }}
-		formats[prefix+"P2SH"] = format{secp, "m/44'/" + coin + "'/0'/0/0", func(k key) (string, error) { return p2sh(n, k) }}
-		formats[prefix+"P2WPKH"] = format{secp, "m/84'/" + coin + "'/0'/0/0", func(k key) (string, error) { return p2wpkh(n, k) }}
-		formats[prefix+"P2WSH"] = format{secp, "m/48'/" + coin + "'/0'/2'/0/0", func(k key) (string, error) { return p2wsh(n, k) }}
-		formats[prefix+"P2TR"] = format{secp, "m/86'/" + coin + "'/0'/0/0", func(k key) (string, error) { return p2tr(n, k) }}
+		formats[prefix+"P2PKH"] = format{
+			secp,
+			"m/44'/" + coin + "'/0'/0/0",
+			func(k key) (string, error) { return p2pkh(n, k) },
+		}
+		formats[prefix+"P2SH"] = format{
+			secp,
+			"m/44'/" + coin + "'/0'/0/0",
+			func(k key) (string, error) { return p2sh(n, k) },
+		}
+		formats[prefix+"P2WPKH"] = format{
+			secp,
+			"m/84'/" + coin + "'/0'/0/0",
+			func(k key) (string, error) { return p2wpkh(n, k) },
+		}
+		formats[prefix+"P2WSH"] = format{
+			secp,
+			"m/48'/" + coin + "'/0'/2'/0/0",
+			func(k key) (string, error) { return p2wsh(n, k) },
+		}
+		formats[prefix+"P2TR"] = format{
+			secp,
+			"m/86'/" + coin + "'/0'/0/0",
+			func(k key) (string, error) { return p2tr(n, k) },
+		}
 	}
 }
 

@@ -39,7 +39,16 @@ func TestDeriveMatchesReferenceLibraries(t *testing.T) {
 		}
 		got, err := Derive(r.Format, r.Curve, pub)
 		if err != nil || got != r.Address {
-			t.Errorf("%s %s key %s…: got %q, %v; %s says %q", r.Format, r.Curve, r.Key[:8], got, err, r.Library, r.Address)
+			t.Errorf(
+				"%s %s key %s…: got %q, %v; %s says %q",
+				r.Format,
+				r.Curve,
+				r.Key[:8],
+				got,
+				err,
+				r.Library,
+				r.Address,
+			)
 		}
 		covered[r.Format] = true
 	}

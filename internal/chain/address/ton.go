@@ -29,34 +29,46 @@ const (
 )
 
 var (
-	tonV3R2 = tonWallet{"84dafa449f98a6987789ba232358072bc0f76dc4524002a5d0918b9a75d2d599", 0, func(pub []byte) *tonCell {
-		c := &tonCell{}
-		c.uint(0, 32)                  // seqno
-		c.uint(tonDefaultWalletID, 32) // subwallet id
-		c.bytes(pub)                   // public key
-		return c
-	}}
-	tonV4R2 = tonWallet{"feb5ff6820e2ff0d9483e7e0d62c817d846789fb4ae580c878866d959dabd5c0", 7, func(pub []byte) *tonCell {
-		c := &tonCell{}
-		c.uint(0, 32)
-		c.uint(tonDefaultWalletID, 32)
-		c.bytes(pub)
-		c.uint(0, 1) // empty plugin dictionary
-		return c
-	}}
-	tonV5R1 = tonWallet{"20834b7b72b112147e1b2fb457b84e74d1a30f04f737d4f62a668e9552d2b72f", 6, func(pub []byte) *tonCell {
-		// wallet_id = network_global_id XOR context, context = 1<<31 | workchain<<23 |
-		// version<<15 | subwallet, with workchain, version and subwallet all 0.
-		var network int32 = tonV5R1MainnetID
-		walletID := uint32(network) ^ tonV5R1ClientMarker
-		c := &tonCell{}
-		c.uint(1, 1) // is_signature_allowed
-		c.uint(0, 32)
-		c.uint(uint64(walletID), 32)
-		c.bytes(pub)
-		c.uint(0, 1) // empty extensions dictionary
-		return c
-	}}
+	tonV3R2 = tonWallet{
+		"84dafa449f98a6987789ba232358072bc0f76dc4524002a5d0918b9a75d2d599",
+		0,
+		func(pub []byte) *tonCell {
+			c := &tonCell{}
+			c.uint(0, 32)                  // seqno
+			c.uint(tonDefaultWalletID, 32) // subwallet id
+			c.bytes(pub)                   // public key
+			return c
+		},
+	}
+	tonV4R2 = tonWallet{
+		"feb5ff6820e2ff0d9483e7e0d62c817d846789fb4ae580c878866d959dabd5c0",
+		7,
+		func(pub []byte) *tonCell {
+			c := &tonCell{}
+			c.uint(0, 32)
+			c.uint(tonDefaultWalletID, 32)
+			c.bytes(pub)
+			c.uint(0, 1) // empty plugin dictionary
+			return c
+		},
+	}
+	tonV5R1 = tonWallet{
+		"20834b7b72b112147e1b2fb457b84e74d1a30f04f737d4f62a668e9552d2b72f",
+		6,
+		func(pub []byte) *tonCell {
+			// wallet_id = network_global_id XOR context, context = 1<<31 | workchain<<23 |
+			// version<<15 | subwallet, with workchain, version and subwallet all 0.
+			var network int32 = tonV5R1MainnetID
+			walletID := uint32(network) ^ tonV5R1ClientMarker
+			c := &tonCell{}
+			c.uint(1, 1) // is_signature_allowed
+			c.uint(0, 32)
+			c.uint(uint64(walletID), 32)
+			c.bytes(pub)
+			c.uint(0, 1) // empty extensions dictionary
+			return c
+		},
+	}
 )
 
 // tonCell is an ordinary (level 0) cell under construction; refs are given by hash and depth.

@@ -198,7 +198,13 @@ func TestBIP341KeyPathSighash(t *testing.T) {
 				t.Fatal(err)
 			}
 			if hex.EncodeToString(got) != in.Intermediary.SigHash {
-				t.Errorf("input %d hash type %#x: sighash %x, want %s", in.Given.TxinIndex, in.Given.HashType, got, in.Intermediary.SigHash)
+				t.Errorf(
+					"input %d hash type %#x: sighash %x, want %s",
+					in.Given.TxinIndex,
+					in.Given.HashType,
+					got,
+					in.Intermediary.SigHash,
+				)
 			}
 			n++
 		}
@@ -312,8 +318,11 @@ func TestSignedPSBTsValidate(t *testing.T) {
 				t.Fatalf("signed %d inputs, want %d", n, wantMine)
 			}
 			// Deterministic signatures: the bytes bitcoinjs-lib checked are these bytes.
-			if committed.Vectors[vi].Name != v.Name || committed.Vectors[vi].SignedPSBTHex != hex.EncodeToString(signed) {
-				t.Errorf("signed PSBT differs from testdata/signed.json; regenerate it and the verdict (see testdata/README.md)")
+			if committed.Vectors[vi].Name != v.Name ||
+				committed.Vectors[vi].SignedPSBTHex != hex.EncodeToString(signed) {
+				t.Errorf(
+					"signed PSBT differs from testdata/signed.json; regenerate it and the verdict (see testdata/README.md)",
+				)
 			}
 			vd := verdict.Verdicts[vi]
 			if vd.Name != v.Name || !vd.Finalized || len(vd.Validated) != wantMine {
@@ -408,7 +417,8 @@ func TestPolicyView(t *testing.T) {
 	if len(ins) != 3 || ins[0].(map[string]any)["vout"] != 0 || ins[0].(map[string]any)["sequence"] != 0xfffffffd {
 		t.Errorf("inputs = %v", ins)
 	}
-	if id := ins[0].(map[string]any)["tx_id"].(string); id != p.pkt.UnsignedTx.TxIn[0].PreviousOutPoint.Hash.String() || len(id) != 64 {
+	if id := ins[0].(map[string]any)["tx_id"].(string); id != p.pkt.UnsignedTx.TxIn[0].PreviousOutPoint.Hash.String() ||
+		len(id) != 64 {
 		t.Errorf("tx_id = %v", id)
 	}
 	outs := view["outputs"].([]any)
@@ -416,16 +426,23 @@ func TestPolicyView(t *testing.T) {
 	if a := o0["address"].(string); o0["address_type"] != "P2WPKH" || !strings.HasPrefix(a, "bc1q") || len(a) != 42 {
 		t.Errorf("output 0 = %v", o0)
 	}
-	if o0["value"].(*big.Int).Int64() != 10000 || o0["script_pubkey"] != "00145a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a" {
+	if o0["value"].(*big.Int).Int64() != 10000 ||
+		o0["script_pubkey"] != "00145a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a" {
 		t.Errorf("output 0 = %v", o0)
 	}
 	if o1["address_type"] != "P2TR" || !strings.HasPrefix(o1["address"].(string), "bc1p") {
 		t.Errorf("output 1 = %v", o1)
 	}
-	if a := p.PolicyView("testnet")["outputs"].([]any)[1].(map[string]any)["address"].(string); !strings.HasPrefix(a, "tb1p") {
+	if a := p.PolicyView("testnet")["outputs"].([]any)[1].(map[string]any)["address"].(string); !strings.HasPrefix(
+		a,
+		"tb1p",
+	) {
 		t.Errorf("testnet address %s", a)
 	}
-	if a := p.PolicyView("regtest")["outputs"].([]any)[0].(map[string]any)["address"].(string); !strings.HasPrefix(a, "bcrt1q") {
+	if a := p.PolicyView("regtest")["outputs"].([]any)[0].(map[string]any)["address"].(string); !strings.HasPrefix(
+		a,
+		"bcrt1q",
+	) {
 		t.Errorf("regtest address %s", a)
 	}
 }
@@ -442,7 +459,8 @@ func TestOutputAddressTypes(t *testing.T) {
 		if typ != c.typ {
 			t.Errorf("%s: type %s, want %s", c.script, typ, c.typ)
 		}
-		if (c.typ == "P2PKH" && addr[0] != '1') || (c.typ == "P2SH" && addr[0] != '3') || (len(c.typ) > 5 && addr != "") {
+		if (c.typ == "P2PKH" && addr[0] != '1') || (c.typ == "P2SH" && addr[0] != '3') ||
+			(len(c.typ) > 5 && addr != "") {
 			t.Errorf("%s: address %q", c.script, addr)
 		}
 	}
@@ -493,30 +511,83 @@ func TestParseEnforcesTurnkeyInputRules(t *testing.T) {
 			p.Inputs[0].NonWitnessUtxo = prevTxFor(p, 0)
 			p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash = p.Inputs[0].NonWitnessUtxo.TxHash()
 		}, ErrUnexpectedNonWitness},
-		{"P2SH without redeem_script", "p2sh", 0, func(p *psbt.Packet) { p.Inputs[0].RedeemScript = nil }, ErrNeedRedeemScript},
-		{"P2SH redeem_script of another script", "p2sh", 0, func(p *psbt.Packet) { p.Inputs[0].RedeemScript = []byte{txscript.OP_TRUE} }, ErrScriptMismatch},
+		{
+			"P2SH without redeem_script",
+			"p2sh",
+			0,
+			func(p *psbt.Packet) { p.Inputs[0].RedeemScript = nil },
+			ErrNeedRedeemScript,
+		},
+		{
+			"P2SH redeem_script of another script",
+			"p2sh",
+			0,
+			func(p *psbt.Packet) { p.Inputs[0].RedeemScript = []byte{txscript.OP_TRUE} },
+			ErrScriptMismatch,
+		},
 		{"P2SH-wrapped P2WPKH", "p2sh", 0, func(p *psbt.Packet) {
 			in := &p.Inputs[0]
 			in.RedeemScript = p2shP2wpkh
-			in.NonWitnessUtxo.TxOut[0].PkScript = append(append([]byte{txscript.OP_HASH160, 20}, hash160(p2shP2wpkh)...), txscript.OP_EQUAL)
+			in.NonWitnessUtxo.TxOut[0].PkScript = append(
+				append([]byte{txscript.OP_HASH160, 20}, hash160(p2shP2wpkh)...),
+				txscript.OP_EQUAL,
+			)
 			p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash = in.NonWitnessUtxo.TxHash()
 		}, ErrWrappedSegwit},
-		{"P2WSH without witness_script", "p2wsh", 0, func(p *psbt.Packet) { p.Inputs[0].WitnessScript = nil }, ErrNeedWitnessScript},
-		{"P2WSH witness_script of another script", "p2wsh", 0, func(p *psbt.Packet) { p.Inputs[0].WitnessScript = []byte{txscript.OP_TRUE} }, ErrScriptMismatch},
-		{"taproot with tap_merkle_root", "p2tr", 0, func(p *psbt.Packet) { p.Inputs[0].TaprootMerkleRoot = make([]byte, 32) }, ErrScriptPath},
+		{
+			"P2WSH without witness_script",
+			"p2wsh",
+			0,
+			func(p *psbt.Packet) { p.Inputs[0].WitnessScript = nil },
+			ErrNeedWitnessScript,
+		},
+		{
+			"P2WSH witness_script of another script",
+			"p2wsh",
+			0,
+			func(p *psbt.Packet) { p.Inputs[0].WitnessScript = []byte{txscript.OP_TRUE} },
+			ErrScriptMismatch,
+		},
+		{
+			"taproot with tap_merkle_root",
+			"p2tr",
+			0,
+			func(p *psbt.Packet) { p.Inputs[0].TaprootMerkleRoot = make([]byte, 32) },
+			ErrScriptPath,
+		},
 		{"taproot with tap_leaf_script", "p2tr", 0, func(p *psbt.Packet) {
-			p.Inputs[0].TaprootLeafScript = []*psbt.TaprootTapLeafScript{{ControlBlock: append([]byte{0xc0}, key.pub()[1:]...), Script: []byte{txscript.OP_TRUE}, LeafVersion: 0xc0}}
+			p.Inputs[0].TaprootLeafScript = []*psbt.TaprootTapLeafScript{
+				{
+					ControlBlock: append([]byte{0xc0}, key.pub()[1:]...),
+					Script:       []byte{txscript.OP_TRUE},
+					LeafVersion:  0xc0,
+				},
+			}
 		}, ErrScriptPath},
 		{"taproot with tap_script_sig", "p2tr", 0, func(p *psbt.Packet) {
-			p.Inputs[0].TaprootScriptSpendSig = []*psbt.TaprootScriptSpendSig{{XOnlyPubKey: key.pub()[1:], LeafHash: make([]byte, 32), Signature: make([]byte, 64)}}
+			p.Inputs[0].TaprootScriptSpendSig = []*psbt.TaprootScriptSpendSig{
+				{XOnlyPubKey: key.pub()[1:], LeafHash: make([]byte, 32), Signature: make([]byte, 64)},
+			}
 		}, ErrScriptPath},
 		{"taproot without witness_utxo", "p2tr", 0, func(p *psbt.Packet) {
 			p.Inputs[0].NonWitnessUtxo = prevTxFor(p, 0)
 			p.Inputs[0].WitnessUtxo = nil
 			p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash = p.Inputs[0].NonWitnessUtxo.TxHash()
 		}, ErrNeedWitnessUTXO},
-		{"non_witness_utxo of another transaction", "p2pkh", 0, func(p *psbt.Packet) { p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash[0] ^= 1 }, ErrUTXOMismatch},
-		{"rule broken on the third input", "mixed", 2, func(p *psbt.Packet) { p.Inputs[2].TaprootMerkleRoot = make([]byte, 32) }, ErrScriptPath},
+		{
+			"non_witness_utxo of another transaction",
+			"p2pkh",
+			0,
+			func(p *psbt.Packet) { p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash[0] ^= 1 },
+			ErrUTXOMismatch,
+		},
+		{
+			"rule broken on the third input",
+			"mixed",
+			2,
+			func(p *psbt.Packet) { p.Inputs[2].TaprootMerkleRoot = make([]byte, 32) },
+			ErrScriptPath,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -577,11 +648,13 @@ func TestSignRefusals(t *testing.T) {
 	if _, _, err := p.Sign(mine.priv.PubKey().SerializeUncompressed(), "mainnet", mine.ecdsa, mine.schnorr); err == nil {
 		t.Error("uncompressed key accepted")
 	}
-	if _, _, err := p.Sign(mine.pub(), "mainnet", other.ecdsa, other.schnorr); err == nil || !strings.Contains(err.Error(), "does not verify") {
+	if _, _, err := p.Sign(mine.pub(), "mainnet", other.ecdsa, other.schnorr); err == nil ||
+		!strings.Contains(err.Error(), "does not verify") {
 		t.Errorf("signature by the wrong key: err = %v", err)
 	}
 	failing := func([32]byte) ([]byte, error) { return nil, errors.New("HSM offline") }
-	if _, _, err := p.Sign(mine.pub(), "mainnet", failing, nil); err == nil || !strings.Contains(err.Error(), "HSM offline") {
+	if _, _, err := p.Sign(mine.pub(), "mainnet", failing, nil); err == nil ||
+		!strings.Contains(err.Error(), "HSM offline") {
 		t.Errorf("signer failure: err = %v", err)
 	}
 	// A taproot signature made without the BIP-86 tweak is refused.
@@ -593,7 +666,8 @@ func TestSignRefusals(t *testing.T) {
 		s, err := schnorr.Sign(mine.priv, d[:])
 		return [64]byte(s.Serialize()), err
 	}
-	if _, _, err := pt.Sign(mine.pub(), "mainnet", mine.ecdsa, untweaked); err == nil || !strings.Contains(err.Error(), "tweaked") {
+	if _, _, err := pt.Sign(mine.pub(), "mainnet", mine.ecdsa, untweaked); err == nil ||
+		!strings.Contains(err.Error(), "tweaked") {
 		t.Errorf("untweaked Schnorr: err = %v", err)
 	}
 	// Signing twice gives the same bytes: Sign never changes the parsed PSBT.
@@ -603,11 +677,14 @@ func TestSignRefusals(t *testing.T) {
 		t.Error("second Sign differs from the first")
 	}
 	// A sighash type other than ALL is refused.
-	ps, err := ParsePSBT(modify(t, vecs.Vectors[1].PSBTHex, func(p *psbt.Packet) { p.Inputs[0].SighashType = txscript.SigHashNone }))
+	ps, err := ParsePSBT(
+		modify(t, vecs.Vectors[1].PSBTHex, func(p *psbt.Packet) { p.Inputs[0].SighashType = txscript.SigHashNone }),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ps.Sign(mine.pub(), "mainnet", mine.ecdsa, mine.schnorr); err == nil || !strings.Contains(err.Error(), "sighash") {
+	if _, _, err := ps.Sign(mine.pub(), "mainnet", mine.ecdsa, mine.schnorr); err == nil ||
+		!strings.Contains(err.Error(), "sighash") {
 		t.Errorf("SIGHASH_NONE: err = %v", err)
 	}
 }

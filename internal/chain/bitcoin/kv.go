@@ -53,7 +53,11 @@ func prewalk(b []byte) error {
 			switch {
 			case m == 0:
 				if len(val) > MaxUnsignedTxSize {
-					return fmt.Errorf("unsigned transaction is %d bytes, at most %d accepted", len(val), MaxUnsignedTxSize)
+					return fmt.Errorf(
+						"unsigned transaction is %d bytes, at most %d accepted",
+						len(val),
+						MaxUnsignedTxSize,
+					)
 				}
 				in, out, err := txShape(val, false)
 				if err != nil {

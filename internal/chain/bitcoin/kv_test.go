@@ -44,10 +44,16 @@ func TestPrewalkRefusesCountsTheBytesCannotHold(t *testing.T) {
 		"huge input count": {append(kv(magic, []byte{0}, hugeIn), 0), "cannot fit"},
 		"huge witness count": {
 			append(append(kv(magic, []byte{0}, oneIn), 0), append(kv(nil, []byte{0}, prev), 0)...), "cannot fit"},
-		"oversized unsigned transaction": {append(kv(magic, []byte{0}, make([]byte, MaxUnsignedTxSize+1)), 0), "at most"},
-		"no unsigned transaction":        {append(kv(magic, []byte{0xfc}, []byte{1}), 0), "no unsigned transaction"},
-		"key past the end":               {append(bytes.Clone(magic), 0x05, 0x00), "key"},
-		"second unsigned transaction":    {append(kv(kv(magic, []byte{0}, oneIn), []byte{0}, oneIn), 0, 0), "duplicate key"},
+		"oversized unsigned transaction": {
+			append(kv(magic, []byte{0}, make([]byte, MaxUnsignedTxSize+1)), 0),
+			"at most",
+		},
+		"no unsigned transaction": {append(kv(magic, []byte{0xfc}, []byte{1}), 0), "no unsigned transaction"},
+		"key past the end":        {append(bytes.Clone(magic), 0x05, 0x00), "key"},
+		"second unsigned transaction": {
+			append(kv(kv(magic, []byte{0}, oneIn), []byte{0}, oneIn), 0, 0),
+			"duplicate key",
+		},
 	}
 	for name, c := range cases {
 		_, err := ParsePSBT(c.b)
@@ -73,7 +79,10 @@ func TestSignsLegacyP2SHWrappingP2PKH(t *testing.T) {
 	b := modify(t, base, func(p *psbt.Packet) {
 		in := &p.Inputs[0]
 		in.RedeemScript = own.p2pkh
-		in.NonWitnessUtxo.TxOut[0].PkScript = append(append([]byte{txscript.OP_HASH160, 20}, btcutil.Hash160(own.p2pkh)...), txscript.OP_EQUAL)
+		in.NonWitnessUtxo.TxOut[0].PkScript = append(
+			append([]byte{txscript.OP_HASH160, 20}, btcutil.Hash160(own.p2pkh)...),
+			txscript.OP_EQUAL,
+		)
 		p.UnsignedTx.TxIn[0].PreviousOutPoint.Hash = in.NonWitnessUtxo.TxHash()
 	})
 	p, err := ParsePSBT(b)

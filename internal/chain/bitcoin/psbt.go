@@ -79,9 +79,11 @@ var (
 	ErrNeedRedeemScript      = errors.New("P2SH input needs redeem_script")
 	ErrNeedWitnessScript     = errors.New("P2WSH input needs witness_script")
 	ErrWrappedSegwit         = errors.New("P2SH-wrapped segwit inputs are not supported")
-	ErrScriptPath            = errors.New("taproot script-path spends are not supported (tap_scripts, tap_merkle_root or tap_script_sigs present)")
-	ErrUTXOMismatch          = errors.New("UTXO data does not match the outpoint this input spends")
-	ErrScriptMismatch        = errors.New("redeem_script or witness_script does not hash to the previous output script")
+	ErrScriptPath            = errors.New(
+		"taproot script-path spends are not supported (tap_scripts, tap_merkle_root or tap_script_sigs present)",
+	)
+	ErrUTXOMismatch   = errors.New("UTXO data does not match the outpoint this input spends")
+	ErrScriptMismatch = errors.New("redeem_script or witness_script does not hash to the previous output script")
 )
 
 // ErrNoInputsOwned is returned by Sign when no input spends an output of the key.

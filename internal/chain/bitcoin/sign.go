@@ -49,7 +49,11 @@ func scriptsFor(compressed []byte) (*ownScripts, error) {
 	}
 	h := btcutil.Hash160(compressed)
 	s := &ownScripts{pub: pub, compr: bytes.Clone(compressed)}
-	s.p2pkh = append(append([]byte{txscript.OP_DUP, txscript.OP_HASH160, 20}, h...), txscript.OP_EQUALVERIFY, txscript.OP_CHECKSIG)
+	s.p2pkh = append(
+		append([]byte{txscript.OP_DUP, txscript.OP_HASH160, 20}, h...),
+		txscript.OP_EQUALVERIFY,
+		txscript.OP_CHECKSIG,
+	)
 	s.p2pk = append(append([]byte{33}, compressed...), txscript.OP_CHECKSIG)
 	s.p2wpkh = append([]byte{txscript.OP_0, 20}, h...)
 	wsh := sha256.Sum256(s.p2pk)
@@ -75,7 +79,12 @@ func (f prevOutFetcher) FetchPrevOutput(op wire.OutPoint) *wire.TxOut {
 // left as they are. ECDSA inputs (P2PKH, P2SH, P2WPKH, P2WSH) get a DER signature with
 // SIGHASH_ALL in partial_sigs; key-path P2TR inputs get a 64-byte SIGHASH_DEFAULT Schnorr
 // signature in tap_key_sig. Each signature the callbacks return is verified before use.
-func (p *PSBT) Sign(compressedPubKey []byte, net string, ecdsaSign ECDSASigner, schnorrSign SchnorrSigner) ([]byte, int, error) {
+func (p *PSBT) Sign(
+	compressedPubKey []byte,
+	net string,
+	ecdsaSign ECDSASigner,
+	schnorrSign SchnorrSigner,
+) ([]byte, int, error) {
 	if !networks[net] {
 		return nil, 0, fmt.Errorf("bitcoin: unknown network %q", net)
 	}
@@ -133,10 +142,21 @@ func (p *PSBT) Sign(compressedPubKey []byte, net string, ecdsaSign ECDSASigner, 
 				return nil, 0, &InputError{i, errors.New("tap_internal_key is not the signing key")}
 			}
 			if in.SighashType != 0 {
-				return nil, 0, &InputError{i, fmt.Errorf("requests sighash type %#x; only SIGHASH_DEFAULT is signed for taproot", uint32(in.SighashType))}
+				return nil, 0, &InputError{
+					i,
+					fmt.Errorf(
+						"requests sighash type %#x; only SIGHASH_DEFAULT is signed for taproot",
+						uint32(in.SighashType),
+					),
+				}
 			}
 			if !allKnown {
-				return nil, 0, &InputError{i, errors.New("taproot signing needs the UTXO of every input (BIP-341 commits to all amounts and scripts)")}
+				return nil, 0, &InputError{
+					i,
+					errors.New(
+						"taproot signing needs the UTXO of every input (BIP-341 commits to all amounts and scripts)",
+					),
+				}
 			}
 			if err := signSchnorr(in, tx, i, fetch, hashes, own, schnorrSign); err != nil {
 				return nil, 0, &InputError{i, err}
@@ -151,7 +171,10 @@ func (p *PSBT) Sign(compressedPubKey []byte, net string, ecdsaSign ECDSASigner, 
 			continue
 		}
 		if in.SighashType != 0 && in.SighashType != txscript.SigHashAll {
-			return nil, 0, &InputError{i, fmt.Errorf("requests sighash type %#x; only SIGHASH_ALL is signed", uint32(in.SighashType))}
+			return nil, 0, &InputError{
+				i,
+				fmt.Errorf("requests sighash type %#x; only SIGHASH_ALL is signed", uint32(in.SighashType)),
+			}
 		}
 		if err := signECDSA(in, digest, own, ecdsaSign); err != nil {
 			return nil, 0, &InputError{i, err}
@@ -195,7 +218,15 @@ func signECDSA(in *psbt.PInput, digest []byte, own *ownScripts, sign ECDSASigner
 	return nil
 }
 
-func signSchnorr(in *psbt.PInput, tx *wire.MsgTx, i int, fetch prevOutFetcher, hashes *txscript.TxSigHashes, own *ownScripts, sign SchnorrSigner) error {
+func signSchnorr(
+	in *psbt.PInput,
+	tx *wire.MsgTx,
+	i int,
+	fetch prevOutFetcher,
+	hashes *txscript.TxSigHashes,
+	own *ownScripts,
+	sign SchnorrSigner,
+) error {
 	if sign == nil {
 		return errors.New("no Schnorr signer")
 	}
@@ -225,11 +256,23 @@ func legacySighash(tx *wire.MsgTx, i int, scriptCode []byte) ([]byte, error) {
 
 // witnessV0Sighash is BIP-143 with SIGHASH_ALL; for P2WPKH the script is the output script
 // (txscript turns it into the P2PKH script code), for P2WSH the witness script.
-func witnessV0Sighash(tx *wire.MsgTx, i int, script []byte, amount int64, hashes *txscript.TxSigHashes) ([]byte, error) {
+func witnessV0Sighash(
+	tx *wire.MsgTx,
+	i int,
+	script []byte,
+	amount int64,
+	hashes *txscript.TxSigHashes,
+) ([]byte, error) {
 	return txscript.CalcWitnessSigHash(script, hashes, txscript.SigHashAll, tx, i, amount)
 }
 
 // taprootSighash is the BIP-341 key-path signature message hash.
-func taprootSighash(tx *wire.MsgTx, i int, fetch txscript.PrevOutputFetcher, hashes *txscript.TxSigHashes, ht txscript.SigHashType) ([]byte, error) {
+func taprootSighash(
+	tx *wire.MsgTx,
+	i int,
+	fetch txscript.PrevOutputFetcher,
+	hashes *txscript.TxSigHashes,
+	ht txscript.SigHashType,
+) ([]byte, error) {
 	return txscript.CalcTaprootSignatureHash(hashes, ht, tx, i, fetch)
 }

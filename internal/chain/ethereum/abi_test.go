@@ -21,7 +21,8 @@ func TestDecodeCall(t *testing.T) {
 	if c.Name != "transfer" || c.Signature != "transfer(address,uint256)" {
 		t.Fatalf("decoded %s / %s", c.Name, c.Signature)
 	}
-	if c.Args["dst"] != "0x08d2b0a37f869ff76bacb5bab3278e26ab7067b7" || c.Args["wad"].(*big.Int).String() != "1000000000000000000" {
+	if c.Args["dst"] != "0x08d2b0a37f869ff76bacb5bab3278e26ab7067b7" ||
+		c.Args["wad"].(*big.Int).String() != "1000000000000000000" {
 		t.Fatalf("args %v", c.Args)
 	}
 	for _, bad := range [][]byte{nil, {1, 2}, {0xde, 0xad, 0xbe, 0xef}, data[:20]} {

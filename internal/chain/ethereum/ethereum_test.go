@@ -110,16 +110,45 @@ func TestPolicyView(t *testing.T) {
 		name string
 		want map[string]any
 	}{
-		{"legacy eip155", map[string]any{"type": "LEGACY", "to": "0x3535353535353535353535353535353535353535", "data": "0x",
-			"value": new(big.Int).Mul(big.NewInt(1e9), big.NewInt(1e9)), "gas": big.NewInt(21000), "gas_price": gwei(20), "chain_id": big.NewInt(1), "nonce": big.NewInt(9)}},
-		{"legacy pre-155", map[string]any{"type": "LEGACY", "chain_id": big.NewInt(0), "value": big.NewInt(1), "gas_price": gwei(1)}},
-		{"legacy contract creation", map[string]any{"to": "", "data": "0x6080604052", "chain_id": big.NewInt(11155111)}},
-		{"eip2930 access list", map[string]any{"type": "TYPE_1", "data": "0xdeadbeef", "gas_price": gwei(30), "chain_id": big.NewInt(137), "max_fee_per_gas": nil}},
-		{"eip1559 erc20 transfer", map[string]any{"type": "TYPE_2", "to": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48", "gas_price": gwei(40),
-			"max_fee_per_gas": gwei(40), "max_priority_fee_per_gas": gwei(2), "nonce": big.NewInt(42), "gas": big.NewInt(65000),
-			"data": "0xa9059cbb0000000000000000000000003535353535353535353535353535353535353535000000000000000000000000000000000000000000000000000000000012d687"}},
+		{
+			"legacy eip155",
+			map[string]any{"type": "LEGACY", "to": "0x3535353535353535353535353535353535353535", "data": "0x",
+				"value": new(
+					big.Int,
+				).Mul(big.NewInt(1e9), big.NewInt(1e9)),
+				"gas": big.NewInt(21000), "gas_price": gwei(20), "chain_id": big.NewInt(1), "nonce": big.NewInt(9)},
+		},
+		{
+			"legacy pre-155",
+			map[string]any{"type": "LEGACY", "chain_id": big.NewInt(0), "value": big.NewInt(1), "gas_price": gwei(1)},
+		},
+		{
+			"legacy contract creation",
+			map[string]any{"to": "", "data": "0x6080604052", "chain_id": big.NewInt(11155111)},
+		},
+		{
+			"eip2930 access list",
+			map[string]any{
+				"type":            "TYPE_1",
+				"data":            "0xdeadbeef",
+				"gas_price":       gwei(30),
+				"chain_id":        big.NewInt(137),
+				"max_fee_per_gas": nil,
+			},
+		},
+		{
+			"eip1559 erc20 transfer",
+			map[string]any{"type": "TYPE_2", "to": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48", "gas_price": gwei(40),
+				"max_fee_per_gas": gwei(
+					40,
+				), "max_priority_fee_per_gas": gwei(2), "nonce": big.NewInt(42), "gas": big.NewInt(65000),
+				"data": "0xa9059cbb0000000000000000000000003535353535353535353535353535353535353535000000000000000000000000000000000000000000000000000000000012d687"},
+		},
 		{"eip4844 body", map[string]any{"type": "TYPE_3", "max_fee_per_blob_gas": gwei(3), "gas_price": gwei(50)}},
-		{"eip7702 set code", map[string]any{"type": "TYPE_4", "to": strings.ToLower(v.Address), "max_fee_per_blob_gas": nil}},
+		{
+			"eip7702 set code",
+			map[string]any{"type": "TYPE_4", "to": strings.ToLower(v.Address), "max_fee_per_blob_gas": nil},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,7 +242,10 @@ func TestSignRejectsBadSigner(t *testing.T) {
 		signer RecoverableSigner
 	}{
 		{"error", func([32]byte) (r, s [32]byte, v byte, err error) { return r, s, 0, errors.New("hsm down") }},
-		{"recovery id 2", func(d [32]byte) (r, s [32]byte, v byte, err error) { r, s, _, err = good(d); return r, s, 2, err }},
+		{
+			"recovery id 2",
+			func(d [32]byte) (r, s [32]byte, v byte, err error) { r, s, _, err = good(d); return r, s, 2, err },
+		},
 		{"high s", func(d [32]byte) (r, s [32]byte, v byte, err error) {
 			r, s, v, err = good(d)
 			new(big.Int).Sub(n, new(big.Int).SetBytes(s[:])).FillBytes(s[:])
@@ -278,7 +310,8 @@ func TestTypedDataEIPMail(t *testing.T) {
 		t.Fatalf("domain view %v", domain)
 	}
 	msg := view["message"].(map[string]any)
-	if msg["from"].(map[string]any)["wallet"] != "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826" || msg["contents"] != "Hello, Bob!" {
+	if msg["from"].(map[string]any)["wallet"] != "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826" ||
+		msg["contents"] != "Hello, Bob!" {
 		t.Fatalf("message view %v", msg)
 	}
 }
@@ -405,8 +438,12 @@ func TestHashAuthorization(t *testing.T) {
 		})
 	}
 	// Numbers as strings hash the same.
-	d1, _, _ := HashAuthorization([]byte(`{"address":"0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B","chainId":1,"nonce":43}`))
-	d2, _, err := HashAuthorization([]byte(`{"address":"0x63c0c19a282a1b52b07dd5a65b58948a07dae32b","chainId":"0x1","nonce":"43"}`))
+	d1, _, _ := HashAuthorization(
+		[]byte(`{"address":"0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B","chainId":1,"nonce":43}`),
+	)
+	d2, _, err := HashAuthorization(
+		[]byte(`{"address":"0x63c0c19a282a1b52b07dd5a65b58948a07dae32b","chainId":"0x1","nonce":"43"}`),
+	)
 	if err != nil || d1 != d2 {
 		t.Fatalf("string numbers: %v", err)
 	}

@@ -66,7 +66,10 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	case b[0] >= 0xc0:
 		return parseLegacy(b)
 	case b[0] >= 0x80:
-		return nil, invalid("starts with an RLP string (0x%02x): neither a legacy list nor a transaction type byte", b[0])
+		return nil, invalid(
+			"starts with an RLP string (0x%02x): neither a legacy list nor a transaction type byte",
+			b[0],
+		)
 	}
 	typ := b[0]
 	want, ok := unsignedFields[typ]
@@ -79,7 +82,9 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	}
 	if typ == types.BlobTxType {
 		if k, _, _, err := rlp.Split(content); err == nil && k == rlp.List {
-			return nil, invalid("type 3: this is the EIP-4844 network wrapper (transaction, blobs, commitments, proofs); send the transaction payload body without blobs")
+			return nil, invalid(
+				"type 3: this is the EIP-4844 network wrapper (transaction, blobs, commitments, proofs); send the transaction payload body without blobs",
+			)
 		}
 	}
 	n, err := rlp.CountValues(content)

@@ -128,7 +128,13 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return false, fmt.Errorf("%w: %s %s: HTTP %d, not a JSON-RPC answer", ErrUnavailable, c.Network, method, resp.StatusCode)
+		return false, fmt.Errorf(
+			"%w: %s %s: HTTP %d, not a JSON-RPC answer",
+			ErrUnavailable,
+			c.Network,
+			method,
+			resp.StatusCode,
+		)
 	}
 	if env.Error != nil {
 		msg := env.Error.Message

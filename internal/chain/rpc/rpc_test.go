@@ -32,12 +32,14 @@ func TestCall(t *testing.T) {
 		t.Fatalf("flaky: %q %v after %d calls", out, err, c.Calls.Load())
 	}
 	var re *Error
-	if err := c.Call(context.Background(), "bad", nil, &out); !errors.As(err, &re) || re.Code != -32000 || !strings.Contains(err.Error(), "eip155:1") {
+	if err := c.Call(context.Background(), "bad", nil, &out); !errors.As(err, &re) || re.Code != -32000 ||
+		!strings.Contains(err.Error(), "eip155:1") {
 		t.Fatalf("rpc error: %v", err)
 	}
 	srv.Close()
 	err := c.Call(context.Background(), "eth_chainId", nil, &out)
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "eip155:1") || strings.Contains(err.Error(), "SECRET") {
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "eip155:1") ||
+		strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("down: %v", err)
 	}
 }

@@ -272,10 +272,19 @@ func (t *Tx) sanitize() error {
 	h := t.header
 	nStatic := len(t.staticKeys)
 	if int(h.NumRequiredSignatures) != t.numSigs {
-		return fmt.Errorf("solana: %d signature slots but the message requires %d signatures", t.numSigs, h.NumRequiredSignatures)
+		return fmt.Errorf(
+			"solana: %d signature slots but the message requires %d signatures",
+			t.numSigs,
+			h.NumRequiredSignatures,
+		)
 	}
 	if int(h.NumRequiredSignatures)+int(h.NumReadonlyUnsignedAccounts) > nStatic {
-		return fmt.Errorf("solana: header counts (%d signers, %d read-only unsigned) exceed the %d account keys", h.NumRequiredSignatures, h.NumReadonlyUnsignedAccounts, nStatic)
+		return fmt.Errorf(
+			"solana: header counts (%d signers, %d read-only unsigned) exceed the %d account keys",
+			h.NumRequiredSignatures,
+			h.NumReadonlyUnsignedAccounts,
+			nStatic,
+		)
 	}
 	if h.NumReadonlySignedAccounts >= h.NumRequiredSignatures {
 		return errors.New("solana: the fee payer must be a writable signer")
@@ -290,7 +299,13 @@ func (t *Tx) sanitize() error {
 		}
 		for j, a := range in.Accounts {
 			if int(a) >= total {
-				return fmt.Errorf("solana: instruction %d: account %d index %d out of range (%d accounts)", i, j, a, total)
+				return fmt.Errorf(
+					"solana: instruction %d: account %d index %d out of range (%d accounts)",
+					i,
+					j,
+					a,
+					total,
+				)
 			}
 		}
 	}
@@ -402,7 +417,10 @@ func (t *Tx) accountAt(i int) account {
 func CheckNoLookupProgramIDs(t *Tx) error {
 	for i, in := range t.instrs {
 		if int(in.ProgramIDIndex) >= len(t.staticKeys) {
-			return fmt.Errorf("solana: instruction %d: program id comes from an address lookup table, which is not allowed", i)
+			return fmt.Errorf(
+				"solana: instruction %d: program id comes from an address lookup table, which is not allowed",
+				i,
+			)
 		}
 	}
 	return nil

@@ -134,7 +134,9 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	case fk == rlp.Byte && f.FeePayer[0] == feePayerMarker:
 	case fk == rlp.String && len(fc) == 0:
 	case len(fc) == 20:
-		return nil, invalid("fee_payer_signature holds a sender address, which only the 0x78 fee-payer envelope carries")
+		return nil, invalid(
+			"fee_payer_signature holds a sender address, which only the 0x78 fee-payer envelope carries",
+		)
 	default:
 		return nil, invalid("fee_payer_signature is neither empty, the 0x00 marker nor a signature")
 	}

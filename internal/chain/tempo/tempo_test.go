@@ -170,7 +170,21 @@ func TestParseUnsignedRejects(t *testing.T) {
 
 // base returns the items of a minimal valid transaction (ox's vector) with item i replaced.
 func base(i int, item string) []string {
-	items := []string{"01", "80", "80", "80", "d8d79470997970c51812dc3a010c7d01b50e0d17dc79c88080", "c0", "80", "80", "80", "80", "80", "80", "c0"}
+	items := []string{
+		"01",
+		"80",
+		"80",
+		"80",
+		"d8d79470997970c51812dc3a010c7d01b50e0d17dc79c88080",
+		"c0",
+		"80",
+		"80",
+		"80",
+		"80",
+		"80",
+		"80",
+		"c0",
+	}
 	if i >= 0 {
 		items[i] = item
 	}

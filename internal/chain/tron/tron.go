@@ -251,7 +251,11 @@ func parseParameter(name string, b []byte) (map[string]any, error) {
 }
 
 func parsePermission(b []byte) (map[string]any, error) {
-	m, err := decode("permission", b, schema{varint: []uint64{1, 2, 4, 5}, bytes: []uint64{3, 6}, repeated: []uint64{7}})
+	m, err := decode(
+		"permission",
+		b,
+		schema{varint: []uint64{1, 2, 4, 5}, bytes: []uint64{3, 6}, repeated: []uint64{7}},
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,11 @@ func TestPolicyView(t *testing.T) {
 		{"trc20 transfer", "contract.type", "TriggerSmartContract"},
 		{"trc20 transfer", "contract.contract_address", "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"},
 		{"trc20 transfer", "contract.call_value", big.NewInt(0)},
-		{"trc20 transfer", "contract.data", "a9059cbb00000000000000000000000077944d19c052b73ee2286823aa83f8138cb7032f00000000000000000000000000000000000000000000000000000000000f4240"},
+		{
+			"trc20 transfer",
+			"contract.data",
+			"a9059cbb00000000000000000000000077944d19c052b73ee2286823aa83f8138cb7032f00000000000000000000000000000000000000000000000000000000000f4240",
+		},
 		{"freeze balance v2", "contract.type", "FreezeBalanceV2Contract"},
 		{"freeze balance v2", "contract.frozen_balance", big.NewInt(10000000)},
 		{"freeze balance v2", "contract.resource", "ENERGY"},
@@ -154,7 +158,10 @@ func TestOtherContractTypes(t *testing.T) {
 		return b
 	}
 	build := func(code uint64, name string, param []byte) []byte {
-		anyMsg := cat(appendBytesField(nil, 1, []byte("type.googleapis.com/protocol."+name)), appendBytesField(nil, 2, param))
+		anyMsg := cat(
+			appendBytesField(nil, 1, []byte("type.googleapis.com/protocol."+name)),
+			appendBytesField(nil, 2, param),
+		)
 		contract := cat(varint(1, code), appendBytesField(nil, 2, anyMsg), varint(5, 2))
 		return cat(appendBytesField(nil, 1, []byte{1, 2}), appendBytesField(nil, 4, []byte{1, 2, 3, 4, 5, 6, 7, 8}),
 			varint(8, 1000), appendBytesField(nil, 11, contract), varint(14, 900))
@@ -162,23 +169,62 @@ func TestOtherContractTypes(t *testing.T) {
 	key := cat(appendBytesField(nil, 1, recv), varint(2, 1))
 	perm := cat(varint(1, 2), varint(2, 2), appendBytesField(nil, 3, []byte("active0")), varint(4, 1),
 		appendBytesField(nil, 6, []byte{0x7f, 0xff}), appendBytesField(nil, 7, key))
-	ownerPerm := cat(varint(1, 0), appendBytesField(nil, 3, []byte("owner")), varint(4, 1), appendBytesField(nil, 7, key))
+	ownerPerm := cat(
+		varint(1, 0),
+		appendBytesField(nil, 3, []byte("owner")),
+		varint(4, 1),
+		appendBytesField(nil, 7, key),
+	)
 	tests := []struct {
 		name  string
 		raw   []byte
 		check map[string]any
 	}{
-		{"delegate", build(57, "DelegateResourceContract", cat(appendBytesField(nil, 1, owner), varint(2, 1), varint(3, 5000000),
-			appendBytesField(nil, 4, recv), varint(5, 1), varint(6, 86400))),
-			map[string]any{"resource": "ENERGY", "balance": big.NewInt(5000000), "receiver_address": "TLsV52sRDL79HXGGm9yzwKibb6BeruhUzy", "lock": true, "lock_period": big.NewInt(86400), "permission_id": big.NewInt(2)}},
-		{"undelegate", build(58, "UnDelegateResourceContract", cat(appendBytesField(nil, 1, owner), varint(3, 7), appendBytesField(nil, 4, recv))),
-			map[string]any{"resource": "BANDWIDTH", "balance": big.NewInt(7)}},
-		{"unfreeze v2", build(55, "UnfreezeBalanceV2Contract", cat(appendBytesField(nil, 1, owner), varint(2, 9), varint(3, 1))),
-			map[string]any{"unfreeze_balance": big.NewInt(9), "resource": "ENERGY"}},
-		{"permission update", build(46, "AccountPermissionUpdateContract", cat(appendBytesField(nil, 1, owner), appendBytesField(nil, 2, ownerPerm), appendBytesField(nil, 4, perm))),
-			map[string]any{"owner_address": "TE2H9hWjzYdwzDFRJfx9BFhr4MmjH1CHaz"}},
+		{
+			"delegate",
+			build(57, "DelegateResourceContract", cat(appendBytesField(nil, 1, owner), varint(2, 1), varint(3, 5000000),
+				appendBytesField(nil, 4, recv), varint(5, 1), varint(6, 86400))),
+			map[string]any{
+				"resource":         "ENERGY",
+				"balance":          big.NewInt(5000000),
+				"receiver_address": "TLsV52sRDL79HXGGm9yzwKibb6BeruhUzy",
+				"lock":             true,
+				"lock_period":      big.NewInt(86400),
+				"permission_id":    big.NewInt(2),
+			},
+		},
+		{
+			"undelegate",
+			build(
+				58,
+				"UnDelegateResourceContract",
+				cat(appendBytesField(nil, 1, owner), varint(3, 7), appendBytesField(nil, 4, recv)),
+			),
+			map[string]any{"resource": "BANDWIDTH", "balance": big.NewInt(7)},
+		},
+		{
+			"unfreeze v2",
+			build(55, "UnfreezeBalanceV2Contract", cat(appendBytesField(nil, 1, owner), varint(2, 9), varint(3, 1))),
+			map[string]any{"unfreeze_balance": big.NewInt(9), "resource": "ENERGY"},
+		},
+		{
+			"permission update",
+			build(
+				46,
+				"AccountPermissionUpdateContract",
+				cat(
+					appendBytesField(nil, 1, owner),
+					appendBytesField(nil, 2, ownerPerm),
+					appendBytesField(nil, 4, perm),
+				),
+			),
+			map[string]any{"owner_address": "TE2H9hWjzYdwzDFRJfx9BFhr4MmjH1CHaz"},
+		},
 		{"withdraw expire unfreeze", build(56, "WithdrawExpireUnfreezeContract", appendBytesField(nil, 1, owner)),
-			map[string]any{"type": "WithdrawExpireUnfreezeContract", "owner_address": "TE2H9hWjzYdwzDFRJfx9BFhr4MmjH1CHaz"}},
+			map[string]any{
+				"type":          "WithdrawExpireUnfreezeContract",
+				"owner_address": "TE2H9hWjzYdwzDFRJfx9BFhr4MmjH1CHaz",
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -157,13 +157,16 @@ func TestNewKey(t *testing.T) {
 	// Ed25519: every 32-byte seed is a key; RFC 8032 test 1.
 	seed, _ := hex.DecodeString("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
 	k, err := NewKey(CurveEd25519, seed)
-	if err != nil || hex.EncodeToString(k.PublicKey()) != "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a" {
+	if err != nil ||
+		hex.EncodeToString(k.PublicKey()) != "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a" {
 		t.Fatalf("ed25519 public key %x, %v", k.PublicKey(), err)
 	}
 	one := make([]byte, 32)
 	one[31] = 1
 	k, _ = NewKey(CurveSecp256k1, one)
-	if hex.EncodeToString(k.UncompressedPublicKey()) != "0479be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798483ada7726a3c4655da4fbfc0e1108a8fd17b448a68554199c47d08ffb10d4b8" {
+	if hex.EncodeToString(
+		k.UncompressedPublicKey(),
+	) != "0479be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798483ada7726a3c4655da4fbfc0e1108a8fd17b448a68554199c47d08ffb10d4b8" {
 		t.Fatalf("secp256k1 G = %x", k.UncompressedPublicKey())
 	}
 	k, _ = NewKey(CurveP256, one)

@@ -61,7 +61,11 @@ func TestMnemonicValidation(t *testing.T) {
 		name, mnemonic, wantDetail string
 	}{
 		{"checksum mismatch", strings.Replace(valid, "about", "abandon", 1), "checksum mismatch"},
-		{"eleven words", "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", "got 11"},
+		{
+			"eleven words",
+			"abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
+			"got 11",
+		},
 		{"thirteen words", valid + " about", "got 13"},
 		{"empty", "", "got 0"},
 		{"unknown word", strings.Replace(valid, "about", "latchkey", 1), "word 12 is not in the BIP-39 word list"},
@@ -134,7 +138,8 @@ func TestConvertMnemonic(t *testing.T) {
 				t.Fatalf("round trip of %s failed: %v", lang, err)
 			}
 			// Simplified and traditional Chinese share characters; the entropy is what matters.
-			if gotLang != lang && !(strings.Contains(string(lang), "CHINESE") && strings.Contains(string(gotLang), "CHINESE")) {
+			if gotLang != lang &&
+				!(strings.Contains(string(lang), "CHINESE") && strings.Contains(string(gotLang), "CHINESE")) {
 				t.Fatalf("detected %s, want %s", gotLang, lang)
 			}
 			sep := " "
@@ -204,7 +209,9 @@ func FuzzParseMnemonic(f *testing.F) {
 // an invalid one; NewMnemonicBytes makes valid mnemonics of each length.
 func TestMnemonicBytes(t *testing.T) {
 	const m = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
-	got, err := CanonicalMnemonic([]byte("  abandon abandon\tabandon abandon abandon abandon\nabandon abandon abandon abandon abandon   about "))
+	got, err := CanonicalMnemonic(
+		[]byte("  abandon abandon\tabandon abandon abandon abandon\nabandon abandon abandon abandon abandon   about "),
+	)
 	if err != nil || string(got) != m {
 		t.Fatalf("CanonicalMnemonic = %q, %v", got, err)
 	}

@@ -219,7 +219,10 @@ func TestBIP340Vectors(t *testing.T) {
 
 // BIP-86's first vector: the tweaked signature verifies under the published output key.
 func TestSignSchnorrTaprootBIP86(t *testing.T) {
-	seed, err := MnemonicToSeed("abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", "")
+	seed, err := MnemonicToSeed(
+		"abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
+		"",
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

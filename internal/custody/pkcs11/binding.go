@@ -120,7 +120,12 @@ func template(attrs []Attribute) []ckAttribute {
 
 // gcmMechanism encodes CKM_AES_GCM with its parameters.
 func gcmMechanism(iv, aad []byte, tagBits int) *ckMechanism {
-	p := &ckGCMParams{ivLen: ulong(len(iv)), ivBits: ulong(8 * len(iv)), aadLen: ulong(len(aad)), tagBits: ulong(tagBits)}
+	p := &ckGCMParams{
+		ivLen:   ulong(len(iv)),
+		ivBits:  ulong(8 * len(iv)),
+		aadLen:  ulong(len(aad)),
+		tagBits: ulong(tagBits),
+	}
 	if len(iv) > 0 {
 		p.iv = unsafe.Pointer(&iv[0])
 	}
@@ -281,7 +286,13 @@ func (s *Session) FindObjects(attrs []Attribute, max int) ([]uint64, error) {
 	}
 	handles := make([]ulong, max)
 	var n ulong
-	err := s.m.call(fnFindObjects, uintptr(s.h), uintptr(unsafe.Pointer(&handles[0])), uintptr(max), uintptr(unsafe.Pointer(&n)))
+	err := s.m.call(
+		fnFindObjects,
+		uintptr(s.h),
+		uintptr(unsafe.Pointer(&handles[0])),
+		uintptr(max),
+		uintptr(unsafe.Pointer(&n)),
+	)
 	if ferr := s.m.call(fnFindObjectsFinal, uintptr(s.h)); err == nil {
 		err = ferr
 	}

@@ -52,7 +52,13 @@ func TestTemplateEncoding(t *testing.T) {
 	if !supported {
 		t.Skip("PKCS#11 is not supported on this platform")
 	}
-	attrs := []Attribute{Ulong(CKA_CLASS, CKO_SECRET_KEY), Bool(CKA_TOKEN, true), Bool(CKA_EXTRACTABLE, false), String(CKA_LABEL, "master"), {Type: CKA_ID}}
+	attrs := []Attribute{
+		Ulong(CKA_CLASS, CKO_SECRET_KEY),
+		Bool(CKA_TOKEN, true),
+		Bool(CKA_EXTRACTABLE, false),
+		String(CKA_LABEL, "master"),
+		{Type: CKA_ID},
+	}
 	tmpl := template(attrs)
 	if len(tmpl) != len(attrs) {
 		t.Fatalf("%d entries", len(tmpl))
@@ -78,7 +84,8 @@ func TestTemplateEncoding(t *testing.T) {
 			t.Errorf("entry %d value %x, want %x", i, got, a.Value)
 		}
 	}
-	if !bytes.Equal(attrs[0].Value, []byte{4, 0, 0, 0, 0, 0, 0, 0}) && !bytes.Equal(attrs[0].Value, []byte{0, 0, 0, 0, 0, 0, 0, 4}) {
+	if !bytes.Equal(attrs[0].Value, []byte{4, 0, 0, 0, 0, 0, 0, 0}) &&
+		!bytes.Equal(attrs[0].Value, []byte{0, 0, 0, 0, 0, 0, 0, 4}) {
 		t.Errorf("CKO_SECRET_KEY as CK_ULONG: %x", attrs[0].Value)
 	}
 	if !bytes.Equal(attrs[1].Value, []byte{1}) || !bytes.Equal(attrs[2].Value, []byte{0}) {
@@ -177,8 +184,14 @@ func TestSoftHSM(t *testing.T) {
 	}
 	defer s.Logout()
 	key, err := s.GenerateKey(CKM_AES_KEY_GEN, []Attribute{
-		Ulong(CKA_CLASS, CKO_SECRET_KEY), Ulong(CKA_KEY_TYPE, CKK_AES), Ulong(CKA_VALUE_LEN, 32), String(CKA_LABEL, "probe"),
-		Bool(CKA_TOKEN, false), Bool(CKA_SENSITIVE, false), Bool(CKA_EXTRACTABLE, true), Bool(CKA_ENCRYPT, true), Bool(CKA_DECRYPT, true)})
+		Ulong(
+			CKA_CLASS,
+			CKO_SECRET_KEY,
+		), Ulong(CKA_KEY_TYPE, CKK_AES), Ulong(CKA_VALUE_LEN, 32), String(CKA_LABEL, "probe"),
+		Bool(
+			CKA_TOKEN,
+			false,
+		), Bool(CKA_SENSITIVE, false), Bool(CKA_EXTRACTABLE, true), Bool(CKA_ENCRYPT, true), Bool(CKA_DECRYPT, true)})
 	if err != nil {
 		t.Fatal(err)
 	}

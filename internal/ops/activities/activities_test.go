@@ -14,11 +14,16 @@ func TestWhoamiAndActivityShape(t *testing.T) {
 	root, created := h.RootOrg("Acme")
 	r := root.Query("whoami", nil)
 	servertest.MustOK(t, r)
-	if r.Str("organizationId") != created.OrganizationID || r.Str("userId") != created.UserID || r.Str("organizationName") != "Acme" || r.Str("username") != "root" {
+	if r.Str("organizationId") != created.OrganizationID || r.Str("userId") != created.UserID ||
+		r.Str("organizationName") != "Acme" ||
+		r.Str("username") != "root" {
 		t.Fatalf("whoami: %s", r.Raw)
 	}
 
-	body := root.SubmitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "ops", "userIds": []string{created.UserID}})
+	body := root.SubmitBody(
+		"ACTIVITY_TYPE_CREATE_USER_TAG",
+		map[string]any{"userTagName": "ops", "userIds": []string{created.UserID}},
+	)
 	r = root.Post("/public/v1/submit/create_user_tag", body)
 	servertest.MustOK(t, r)
 	a := r.Body["activity"].(map[string]any)
@@ -27,7 +32,8 @@ func TestWhoamiAndActivityShape(t *testing.T) {
 			t.Errorf("activity lacks %q", k)
 		}
 	}
-	if r.Str("activity", "createdAt", "seconds") == "" || !strings.HasPrefix(r.Str("activity", "fingerprint"), "sha256:") {
+	if r.Str("activity", "createdAt", "seconds") == "" ||
+		!strings.HasPrefix(r.Str("activity", "fingerprint"), "sha256:") {
 		t.Errorf("timestamps must be strings and fingerprint sha256:..: %s", r.Raw)
 	}
 	if r.Str("activity", "intent", "createUserTagIntent", "userTagName") != "ops" {
@@ -37,7 +43,8 @@ func TestWhoamiAndActivityShape(t *testing.T) {
 	if tagID == "" {
 		t.Fatalf("no userTagId: %s", r.Raw)
 	}
-	if r.Str("activity", "votes", "0", "userId") != created.UserID || r.Str("activity", "votes", "0", "message") != string(body) {
+	if r.Str("activity", "votes", "0", "userId") != created.UserID ||
+		r.Str("activity", "votes", "0", "message") != string(body) {
 		t.Errorf("initiator vote: %s", r.Raw)
 	}
 	// The same bytes return the same activity.
@@ -74,21 +81,34 @@ func TestActivityListingAndOwnership(t *testing.T) {
 	var ids []string
 	for _, name := range []string{"a", "b", "c"} {
 		h.Advance(time.Millisecond)
-		r := root.MustSubmit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": name, "userIds": []string{}})
+		r := root.MustSubmit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": name, "userIds": []string{}},
+		)
 		ids = append(ids, r.Str("activity", "id"))
 	}
 	page := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"limit": "2"}})
-	if page.Len("activities") != 2 || page.Str("activities", "0", "id") != ids[2] || page.Str("activities", "1", "id") != ids[1] {
+	if page.Len("activities") != 2 || page.Str("activities", "0", "id") != ids[2] ||
+		page.Str("activities", "1", "id") != ids[1] {
 		t.Fatalf("first page, newest first: %s", page.Raw)
 	}
 	// after and before are cursors in the listing's order (newest first).
-	if next := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"limit": "2", "after": ids[1]}}); next.Len("activities") != 1 || next.Str("activities", "0", "id") != ids[0] {
+	if next := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"limit": "2", "after": ids[1]}}); next.Len(
+		"activities",
+	) != 1 ||
+		next.Str("activities", "0", "id") != ids[0] {
 		t.Fatalf("the page after %s: %s", ids[1], next.Raw)
 	}
-	if prev := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"before": ids[1]}}); prev.Len("activities") != 1 || prev.Str("activities", "0", "id") != ids[2] {
+	if prev := root.MustQuery("list_activities", map[string]any{"paginationOptions": map[string]any{"before": ids[1]}}); prev.Len(
+		"activities",
+	) != 1 ||
+		prev.Str("activities", "0", "id") != ids[2] {
 		t.Fatalf("the page before %s: %s", ids[1], prev.Raw)
 	}
-	if l := root.MustQuery("list_activities", map[string]any{"filterByStatus": []string{"ACTIVITY_STATUS_FAILED"}}); l.Len("activities") != 0 {
+	if l := root.MustQuery("list_activities", map[string]any{"filterByStatus": []string{"ACTIVITY_STATUS_FAILED"}}); l.Len(
+		"activities",
+	) != 0 {
 		t.Fatalf("no activity failed: %s", l.Raw)
 	}
 	for _, tc := range []struct {
@@ -101,13 +121,31 @@ func TestActivityListingAndOwnership(t *testing.T) {
 		{"before and after", map[string]any{"before": ids[0], "after": ids[2]}, "paginationOptions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			servertest.WantError(t, root.Query("list_activities", map[string]any{"paginationOptions": tc.p}), http.StatusBadRequest, 3, tc.field)
+			servertest.WantError(
+				t,
+				root.Query("list_activities", map[string]any{"paginationOptions": tc.p}),
+				http.StatusBadRequest,
+				3,
+				tc.field,
+			)
 		})
 	}
 
 	other, _ := h.RootOrg("Other")
-	servertest.WantError(t, other.Query("get_activity", map[string]any{"activityId": ids[0]}), http.StatusNotFound, 5, "activity not found")
-	servertest.WantError(t, other.Query("list_app_proofs", map[string]any{"activityId": ids[0]}), http.StatusNotFound, 5, "activity not found")
+	servertest.WantError(
+		t,
+		other.Query("get_activity", map[string]any{"activityId": ids[0]}),
+		http.StatusNotFound,
+		5,
+		"activity not found",
+	)
+	servertest.WantError(
+		t,
+		other.Query("list_app_proofs", map[string]any{"activityId": ids[0]}),
+		http.StatusNotFound,
+		5,
+		"activity not found",
+	)
 	if l := other.MustQuery("list_activities", nil); l.Len("activities") != 0 {
 		t.Fatalf("another organization lists %d activities: %s", l.Len("activities"), l.Raw)
 	}

@@ -22,15 +22,30 @@ type Deps struct{}
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(setAllowlist)})
-	reg.Submit(activity.Operation{Path: "remove_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(removeAllowlist)})
+	reg.Submit(
+		activity.Operation{Path: "set_ip_allowlist", Access: activity.AccessRoot, Execute: activity.On(setAllowlist)},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "remove_ip_allowlist",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(removeAllowlist),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_ip_allowlist", Execute: activity.Query(getAllowlist)})
 	return nil
 }
 
 // keyByPublicKey finds an API key of orgID by its public key.
 func keyByPublicKey(x *activity.Exec, field, pub string) (*directory.APIKey, error) {
-	ids, err := records.LookupIDs(x.Ctx, x.R, directory.KeyAPIKeyPublicKey, strings.ToLower(strings.TrimPrefix(pub, "0x")), directory.KindAPIKey, x.OrgID)
+	ids, err := records.LookupIDs(
+		x.Ctx,
+		x.R,
+		directory.KeyAPIKeyPublicKey,
+		strings.ToLower(strings.TrimPrefix(pub, "0x")),
+		directory.KindAPIKey,
+		x.OrgID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +82,10 @@ func setAllowlist(x *activity.Exec, in *wire.SetIpAllowlistIntent) (any, error) 
 	}
 	if l.Enabled && len(l.Rules) == 0 {
 		// Refused rather than locking every credential out.
-		return nil, apierr.Invalid("parameters.rules", "an enabled allowlist needs at least one rule (it would refuse every request)")
+		return nil, apierr.Invalid(
+			"parameters.rules",
+			"an enabled allowlist needs at least one rule (it would refuse every request)",
+		)
 	}
 	if in.PublicKey != "" {
 		k, err := keyByPublicKey(x, "parameters.publicKey", in.PublicKey)
@@ -105,7 +123,14 @@ func removeAllowlist(x *activity.Exec, in *wire.RemoveIpAllowlistIntent) (any, e
 func getAllowlist(q *activity.Read, in *wire.GetIpAllowlistRequest) (any, error) {
 	var l *directory.IPAllowlist
 	if in.PublicKey != "" {
-		ids, err := records.LookupIDs(q.Ctx, q.R, directory.KeyAPIKeyPublicKey, strings.ToLower(strings.TrimPrefix(in.PublicKey, "0x")), directory.KindAPIKey, q.OrgID)
+		ids, err := records.LookupIDs(
+			q.Ctx,
+			q.R,
+			directory.KeyAPIKeyPublicKey,
+			strings.ToLower(strings.TrimPrefix(in.PublicKey, "0x")),
+			directory.KindAPIKey,
+			q.OrgID,
+		)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +153,14 @@ func getAllowlist(q *activity.Read, in *wire.GetIpAllowlistRequest) (any, error)
 			out.OnEvaluationError = "DENY"
 		}
 		for _, r := range l.Rules {
-			out.Rules = append(out.Rules, wire.IpAllowlistRule{Cidr: r.CIDR, Label: r.Label, CreatedAt: strconv.FormatInt(r.CreatedAt.UnixMilli(), 10)})
+			out.Rules = append(
+				out.Rules,
+				wire.IpAllowlistRule{
+					Cidr:      r.CIDR,
+					Label:     r.Label,
+					CreatedAt: strconv.FormatInt(r.CreatedAt.UnixMilli(), 10),
+				},
+			)
 		}
 	}
 	return wire.GetIpAllowlistResponse{Allowlist: out}, nil

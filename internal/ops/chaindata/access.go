@@ -55,7 +55,16 @@ func SetGrant(ctx context.Context, st store.Store, orgID, feature string, on boo
 			}
 			return err
 		}
-		return records.Save(ctx, tx, KindGrant, grantID(orgID, feature), orgID, now, now, Grant{OrgID: orgID, Feature: feature, GrantedAt: now})
+		return records.Save(
+			ctx,
+			tx,
+			KindGrant,
+			grantID(orgID, feature),
+			orgID,
+			now,
+			now,
+			Grant{OrgID: orgID, Feature: feature, GrantedAt: now},
+		)
 	})
 }
 

@@ -38,7 +38,14 @@ func (a Asset) kind() (string, string) {
 
 func (a Asset) toWire() wire.AssetMetadata {
 	d, s := a.Decimals, a.Stable
-	return wire.AssetMetadata{Caip19: a.Caip19, Symbol: a.Symbol, Name: a.Name, Decimals: &d, Stable: &s, LogoUrl: a.LogoURL}
+	return wire.AssetMetadata{
+		Caip19:   a.Caip19,
+		Symbol:   a.Symbol,
+		Name:     a.Name,
+		Decimals: &d,
+		Stable:   &s,
+		LogoUrl:  a.LogoURL,
+	}
 }
 
 func native(caip2, slip44, symbol, name string, decimals int32) Asset {
@@ -46,7 +53,13 @@ func native(caip2, slip44, symbol, name string, decimals int32) Asset {
 }
 
 func erc20(caip2, contract, symbol, name string) Asset {
-	return Asset{Caip19: caip2 + "/erc20:" + strings.ToLower(contract), Symbol: symbol, Name: name, Decimals: 6, Stable: true}
+	return Asset{
+		Caip19:   caip2 + "/erc20:" + strings.ToLower(contract),
+		Symbol:   symbol,
+		Name:     name,
+		Decimals: 6,
+		Stable:   true,
+	}
 }
 
 func spl(caip2, mint, symbol, name string) Asset {

@@ -62,7 +62,15 @@ func (d *Deps) followBalances(ctx context.Context) int {
 			} {
 				got, err := d.followSolana(ctx, caip2, c, cm.commitment, cm.event, cm.typ)
 				if err != nil && d.Log != nil {
-					d.Log.Warn("chaindata: following balances", "network", caip2, "commitment", cm.commitment, "err", err)
+					d.Log.Warn(
+						"chaindata: following balances",
+						"network",
+						caip2,
+						"commitment",
+						cm.commitment,
+						"err",
+						err,
+					)
 				}
 				n += got
 			}
@@ -114,9 +122,17 @@ func (d *Deps) followTag(ctx context.Context, caip2 string, c rpcCaller, tag, ev
 	if err := c.Call(ctx, "eth_getBlockByNumber", []any{tag, false}, &head); err != nil {
 		return 0, err
 	}
-	return d.advance(ctx, caip2, caip2+"/"+tag, uint64(head.Number), event, typ, func(b uint64) ([]balanceMove, *evmBlock, error) {
-		return d.blockMoves(ctx, caip2, c, b)
-	})
+	return d.advance(
+		ctx,
+		caip2,
+		caip2+"/"+tag,
+		uint64(head.Number),
+		event,
+		typ,
+		func(b uint64) ([]balanceMove, *evmBlock, error) {
+			return d.blockMoves(ctx, caip2, c, b)
+		},
+	)
 }
 
 // advance reports the blocks (or slots) after the cursor up to head, at most maxBlocksPerPass,
@@ -186,8 +202,11 @@ func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint
 			continue
 		}
 		amount := t.Value.ToInt().String()
-		moves = append(moves, balanceMove{address: *t.To, operation: "deposit", txHash: t.Hash, asset: native, amount: amount},
-			balanceMove{address: t.From, operation: "withdraw", txHash: t.Hash, asset: native, amount: amount})
+		moves = append(
+			moves,
+			balanceMove{address: *t.To, operation: "deposit", txHash: t.Hash, asset: native, amount: amount},
+			balanceMove{address: t.From, operation: "withdraw", txHash: t.Hash, asset: native, amount: amount},
+		)
 	}
 	if len(tokens) > 0 {
 		addrs := make([]string, 0, len(tokens))
@@ -216,8 +235,11 @@ func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint
 			}
 			amount := new(big.Int).SetBytes(raw).String()
 			from, to := common.HexToAddress(l.Topics[1]).Hex(), common.HexToAddress(l.Topics[2]).Hex()
-			moves = append(moves, balanceMove{address: to, operation: "deposit", txHash: l.TxHash, asset: a, amount: amount},
-				balanceMove{address: from, operation: "withdraw", txHash: l.TxHash, asset: a, amount: amount})
+			moves = append(
+				moves,
+				balanceMove{address: to, operation: "deposit", txHash: l.TxHash, asset: a, amount: amount},
+				balanceMove{address: from, operation: "withdraw", txHash: l.TxHash, asset: a, amount: amount},
+			)
 		}
 	}
 	return moves, &block, nil
@@ -225,7 +247,14 @@ func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint
 
 // balanceEvent queues a move's delivery when its address is a wallet account (not a private
 // key: as at Turnkey), for the endpoints of the account's top-level organization.
-func (d *Deps) balanceEvent(ctx context.Context, tx store.Tx, caip2, event, typ string, m balanceMove, block *evmBlock, now time.Time) error {
+func (d *Deps) balanceEvent(
+	ctx context.Context,
+	tx store.Tx,
+	caip2, event, typ string,
+	m balanceMove,
+	block *evmBlock,
+	now time.Time,
+) error {
 	addr := address.Normalize(m.address)
 	refs, err := tx.Lookup(ctx, wallets.KeyAccountAddress, addr)
 	if err != nil {
@@ -245,13 +274,26 @@ func (d *Deps) balanceEvent(ctx context.Context, tx store.Tx, caip2, event, typ 
 				return err
 			}
 		}
-		body, err := json.Marshal(map[string]any{"type": typ, "organizationId": org.ID, "parentOrganizationId": billing.ID,
-			"msg": map[string]any{"operation": m.operation, "caip2": caip2, "txHash": m.txHash, "address": addr,
-				"idempotencyKey": strings.Join([]string{typ, caip2, m.txHash, addr, m.operation, m.asset.Caip19}, ":"),
-				"asset": map[string]string{"symbol": m.asset.Symbol, "name": m.asset.Name, "decimals": strconv.Itoa(int(m.asset.Decimals)),
-					"caip19": m.asset.Caip19, "amount": m.amount},
-				"block": map[string]string{"number": strconv.FormatUint(uint64(block.Number), 10), "hash": block.Hash,
-					"timestamp": strconv.FormatUint(uint64(block.Timestamp), 10)}}})
+		body, err := json.Marshal(
+			map[string]any{"type": typ, "organizationId": org.ID, "parentOrganizationId": billing.ID,
+				"msg": map[string]any{"operation": m.operation, "caip2": caip2, "txHash": m.txHash, "address": addr,
+					"idempotencyKey": strings.Join(
+						[]string{typ, caip2, m.txHash, addr, m.operation, m.asset.Caip19},
+						":",
+					),
+					"asset": map[string]string{
+						"symbol":   m.asset.Symbol,
+						"name":     m.asset.Name,
+						"decimals": strconv.Itoa(int(m.asset.Decimals)),
+						"caip19":   m.asset.Caip19,
+						"amount":   m.amount,
+					},
+					"block": map[string]string{
+						"number":    strconv.FormatUint(uint64(block.Number), 10),
+						"hash":      block.Hash,
+						"timestamp": strconv.FormatUint(uint64(block.Timestamp), 10),
+					}}},
+		)
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,12 @@ func NewDeps(providers map[string]*rpc.Client, catalog Catalog, ttl time.Duratio
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
-	return &Deps{Providers: providers, Catalog: catalog, CacheTTL: ttl, cache: &balanceCache{m: map[string]*cacheEntry{}}}
+	return &Deps{
+		Providers: providers,
+		Catalog:   catalog,
+		CacheTTL:  ttl,
+		cache:     &balanceCache{m: map[string]*cacheEntry{}},
+	}
 }
 
 // Register adds the operations to reg and returns the record kinds the package keeps under an
@@ -62,11 +67,36 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "get_wallet_address_balances", Execute: activity.Query(d.balances)})
 	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: activity.Query(d.nonces)})
 	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: activity.Query(d.status)})
-	reg.Submit(activity.Operation{Path: "eth_send_raw_transaction", Access: activity.AccessRoot, Execute: activity.On(d.sendRaw)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "eth_send_raw_transaction",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.sendRaw),
+		},
+	)
 	ethSends := []any{(*wire.EthSendTransactionIntentV2)(nil), (*wire.EthSendTransactionIntent)(nil)}
-	reg.Submit(activity.Operation{Path: "eth_send_transaction", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareEthSend, ethSends...),
-		Execute: activity.OnAny(d.ethSendExecute, ethSends...), PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...)})
-	reg.Submit(activity.Operation{Path: "sol_send_transaction", Access: activity.AccessRoot, Execute: activity.OnAny(d.solSend, (*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:    "eth_send_transaction",
+			Access:  activity.AccessRoot,
+			Prepare: activity.OnAny(d.prepareEthSend, ethSends...),
+			Execute: activity.OnAny(
+				d.ethSendExecute,
+				ethSends...),
+			PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:   "sol_send_transaction",
+			Access: activity.AccessRoot,
+			Execute: activity.OnAny(
+				d.solSend,
+				(*wire.SolSendTransactionIntentV2)(nil),
+				(*wire.SolSendTransactionIntent)(nil),
+			),
+		},
+	)
 	return OwnedKinds
 }
 
@@ -74,7 +104,13 @@ func (d *Deps) provider(caip2 string) (*rpc.Client, error) {
 	if c := d.Providers[caip2]; c != nil {
 		return c, nil
 	}
-	return nil, apierr.New(apierr.FailedPrecondition, "NO_CHAIN_PROVIDER", "no RPC provider is configured for %s (--chain-rpc %s=URL)", caip2, caip2)
+	return nil, apierr.New(
+		apierr.FailedPrecondition,
+		"NO_CHAIN_PROVIDER",
+		"no RPC provider is configured for %s (--chain-rpc %s=URL)",
+		caip2,
+		caip2,
+	)
 }
 
 // rpcError turns a provider failure into the API's error, naming the network.
@@ -114,8 +150,13 @@ func walletAddress(q *activity.Read, field, given string) (string, error) {
 	if len(ids) > 0 {
 		return addr, nil
 	}
-	if ids, err = records.LookupIDs(q.Ctx, q.R, wallets.KeyPrivKeyAddress, addr, wallets.KindPrivateKey, q.OrgID); err == nil && len(ids) > 0 {
-		return "", apierr.Invalid(field, "%s is a private key address; balances are served for wallet account addresses only", given)
+	if ids, err = records.LookupIDs(q.Ctx, q.R, wallets.KeyPrivKeyAddress, addr, wallets.KindPrivateKey, q.OrgID); err == nil &&
+		len(ids) > 0 {
+		return "", apierr.Invalid(
+			field,
+			"%s is a private key address; balances are served for wallet account addresses only",
+			given,
+		)
 	}
 	return "", apierr.NotFoundf("%s: %s is not a wallet account address of organization %s", field, given, q.OrgID)
 }
@@ -127,7 +168,8 @@ func checkAddressFor(field, caip2, addr string) error {
 		}
 		return nil
 	}
-	if b, err := hex.DecodeString(strings.TrimPrefix(addr, "0x")); err != nil || len(b) != 20 || !strings.HasPrefix(addr, "0x") {
+	if b, err := hex.DecodeString(strings.TrimPrefix(addr, "0x")); err != nil || len(b) != 20 ||
+		!strings.HasPrefix(addr, "0x") {
 		return apierr.Invalid(field, "%s is not an Ethereum address, and %s is an EVM network", addr, caip2)
 	}
 	return nil
@@ -143,7 +185,12 @@ func (d *Deps) balances(q *activity.Read, in *wire.GetWalletAddressBalancesReque
 		return nil, err
 	}
 	if !ok {
-		return nil, apierr.New(apierr.PermissionDenied, "FEATURE_NOT_ENABLED", "get_wallet_address_balances is a beta that needs access: the operator grants it with `latchkey access grant --feature wallet-balances --org %s`", q.OrgID)
+		return nil, apierr.New(
+			apierr.PermissionDenied,
+			"FEATURE_NOT_ENABLED",
+			"get_wallet_address_balances is a beta that needs access: the operator grants it with `latchkey access grant --feature wallet-balances --org %s`",
+			q.OrgID,
+		)
 	}
 	addr, err := walletAddress(q, "address", in.Address)
 	if err != nil {
@@ -306,7 +353,12 @@ type cacheEntry struct {
 
 const maxCacheEntries = 10000
 
-func (c *balanceCache) get(ctx context.Context, key string, ttl time.Duration, fetch func(context.Context) ([]wire.AssetBalance, error)) ([]wire.AssetBalance, error) {
+func (c *balanceCache) get(
+	ctx context.Context,
+	key string,
+	ttl time.Duration,
+	fetch func(context.Context) ([]wire.AssetBalance, error),
+) ([]wire.AssetBalance, error) {
 	c.mu.Lock()
 	e := c.m[key]
 	if e != nil {

@@ -107,7 +107,11 @@ func (d *Deps) sendRaw(x *activity.Exec, in *wire.EthSendRawTransactionIntent) (
 	}
 	want, ok := evmChainID(n)
 	if !ok {
-		return nil, apierr.Invalid("parameters.caip2", "eth_send_raw_transaction sends to eip155 networks; %s is not one", n)
+		return nil, apierr.Invalid(
+			"parameters.caip2",
+			"eth_send_raw_transaction sends to eip155 networks; %s is not one",
+			n,
+		)
 	}
 	const f = "parameters.signedTransaction"
 	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(in.SignedTransaction), "0x"))
@@ -119,7 +123,12 @@ func (d *Deps) sendRaw(x *activity.Exec, in *wire.EthSendRawTransactionIntent) (
 		return nil, apierr.Invalid(f, "not a signed Ethereum transaction: %v", err)
 	}
 	if tx.ChainId() == nil || tx.ChainId().Cmp(want) != 0 {
-		return nil, apierr.Invalid(f, "the transaction is for chain id %v, not %s (replay-protected transactions only)", tx.ChainId(), n)
+		return nil, apierr.Invalid(
+			f,
+			"the transaction is for chain id %v, not %s (replay-protected transactions only)",
+			tx.ChainId(),
+			n,
+		)
 	}
 	if _, err := types.Sender(types.LatestSignerForChainID(want), &tx); err != nil {
 		return nil, apierr.Invalid(f, "the signature does not recover a sender: %v", err)
@@ -143,7 +152,14 @@ func (d *Deps) status(q *activity.Read, in *wire.GetSendTransactionStatusRequest
 	}
 	s, err := records.Load[Send](q.Ctx, q.R, KindSend, q.OrgID, in.SendTransactionStatusId, "send transaction status")
 	if apierr.From(err).Code == apierr.NotFound {
-		ids, lerr := records.LookupIDs(q.Ctx, q.R, keySendTxn, strings.ToLower(in.SendTransactionStatusId), KindSend, q.OrgID)
+		ids, lerr := records.LookupIDs(
+			q.Ctx,
+			q.R,
+			keySendTxn,
+			strings.ToLower(in.SendTransactionStatusId),
+			KindSend,
+			q.OrgID,
+		)
 		if lerr == nil && len(ids) > 0 {
 			s, err = records.Load[Send](q.Ctx, q.R, KindSend, q.OrgID, ids[0], "send transaction status")
 		}
@@ -158,7 +174,11 @@ func (d *Deps) status(q *activity.Read, in *wire.GetSendTransactionStatusRequest
 // otherwise what the node says now.
 func (d *Deps) chainStatus(ctx context.Context, s *Send) (wire.GetSendTransactionStatusResponse, error) {
 	if s.BroadcastError != "" {
-		out := wire.GetSendTransactionStatusResponse{TxStatus: StatusFailed, TxError: s.BroadcastError, Error: &wire.TxError{Message: s.BroadcastError}}
+		out := wire.GetSendTransactionStatusResponse{
+			TxStatus: StatusFailed,
+			TxError:  s.BroadcastError,
+			Error:    &wire.TxError{Message: s.BroadcastError},
+		}
 		if isSolana(s.Caip2) {
 			out.Solana = &wire.SolanaSendTransactionStatus{Signature: s.TxHash}
 		} else {
@@ -180,7 +200,10 @@ func (d *Deps) chainStatus(ctx context.Context, s *Send) (wire.GetSendTransactio
 	if err := c.Call(ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &receipt); err != nil {
 		return wire.GetSendTransactionStatusResponse{}, rpcError(err)
 	}
-	out := wire.GetSendTransactionStatusResponse{TxStatus: StatusPending, Eth: &wire.EthSendTransactionStatus{TxHash: s.TxHash}}
+	out := wire.GetSendTransactionStatusResponse{
+		TxStatus: StatusPending,
+		Eth:      &wire.EthSendTransactionStatus{TxHash: s.TxHash},
+	}
 	switch {
 	case receipt == nil:
 	case receipt.Status == "0x1":
@@ -204,7 +227,10 @@ func solanaStatus(ctx context.Context, c *rpc.Client, s *Send) (wire.GetSendTran
 	if err := c.Call(ctx, "getSignatureStatuses", []any{[]string{s.TxHash}, map[string]bool{"searchTransactionHistory": true}}, &st); err != nil {
 		return wire.GetSendTransactionStatusResponse{}, rpcError(err)
 	}
-	out := wire.GetSendTransactionStatusResponse{TxStatus: StatusPending, Solana: &wire.SolanaSendTransactionStatus{Signature: s.TxHash}}
+	out := wire.GetSendTransactionStatusResponse{
+		TxStatus: StatusPending,
+		Solana:   &wire.SolanaSendTransactionStatus{Signature: s.TxHash},
+	}
 	if len(st.Value) == 0 || st.Value[0] == nil {
 		return out, nil
 	}

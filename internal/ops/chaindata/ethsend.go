@@ -59,13 +59,17 @@ type preparedSend struct {
 func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 	s := readEthSend(intent)
 	if s.sponsor != nil && *s.sponsor {
-		return nil, activity.ErrNotSupported("sponsored sends (sponsor: true; Latchkey runs no gas station): send with sponsor false")
+		return nil, activity.ErrNotSupported(
+			"sponsored sends (sponsor: true; Latchkey runs no gas station): send with sponsor false",
+		)
 	}
 	if s.gasStationNonce != "" {
 		return nil, activity.ErrNotSupported("gasStationNonce (Latchkey runs no gas station)")
 	}
 	if s.calls != 1 {
-		return nil, activity.ErrNotSupported("several calls in one eth_send_transaction (batched calls need a smart account); send one call each")
+		return nil, activity.ErrNotSupported(
+			"several calls in one eth_send_transaction (batched calls need a smart account); send one call each",
+		)
 	}
 	n, err := checkNetwork("parameters.caip2", s.caip2, false)
 	if err != nil {
@@ -73,7 +77,11 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 	}
 	chainID, ok := evmChainID(n)
 	if !ok {
-		return nil, apierr.Invalid("parameters.caip2", "eth_send_transaction sends to eip155 networks; %s is not one", n)
+		return nil, apierr.Invalid(
+			"parameters.caip2",
+			"eth_send_transaction sends to eip155 networks; %s is not one",
+			n,
+		)
 	}
 	if !common.IsHexAddress(s.from) {
 		return nil, apierr.Invalid("parameters.from", "must be an Ethereum address of the organization")
@@ -96,7 +104,12 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	from, to := common.HexToAddress(s.from), common.HexToAddress(s.to)
-	call := map[string]any{"from": from.Hex(), "to": to.Hex(), "value": hexutil.EncodeBig(value), "data": hexutil.Encode(data)}
+	call := map[string]any{
+		"from":  from.Hex(),
+		"to":    to.Hex(),
+		"value": hexutil.EncodeBig(value),
+		"data":  hexutil.Encode(data),
+	}
 	nonce, err := decimal("parameters.nonce", s.nonce, nil)
 	if err != nil {
 		return nil, err
@@ -142,7 +155,12 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 			return nil, rpcError(err)
 		}
 		if block.BaseFee == nil {
-			return nil, apierr.New(apierr.FailedPrecondition, "CHAIN_RPC_ERROR", "%s has no base fee (not an EIP-1559 network): give maxFeePerGas", n)
+			return nil, apierr.New(
+				apierr.FailedPrecondition,
+				"CHAIN_RPC_ERROR",
+				"%s has no base fee (not an EIP-1559 network): give maxFeePerGas",
+				n,
+			)
 		}
 		maxFee = new(big.Int).Add(new(big.Int).Mul(block.BaseFee.ToInt(), big.NewInt(2)), prio)
 	}

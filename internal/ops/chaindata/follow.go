@@ -19,7 +19,14 @@ const FollowEvery = 2 * time.Second
 // statusEvent queues a SEND_TRANSACTION_STATUS_UPDATES delivery of a send's new status, in tx,
 // for the endpoints of the top-level ("billing") organization of the send's organization, with
 // the body Turnkey sends ("transaction:status").
-func (d *Deps) statusEvent(ctx context.Context, tx store.Tx, s *Send, status string, txErr *wire.TxError, now time.Time) error {
+func (d *Deps) statusEvent(
+	ctx context.Context,
+	tx store.Tx,
+	s *Send,
+	status string,
+	txErr *wire.TxError,
+	now time.Time,
+) error {
 	org, err := directory.LoadOrganization(ctx, tx, s.OrgID)
 	if err != nil {
 		return err
@@ -33,15 +40,28 @@ func (d *Deps) statusEvent(ctx context.Context, tx store.Tx, s *Send, status str
 	if billing.WebhookEndpoints == 0 {
 		return nil
 	}
-	msg := map[string]any{"sendTransactionStatusId": s.ID, "activityId": s.ActivityID, "status": status, "caip2": s.Caip2,
-		"idempotencyKey": s.ID + ":" + status, "timestamp": strconv.FormatInt(now.Unix(), 10)}
+	msg := map[string]any{
+		"sendTransactionStatusId": s.ID,
+		"activityId":              s.ActivityID,
+		"status":                  status,
+		"caip2":                   s.Caip2,
+		"idempotencyKey":          s.ID + ":" + status,
+		"timestamp":               strconv.FormatInt(now.Unix(), 10),
+	}
 	if status == StatusIncluded {
 		msg["txHash"] = s.TxHash
 	}
 	if txErr != nil {
 		msg["error"] = txErr
 	}
-	body, err := json.Marshal(map[string]any{"type": "transaction:status", "organizationId": s.OrgID, "parentOrganizationId": billing.ID, "msg": msg})
+	body, err := json.Marshal(
+		map[string]any{
+			"type":                 "transaction:status",
+			"organizationId":       s.OrgID,
+			"parentOrganizationId": billing.ID,
+			"msg":                  msg,
+		},
+	)
 	if err != nil {
 		return err
 	}

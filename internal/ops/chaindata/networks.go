@@ -42,7 +42,12 @@ func checkNetwork(field, caip2 string, specOnly bool) (string, error) {
 				return c, nil
 			}
 		}
-		return "", apierr.Invalid(field, "%q is not a supported network (%s; solana:mainnet and solana:devnet are accepted too)", caip2, strings.Join(specNetworks, ", "))
+		return "", apierr.Invalid(
+			field,
+			"%q is not a supported network (%s; solana:mainnet and solana:devnet are accepted too)",
+			caip2,
+			strings.Join(specNetworks, ", "),
+		)
 	}
 	if _, ok := evmChainID(c); ok || strings.HasPrefix(c, "solana:") {
 		return c, nil
@@ -69,7 +74,10 @@ func ParseProviders(specs []string) (map[string]string, error) {
 		k, v, ok := strings.Cut(s, "=")
 		k = Canonical(k)
 		if !ok || v == "" {
-			return nil, fmt.Errorf("--chain-rpc %q: want CAIP2=URL, e.g. eip155:1=https://eth.example/rpc", redactURL(s))
+			return nil, fmt.Errorf(
+				"--chain-rpc %q: want CAIP2=URL, e.g. eip155:1=https://eth.example/rpc",
+				redactURL(s),
+			)
 		}
 		if _, ok := evmChainID(k); !ok && !isSolana(k) {
 			return nil, fmt.Errorf("--chain-rpc: %q is not an eip155 or solana CAIP-2 id", k)

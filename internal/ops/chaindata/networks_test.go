@@ -6,8 +6,12 @@ import (
 )
 
 func TestParseProviders(t *testing.T) {
-	got, err := ParseProviders([]string{"eip155:1=https://eth.example/rpc?key=SECRET", "solana:devnet=http://127.0.0.1:8899"})
-	if err != nil || got["eip155:1"] != "https://eth.example/rpc?key=SECRET" || got[SolanaDevnet] != "http://127.0.0.1:8899" || len(got) != 2 {
+	got, err := ParseProviders(
+		[]string{"eip155:1=https://eth.example/rpc?key=SECRET", "solana:devnet=http://127.0.0.1:8899"},
+	)
+	if err != nil || got["eip155:1"] != "https://eth.example/rpc?key=SECRET" ||
+		got[SolanaDevnet] != "http://127.0.0.1:8899" ||
+		len(got) != 2 {
 		t.Fatalf("%v %v", got, err)
 	}
 	for _, c := range []struct {

@@ -37,7 +37,11 @@ func (d *Deps) solSend(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if !isSolana(n) {
-		return nil, apierr.Invalid("parameters.caip2", "sol_send_transaction sends to solana networks; %s is not one", n)
+		return nil, apierr.Invalid(
+			"parameters.caip2",
+			"sol_send_transaction sends to solana networks; %s is not one",
+			n,
+		)
 	}
 	if len(signers) == 0 || len(signers) > maxSolanaSigners {
 		return nil, apierr.Invalid("parameters.signWiths", "between 1 and %d signers", maxSolanaSigners)

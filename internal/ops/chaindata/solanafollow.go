@@ -51,31 +51,49 @@ type solTokenBal struct {
 	} `json:"uiTokenAmount"`
 }
 
-func (d *Deps) followSolana(ctx context.Context, caip2 string, c rpcCaller, commitment, event, typ string) (int, error) {
+func (d *Deps) followSolana(
+	ctx context.Context,
+	caip2 string,
+	c rpcCaller,
+	commitment, event, typ string,
+) (int, error) {
 	var slot uint64
 	if err := c.Call(ctx, "getSlot", []any{map[string]string{"commitment": commitment}}, &slot); err != nil {
 		return 0, err
 	}
-	return d.advance(ctx, caip2, caip2+"/"+commitment, slot, event, typ, func(s uint64) ([]balanceMove, *evmBlock, error) {
-		var block *solBlock
-		err := c.Call(ctx, "getBlock", []any{s, map[string]any{"encoding": "json", "transactionDetails": "full", "rewards": false,
-			"commitment": commitment, "maxSupportedTransactionVersion": 0}}, &block)
-		var re *rpc.Error
-		if errors.As(err, &re) && (re.Code == -32007 || re.Code == -32009) {
-			block, err = nil, nil // a skipped slot, or one missing from long-term storage: nothing to report
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		at := &evmBlock{Number: hexutil.Uint64(s)}
-		if block != nil {
-			at.Hash = block.Blockhash
-			if block.BlockTime != nil {
-				at.Timestamp = hexutil.Uint64(uint64(*block.BlockTime))
+	return d.advance(
+		ctx,
+		caip2,
+		caip2+"/"+commitment,
+		slot,
+		event,
+		typ,
+		func(s uint64) ([]balanceMove, *evmBlock, error) {
+			var block *solBlock
+			err := c.Call(
+				ctx,
+				"getBlock",
+				[]any{s, map[string]any{"encoding": "json", "transactionDetails": "full", "rewards": false,
+					"commitment": commitment, "maxSupportedTransactionVersion": 0}},
+				&block,
+			)
+			var re *rpc.Error
+			if errors.As(err, &re) && (re.Code == -32007 || re.Code == -32009) {
+				block, err = nil, nil // a skipped slot, or one missing from long-term storage: nothing to report
 			}
-		}
-		return d.solanaMoves(caip2, block), at, nil
-	})
+			if err != nil {
+				return nil, nil, err
+			}
+			at := &evmBlock{Number: hexutil.Uint64(s)}
+			if block != nil {
+				at.Hash = block.Blockhash
+				if block.BlockTime != nil {
+					at.Timestamp = hexutil.Uint64(uint64(*block.BlockTime))
+				}
+			}
+			return d.solanaMoves(caip2, block), at, nil
+		},
+	)
 }
 
 // solanaMoves derives the balance changes of one block: lamports per account, and token amounts
@@ -103,7 +121,10 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 		if diff.Sign() < 0 {
 			op = "withdraw"
 		}
-		moves = append(moves, balanceMove{address: addr, operation: op, txHash: sig, asset: a, amount: new(big.Int).Abs(diff).String()})
+		moves = append(
+			moves,
+			balanceMove{address: addr, operation: op, txHash: sig, asset: a, amount: new(big.Int).Abs(diff).String()},
+		)
 	}
 	for _, t := range block.Transactions {
 		if t.Meta == nil || len(t.Transaction.Signatures) == 0 {
@@ -111,11 +132,20 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 		}
 		sig, keys, m := t.Transaction.Signatures[0], t.Transaction.Message.AccountKeys, t.Meta
 		if m.LoadedAddresses != nil { // v0: balances cover the lookup tables' accounts after the static keys
-			keys = append(append(append([]string{}, keys...), m.LoadedAddresses.Writable...), m.LoadedAddresses.Readonly...)
+			keys = append(
+				append(append([]string{}, keys...), m.LoadedAddresses.Writable...),
+				m.LoadedAddresses.Readonly...)
 		}
 		for i, k := range keys {
 			if i < len(m.PreBalances) && i < len(m.PostBalances) {
-				add(k, sig, native, new(big.Int).Sub(new(big.Int).SetUint64(m.PostBalances[i]), new(big.Int).SetUint64(m.PreBalances[i])))
+				add(
+					k,
+					sig,
+					native,
+					new(
+						big.Int,
+					).Sub(new(big.Int).SetUint64(m.PostBalances[i]), new(big.Int).SetUint64(m.PreBalances[i])),
+				)
 			}
 		}
 		type ownerMint struct{ owner, mint string }

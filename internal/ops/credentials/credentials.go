@@ -28,13 +28,78 @@ const MaxSessionSeconds = login.MaxSessionSeconds
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_api_keys", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAPIKeys, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateApiKeysIntentV2)(nil), (*wire.CreateApiKeysIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_api_keys", Access: activity.AccessSelf, Execute: activity.On(deleteAPIKeys), SelfUser: activity.UserAny(intentUser, (*wire.DeleteApiKeysIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "create_authenticators", Access: activity.AccessSelf, Execute: activity.OnAny(d.createAuthenticators, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil)), SelfUser: activity.UserAny(intentUser, (*wire.CreateAuthenticatorsIntentV2)(nil), (*wire.CreateAuthenticatorsIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_authenticators", Access: activity.AccessSelf, Execute: activity.On(deleteAuthenticators), SelfUser: activity.UserAny(intentUser, (*wire.DeleteAuthenticatorsIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "create_read_write_session", Access: activity.AccessSelf, Execute: activity.OnAny(d.createReadWriteSession, (*wire.CreateReadWriteSessionIntentV2)(nil), (*wire.CreateReadWriteSessionIntent)(nil)), SelfUser: activity.UserAny(sessionUser, (*wire.CreateReadWriteSessionIntentV2)(nil), (*wire.CreateReadWriteSessionIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_api_keys",
+			Access: activity.AccessSelf,
+			Execute: activity.OnAny(
+				d.createAPIKeys,
+				(*wire.CreateApiKeysIntentV2)(nil),
+				(*wire.CreateApiKeysIntent)(nil),
+			),
+			SelfUser: activity.UserAny(
+				intentUser,
+				(*wire.CreateApiKeysIntentV2)(nil),
+				(*wire.CreateApiKeysIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "delete_api_keys",
+			Access:   activity.AccessSelf,
+			Execute:  activity.On(deleteAPIKeys),
+			SelfUser: activity.UserAny(intentUser, (*wire.DeleteApiKeysIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_authenticators",
+			Access: activity.AccessSelf,
+			Execute: activity.OnAny(
+				d.createAuthenticators,
+				(*wire.CreateAuthenticatorsIntentV2)(nil),
+				(*wire.CreateAuthenticatorsIntent)(nil),
+			),
+			SelfUser: activity.UserAny(
+				intentUser,
+				(*wire.CreateAuthenticatorsIntentV2)(nil),
+				(*wire.CreateAuthenticatorsIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "delete_authenticators",
+			Access:   activity.AccessSelf,
+			Execute:  activity.On(deleteAuthenticators),
+			SelfUser: activity.UserAny(intentUser, (*wire.DeleteAuthenticatorsIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_read_write_session",
+			Access: activity.AccessSelf,
+			Execute: activity.OnAny(
+				d.createReadWriteSession,
+				(*wire.CreateReadWriteSessionIntentV2)(nil),
+				(*wire.CreateReadWriteSessionIntent)(nil),
+			),
+			SelfUser: activity.UserAny(
+				sessionUser,
+				(*wire.CreateReadWriteSessionIntentV2)(nil),
+				(*wire.CreateReadWriteSessionIntent)(nil),
+			),
+		},
+	)
 
-	reg.Submit(activity.Operation{Path: "create_read_only_session", Access: activity.AccessAnyUser, Execute: activity.OnAny(createReadOnlySession, (*wire.CreateReadOnlySessionIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_read_only_session",
+			Access:  activity.AccessAnyUser,
+			Execute: activity.OnAny(createReadOnlySession, (*wire.CreateReadOnlySessionIntent)(nil)),
+		},
+	)
 
 	reg.Query(activity.QueryOp{Path: "get_api_key", Execute: activity.Query(getAPIKey)})
 	reg.Query(activity.QueryOp{Path: "get_api_keys", Execute: activity.Query(getAPIKeys)})
@@ -79,13 +144,20 @@ func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
 	case *wire.CreateApiKeysIntent:
 		userID, specs = in.UserId, directory.APIKeysV1("parameters.apiKeys", in.ApiKeys)
 	}
-	ids, err := createFor(x, userID, "parameters.apiKeys", "API key", specs, func(u *directory.User, s directory.APIKeySpec) (string, error) {
-		k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, s)
-		if err != nil {
-			return "", err
-		}
-		return k.ID, nil
-	})
+	ids, err := createFor(
+		x,
+		userID,
+		"parameters.apiKeys",
+		"API key",
+		specs,
+		func(u *directory.User, s directory.APIKeySpec) (string, error) {
+			k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, s)
+			if err != nil {
+				return "", err
+			}
+			return k.ID, nil
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +165,21 @@ func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
 }
 
 func deleteAPIKeys(x *activity.Exec, in *wire.DeleteApiKeysIntent) (any, error) {
-	err := deleteFor(x, in.UserId, "parameters.apiKeyIds", "API key", directory.KindAPIKey, in.ApiKeyIds, func(id string) (string, error) {
-		k, err := directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, id)
-		if err != nil {
-			return "", err
-		}
-		return k.UserID, nil
-	})
+	err := deleteFor(
+		x,
+		in.UserId,
+		"parameters.apiKeyIds",
+		"API key",
+		directory.KindAPIKey,
+		in.ApiKeyIds,
+		func(id string) (string, error) {
+			k, err := directory.LoadAPIKey(x.Ctx, x.Tx, x.OrgID, id)
+			if err != nil {
+				return "", err
+			}
+			return k.UserID, nil
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +195,20 @@ func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
 	case *wire.CreateAuthenticatorsIntent:
 		userID, specs = in.UserId, directory.AuthenticatorsV1("parameters.authenticators", in.Authenticators)
 	}
-	ids, err := createFor(x, userID, "parameters.authenticators", "authenticator", specs, func(u *directory.User, s directory.AuthenticatorSpec) (string, error) {
-		a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, d.Env(x), u, s)
-		if err != nil {
-			return "", err
-		}
-		return a.ID, nil
-	})
+	ids, err := createFor(
+		x,
+		userID,
+		"parameters.authenticators",
+		"authenticator",
+		specs,
+		func(u *directory.User, s directory.AuthenticatorSpec) (string, error) {
+			a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, d.Env(x), u, s)
+			if err != nil {
+				return "", err
+			}
+			return a.ID, nil
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -129,13 +216,21 @@ func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
 }
 
 func deleteAuthenticators(x *activity.Exec, in *wire.DeleteAuthenticatorsIntent) (any, error) {
-	err := deleteFor(x, in.UserId, "parameters.authenticatorIds", "authenticator", directory.KindAuthenticator, in.AuthenticatorIds, func(id string) (string, error) {
-		a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, id)
-		if err != nil {
-			return "", err
-		}
-		return a.UserID, nil
-	})
+	err := deleteFor(
+		x,
+		in.UserId,
+		"parameters.authenticatorIds",
+		"authenticator",
+		directory.KindAuthenticator,
+		in.AuthenticatorIds,
+		func(id string) (string, error) {
+			a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, id)
+			if err != nil {
+				return "", err
+			}
+			return a.UserID, nil
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +239,12 @@ func deleteAuthenticators(x *activity.Exec, in *wire.DeleteAuthenticatorsIntent)
 
 // createFor creates, for the user userID of this organization, one credential per spec, and
 // returns their ids; field names the list in errors, what one of its items.
-func createFor[S any](x *activity.Exec, userID, field, what string, specs []S, create func(*directory.User, S) (string, error)) ([]string, error) {
+func createFor[S any](
+	x *activity.Exec,
+	userID, field, what string,
+	specs []S,
+	create func(*directory.User, S) (string, error),
+) ([]string, error) {
 	if len(specs) == 0 {
 		return nil, apierr.Invalid(field, "at least one %s is required", what)
 	}
@@ -165,7 +265,12 @@ func createFor[S any](x *activity.Exec, userID, field, what string, specs []S, c
 
 // deleteFor deletes the records of kind named by ids, each of which must belong to the user
 // userID of this organization (owner returns the user a record belongs to).
-func deleteFor(x *activity.Exec, userID, field, what, kind string, ids []string, owner func(id string) (string, error)) error {
+func deleteFor(
+	x *activity.Exec,
+	userID, field, what, kind string,
+	ids []string,
+	owner func(id string) (string, error),
+) error {
 	if len(ids) == 0 {
 		return apierr.Invalid(field, "at least one %s id is required", what)
 	}
@@ -236,7 +341,11 @@ func (d Deps) createReadWriteSession(x *activity.Exec, intent any) (any, error) 
 	}
 	pub, bundle, err := custody.NewSessionCredential(target)
 	if err != nil {
-		return nil, apierr.Invalid("parameters.targetPublicKey", "must be a P-256 public key in hex (compressed or uncompressed): %v", err)
+		return nil, apierr.Invalid(
+			"parameters.targetPublicKey",
+			"must be a P-256 public key in hex (compressed or uncompressed): %v",
+			err,
+		)
 	}
 	k, err := directory.CreateAPIKey(x.Ctx, x.Tx, d.Env(x), u, directory.APIKeySpec{
 		Name: name, PublicKey: pub, Curve: "API_KEY_CURVE_P256", ExpirationSeconds: strconv.FormatInt(secs, 10),
@@ -326,11 +435,20 @@ func createReadOnlySession(x *activity.Exec, _ any) (any, error) {
 		return nil, apierr.Denied("request not authorized: a read-only session is for a user of this organization")
 	}
 	exp := x.Now.Add(ReadOnlySessionSeconds * time.Second)
-	tok, err := session.Encode(session.Claims{Exp: exp.Unix(), PublicKey: c.PublicKey, SessionType: session.ReadOnly, UserID: c.User.ID,
-		OrganizationID: x.OrgID}, func(d []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, d) })
+	tok, err := session.Encode(
+		session.Claims{Exp: exp.Unix(), PublicKey: c.PublicKey, SessionType: session.ReadOnly, UserID: c.User.ID,
+			OrganizationID: x.OrgID},
+		func(d []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, d) },
+	)
 	if err != nil {
 		return nil, apierr.Internalf(err, "signing the session")
 	}
-	return wire.CreateReadOnlySessionResult{OrganizationId: x.OrgID, OrganizationName: c.Target.Name, UserId: c.User.ID, Username: c.User.Name,
-		Session: tok, SessionExpiry: strconv.FormatInt(exp.Unix(), 10)}, nil
+	return wire.CreateReadOnlySessionResult{
+		OrganizationId:   x.OrgID,
+		OrganizationName: c.Target.Name,
+		UserId:           c.User.ID,
+		Username:         c.User.Name,
+		Session:          tok,
+		SessionExpiry:    strconv.FormatInt(exp.Unix(), 10),
+	}, nil
 }

@@ -27,14 +27,20 @@ func TestPasskeyRegistrationAndWebAuthnStamp(t *testing.T) {
 		}
 		r := root.Submit("create_authenticators", "ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2", map[string]any{
 			"userId": created.UserID,
-			"authenticators": []any{map[string]any{"authenticatorName": "laptop " + format, "challenge": base64.RawURLEncoding.EncodeToString(challenge),
-				"attestation": reg}},
+			"authenticators": []any{
+				map[string]any{
+					"authenticatorName": "laptop " + format,
+					"challenge":         base64.RawURLEncoding.EncodeToString(challenge),
+					"attestation":       reg,
+				},
+			},
 		})
 		servertest.MustOK(t, r)
 		authID := r.Str("activity", "result", "createAuthenticatorsResult", "authenticatorIds", "0")
 		g := root.Query("get_authenticator", map[string]any{"authenticatorId": authID})
 		servertest.MustOK(t, g)
-		if g.Str("authenticator", "credentialId") != a.CredentialID() || g.Str("authenticator", "credential", "publicKey") != a.PublicKeyCompressed() ||
+		if g.Str("authenticator", "credentialId") != a.CredentialID() ||
+			g.Str("authenticator", "credential", "publicKey") != a.PublicKeyCompressed() ||
 			g.Str("authenticator", "attestationType") != format {
 			t.Fatalf("get_authenticator: %s", g.Raw)
 		}
@@ -45,13 +51,37 @@ func TestPasskeyRegistrationAndWebAuthnStamp(t *testing.T) {
 		if w.Str("userId") != created.UserID {
 			t.Fatalf("whoami by passkey: %s", w.Raw)
 		}
-		servertest.MustOK(t, passkey.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "by passkey " + format, "userIds": []string{}}))
+		servertest.MustOK(
+			t,
+			passkey.Submit(
+				"create_user_tag",
+				"ACTIVITY_TYPE_CREATE_USER_TAG",
+				map[string]any{"userTagName": "by passkey " + format, "userIds": []string{}},
+			),
+		)
 		// A stamp over other bytes does not verify.
 		name, value, _ := a.Stamp([]byte(`{"organizationId":"` + created.OrganizationID + `"}`))
-		bad := h.Post("/public/v1/query/whoami", []byte(`{"organizationId":"`+created.OrganizationID+`" }`), map[string]string{name: value})
+		bad := h.Post(
+			"/public/v1/query/whoami",
+			[]byte(`{"organizationId":"`+created.OrganizationID+`" }`),
+			map[string]string{name: value},
+		)
 		servertest.WantError(t, bad, http.StatusUnauthorized, 16, "invalid stamp")
-		servertest.MustOK(t, root.Submit("delete_authenticators", "ACTIVITY_TYPE_DELETE_AUTHENTICATORS", map[string]any{"userId": created.UserID, "authenticatorIds": []string{authID}}))
-		servertest.WantError(t, passkey.Query("whoami", nil), http.StatusUnauthorized, 16, "credential ID could not be found")
+		servertest.MustOK(
+			t,
+			root.Submit(
+				"delete_authenticators",
+				"ACTIVITY_TYPE_DELETE_AUTHENTICATORS",
+				map[string]any{"userId": created.UserID, "authenticatorIds": []string{authID}},
+			),
+		)
+		servertest.WantError(
+			t,
+			passkey.Query("whoami", nil),
+			http.StatusUnauthorized,
+			16,
+			"credential ID could not be found",
+		)
 	}
 	// A registration whose challenge does not match is refused, naming the field.
 	a, _ := stamptest.New("localhost", "http://localhost:3000")
@@ -78,7 +108,13 @@ func TestReadOnlySession(t *testing.T) {
 	}
 	// Read-only: no submits.
 	sub := root.SubmitBody("ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
-	servertest.WantError(t, h.Post("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}), http.StatusForbidden, 7, "read-only session")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/submit/create_user_tag", sub, map[string]string{"X-Session": tok}),
+		http.StatusForbidden,
+		7,
+		"read-only session",
+	)
 	// Tampered and expired tokens are refused.
 	// (Change a character well inside the signature: the last one carries unused bits.)
 	i := len(tok) - 10
@@ -86,9 +122,21 @@ func TestReadOnlySession(t *testing.T) {
 	if tok[i] == 'A' {
 		flipped = 'B'
 	}
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}), http.StatusUnauthorized, 16, "invalid X-Session")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok[:i] + string(flipped) + tok[i+1:]}),
+		http.StatusUnauthorized,
+		16,
+		"invalid X-Session",
+	)
 	h.Advance(2 * time.Hour)
-	servertest.WantError(t, h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}), http.StatusUnauthorized, 16, "expired")
+	servertest.WantError(
+		t,
+		h.Post("/public/v1/query/whoami", body, map[string]string{"X-Session": tok}),
+		http.StatusUnauthorized,
+		16,
+		"expired",
+	)
 }
 
 // A user manages his own API keys, not another's; a read-write session's bundle decrypts to a
@@ -98,20 +146,55 @@ func TestAPIKeysAndReadWriteSessions(t *testing.T) {
 	root, created := h.RootOrg("Acme")
 	bobID, bob := h.NewUser(root, "bob", "bob@example.com")
 	_, k2 := h.NewKey()
-	r := bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": bobID, "apiKeys": []any{map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}})
+	r := bob.Submit(
+		"create_api_keys",
+		"ACTIVITY_TYPE_CREATE_API_KEYS_V2",
+		map[string]any{
+			"userId": bobID,
+			"apiKeys": []any{
+				map[string]any{"apiKeyName": "second", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"},
+			},
+		},
+	)
 	servertest.MustOK(t, r)
 	keyID := r.Str("activity", "result", "createApiKeysResult", "apiKeyIds", "0")
-	servertest.WantError(t, bob.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"}}}), http.StatusForbidden, 7, "policy engine denied request implicitly")
+	servertest.WantError(
+		t,
+		bob.Submit(
+			"create_api_keys",
+			"ACTIVITY_TYPE_CREATE_API_KEYS_V2",
+			map[string]any{
+				"userId": created.UserID,
+				"apiKeys": []any{
+					map[string]any{"apiKeyName": "evil", "publicKey": k2, "curveType": "API_KEY_CURVE_P256"},
+				},
+			},
+		),
+		http.StatusForbidden,
+		7,
+		"policy engine denied request implicitly",
+	)
 	keys := root.Query("get_api_keys", map[string]any{"userId": bobID})
 	servertest.MustOK(t, keys)
 	if n := len(keys.Body["apiKeys"].([]any)); n != 2 {
 		t.Fatalf("bob has %d keys: %s", n, keys.Raw)
 	}
-	servertest.MustOK(t, bob.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": bobID, "apiKeyIds": []string{keyID}}))
+	servertest.MustOK(
+		t,
+		bob.Submit(
+			"delete_api_keys",
+			"ACTIVITY_TYPE_DELETE_API_KEYS",
+			map[string]any{"userId": bobID, "apiKeyIds": []string{keyID}},
+		),
+	)
 
 	// A read-write session: decrypt the bundle, call with the key inside.
 	recvPriv, recvPub := h.NewKey()
-	r = bob.Submit("create_read_write_session", "ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2", map[string]any{"targetPublicKey": recvPub, "expirationSeconds": "60"})
+	r = bob.Submit(
+		"create_read_write_session",
+		"ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2",
+		map[string]any{"targetPublicKey": recvPub, "expirationSeconds": "60"},
+	)
 	servertest.MustOK(t, r)
 	res := r.Body["activity"].(map[string]any)["result"].(map[string]any)["createReadWriteSessionResultV2"].(map[string]any)
 	scalar, err := custody.DecryptCredentialBundle(res["credentialBundle"].(string), recvPriv)
@@ -126,7 +209,13 @@ func TestAPIKeysAndReadWriteSessions(t *testing.T) {
 	}
 	// It expires.
 	h.Advance(61 * time.Second)
-	servertest.WantError(t, sess.Query("whoami", nil), http.StatusUnauthorized, 16, "Unauthenticated desc = expired api key publicKey")
+	servertest.WantError(
+		t,
+		sess.Query("whoami", nil),
+		http.StatusUnauthorized,
+		16,
+		"Unauthenticated desc = expired api key publicKey",
+	)
 
 }
 
@@ -137,7 +226,10 @@ func TestAPIKeyRefusalsResubmissionAndOwnership(t *testing.T) {
 	root, created := h.RootOrg("Acme")
 	_, pub := h.NewKey()
 	key := func(name, pub, curve string) map[string]any {
-		return map[string]any{"userId": created.UserID, "apiKeys": []any{map[string]any{"apiKeyName": name, "publicKey": pub, "curveType": curve}}}
+		return map[string]any{
+			"userId":  created.UserID,
+			"apiKeys": []any{map[string]any{"apiKeyName": name, "publicKey": pub, "curveType": curve}},
+		}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -150,16 +242,27 @@ func TestAPIKeyRefusalsResubmissionAndOwnership(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.Advance(time.Millisecond)
-			servertest.WantError(t, root.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", tc.params), http.StatusBadRequest, 3, tc.field)
+			servertest.WantError(
+				t,
+				root.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", tc.params),
+				http.StatusBadRequest,
+				3,
+				tc.field,
+			)
 		})
 	}
 
 	h.Advance(time.Millisecond)
-	keyID := root.SubmitTwice("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("second", pub, "API_KEY_CURVE_P256")).Result("createApiKeysResult", "apiKeyIds", "0")
+	keyID := root.SubmitTwice("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("second", pub, "API_KEY_CURVE_P256")).
+		Result("createApiKeysResult", "apiKeyIds", "0")
 	if n := root.MustQuery("get_api_keys", map[string]any{"userId": created.UserID}).Len("apiKeys"); n != 2 {
 		t.Fatalf("%d keys, want the root key and one more", n)
 	}
-	if g := root.MustQuery("get_api_key", map[string]any{"apiKeyId": keyID}); g.Str("apiKey", "apiKeyName") != "second" || g.Str("apiKey", "credential", "publicKey") != pub {
+	if g := root.MustQuery("get_api_key", map[string]any{"apiKeyId": keyID}); g.Str(
+		"apiKey",
+		"apiKeyName",
+	) != "second" ||
+		g.Str("apiKey", "credential", "publicKey") != pub {
 		t.Fatalf("get_api_key: %s", g.Raw)
 	}
 	// The same public key again, under another request, is refused.
@@ -167,11 +270,29 @@ func TestAPIKeyRefusalsResubmissionAndOwnership(t *testing.T) {
 	if r := root.Submit("create_api_keys", "ACTIVITY_TYPE_CREATE_API_KEYS_V2", key("third", pub, "API_KEY_CURVE_P256")); r.Status == http.StatusOK {
 		t.Fatalf("a public key registered twice: %s", r.Raw)
 	}
-	if l := root.MustQuery("get_authenticators", map[string]any{"userId": created.UserID}); l.Len("authenticators") != 0 {
+	if l := root.MustQuery("get_authenticators", map[string]any{"userId": created.UserID}); l.Len(
+		"authenticators",
+	) != 0 {
 		t.Fatalf("get_authenticators of a user without passkeys: %s", l.Raw)
 	}
 
 	other, _ := h.RootOrg("Other")
-	servertest.WantError(t, other.Query("get_api_key", map[string]any{"apiKeyId": keyID}), http.StatusNotFound, 5, "API key not found")
-	servertest.WantError(t, other.Submit("delete_api_keys", "ACTIVITY_TYPE_DELETE_API_KEYS", map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}}), http.StatusBadRequest, 3, "parameters.userId: no user")
+	servertest.WantError(
+		t,
+		other.Query("get_api_key", map[string]any{"apiKeyId": keyID}),
+		http.StatusNotFound,
+		5,
+		"API key not found",
+	)
+	servertest.WantError(
+		t,
+		other.Submit(
+			"delete_api_keys",
+			"ACTIVITY_TYPE_DELETE_API_KEYS",
+			map[string]any{"userId": created.UserID, "apiKeyIds": []string{keyID}},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.userId: no user",
+	)
 }

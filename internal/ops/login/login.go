@@ -74,7 +74,11 @@ func RegisterKey(x *activity.Exec, env directory.Env, u *directory.User, s Spec)
 		var err error
 		if profile, err = profiles.Find(x.Ctx, x.Tx, x.OrgID, s.SessionProfileID); err != nil {
 			if apierr.From(err).Code == apierr.NotFound {
-				return nil, apierr.NotFoundf("%s.sessionProfileId: session profile not found: %s", field, s.SessionProfileID)
+				return nil, apierr.NotFoundf(
+					"%s.sessionProfileId: session profile not found: %s",
+					field,
+					s.SessionProfileID,
+				)
 			}
 			return nil, err
 		}
@@ -103,8 +107,11 @@ func Issue(x *activity.Exec, env directory.Env, u *directory.User, s Spec) (stri
 	if err != nil {
 		return "", err
 	}
-	tok, err := session.Encode(session.Claims{Exp: k.ExpiresAt.Unix(), PublicKey: k.PublicKey, SessionType: session.ReadWrite, UserID: u.ID,
-		OrganizationID: x.OrgID}, func(dg []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, dg) })
+	tok, err := session.Encode(
+		session.Claims{Exp: k.ExpiresAt.Unix(), PublicKey: k.PublicKey, SessionType: session.ReadWrite, UserID: u.ID,
+			OrganizationID: x.OrgID},
+		func(dg []byte) ([]byte, error) { return x.Services.ServerKeys.SignDigestRaw(custody.Notarizer, dg) },
+	)
 	if err != nil {
 		return "", apierr.Internalf(err, "signing the session")
 	}
@@ -118,7 +125,13 @@ const DefaultCredentialSeconds = 900
 // target as a credential bundle (docs/wire.md §3.4), registers it with RegisterKey (credType,
 // expiring; name "" picks one from credType) and returns it with the bundle. otp_auth, oauth,
 // email_auth and the e-mail recovery answer with such bundles.
-func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name, expiration, credType string, invalidate bool) (*directory.APIKey, string, error) {
+func Bundle(
+	x *activity.Exec,
+	env directory.Env,
+	u *directory.User,
+	target, name, expiration, credType string,
+	invalidate bool,
+) (*directory.APIKey, string, error) {
 	secs, err := Seconds("parameters.expirationSeconds", expiration, DefaultCredentialSeconds, MaxSessionSeconds)
 	if err != nil {
 		return nil, "", err
@@ -132,8 +145,13 @@ func Bundle(x *activity.Exec, env directory.Env, u *directory.User, target, name
 		name = map[string]string{directory.CredentialOTPAuth: "OTP Auth", directory.CredentialEmailAuth: "Email Auth",
 			directory.CredentialRecoverUser: "Recovery", directory.CredentialOAuth: "OAuth"}[credType]
 	}
-	k, err := RegisterKey(x, env, u, Spec{PublicKey: pub, Seconds: secs, CredentialType: credType, Name: name, ExactName: exact,
-		InvalidateExisting: invalidate})
+	k, err := RegisterKey(
+		x,
+		env,
+		u,
+		Spec{PublicKey: pub, Seconds: secs, CredentialType: credType, Name: name, ExactName: exact,
+			InvalidateExisting: invalidate},
+	)
 	return k, bundle, err
 }
 

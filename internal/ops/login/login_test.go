@@ -64,7 +64,11 @@ func TestLoginSessions(t *testing.T) {
 	parse := func(r servertest.Response) *session.Claims {
 		t.Helper()
 		servertest.MustOK(t, r)
-		sc, err := session.Parse(r.Result("stampLoginResult", "session"), h.Server.Keys.Public(custody.Notarizer), h.Now())
+		sc, err := session.Parse(
+			r.Result("stampLoginResult", "session"),
+			h.Server.Keys.Public(custody.Notarizer),
+			h.Now(),
+		)
 		if err != nil {
 			t.Fatalf("session: %v: %s", err, r.Raw)
 		}
@@ -85,11 +89,14 @@ func TestLoginSessions(t *testing.T) {
 	// The default lifetime, then one asked for; the key inside stamps as the user.
 	priv1, pub1 := h.NewKey()
 	sc := parse(stampLogin(pub1, nil))
-	if sc.UserID != created.UserID || sc.OrganizationID != created.OrganizationID || sc.Exp != h.Now().Add(login.DefaultSessionSeconds*time.Second).Unix() {
+	if sc.UserID != created.UserID || sc.OrganizationID != created.OrganizationID ||
+		sc.Exp != h.Now().Add(login.DefaultSessionSeconds*time.Second).Unix() {
 		t.Fatalf("session claims %+v", sc)
 	}
 	priv2, pub2 := h.NewKey()
-	if sc := parse(stampLogin(pub2, map[string]any{"expirationSeconds": "60"})); sc.Exp != h.Now().Add(60*time.Second).Unix() {
+	if sc := parse(stampLogin(pub2, map[string]any{"expirationSeconds": "60"})); sc.Exp != h.Now().
+		Add(60*time.Second).
+		Unix() {
 		t.Fatalf("a 60 s session expires at %d, now is %d", sc.Exp, h.Now().Unix())
 	}
 	if w := h.Client(created.OrganizationID, priv1).MustQuery("whoami", nil); w.Str("userId") != created.UserID {
@@ -105,12 +112,24 @@ func TestLoginSessions(t *testing.T) {
 	if n := loginKeys(); n != 1 {
 		t.Fatalf("%d login keys after invalidateExisting, want 1", n)
 	}
-	servertest.WantError(t, h.Client(created.OrganizationID, priv2).Query("whoami", nil), http.StatusUnauthorized, 16, "could not find public key")
+	servertest.WantError(
+		t,
+		h.Client(created.OrganizationID, priv2).Query("whoami", nil),
+		http.StatusUnauthorized,
+		16,
+		"could not find public key",
+	)
 	root.MustQuery("whoami", nil)
 
 	// The session key expires with the session.
 	h.Advance(61 * time.Second)
-	servertest.WantError(t, h.Client(created.OrganizationID, priv3).Query("whoami", nil), http.StatusUnauthorized, 16, "expired api key")
+	servertest.WantError(
+		t,
+		h.Client(created.OrganizationID, priv3).Query("whoami", nil),
+		http.StatusUnauthorized,
+		16,
+		"expired api key",
+	)
 }
 
 // Bad lifetimes and keys are refused naming the field; resubmitting the same bytes is the same
@@ -130,7 +149,13 @@ func TestLoginRefusalsAndResubmission(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.Advance(time.Millisecond)
-			servertest.WantError(t, root.Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", tc.params), http.StatusBadRequest, 3, tc.field)
+			servertest.WantError(
+				t,
+				root.Submit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", tc.params),
+				http.StatusBadRequest,
+				3,
+				tc.field,
+			)
 		})
 	}
 
@@ -157,7 +182,10 @@ func TestCredentialBundleKeys(t *testing.T) {
 	emailAuth := func(params map[string]any) servertest.Response {
 		h.Advance(time.Millisecond)
 		p := map[string]any{"email": "bob@example.com", "targetPublicKey": target,
-			"emailCustomization": map[string]any{"appName": "Acme", "magicLinkTemplate": "https://app.example/auth?b=%s"}}
+			"emailCustomization": map[string]any{
+				"appName":           "Acme",
+				"magicLinkTemplate": "https://app.example/auth?b=%s",
+			}}
 		for k, v := range params {
 			p[k] = v
 		}
@@ -169,14 +197,28 @@ func TestCredentialBundleKeys(t *testing.T) {
 		g := parent.MustQuery("get_api_key", map[string]any{"apiKeyId": r.Result("emailAuthResult", "apiKeyId")})
 		return g.Str("apiKey", "apiKeyName"), g.Str("apiKey", "expirationSeconds")
 	}
-	if name, exp := key(emailAuth(nil)); !strings.HasPrefix(name, "Email Auth - ") || exp != strconv.Itoa(login.DefaultCredentialSeconds) {
+	if name, exp := key(emailAuth(nil)); !strings.HasPrefix(name, "Email Auth - ") ||
+		exp != strconv.Itoa(login.DefaultCredentialSeconds) {
 		t.Fatalf("default key: %q, expires in %q", name, exp)
 	}
-	if name, exp := key(emailAuth(map[string]any{"apiKeyName": "phone", "expirationSeconds": "120"})); name != "phone" || exp != "120" {
+	if name, exp := key(emailAuth(map[string]any{"apiKeyName": "phone", "expirationSeconds": "120"})); name != "phone" ||
+		exp != "120" {
 		t.Fatalf("asked-for key: %q, expires in %q", name, exp)
 	}
-	servertest.WantError(t, emailAuth(map[string]any{"expirationSeconds": "0"}), http.StatusBadRequest, 3, "parameters.expirationSeconds")
-	servertest.WantError(t, emailAuth(map[string]any{"targetPublicKey": "zz"}), http.StatusBadRequest, 3, "parameters.targetPublicKey")
+	servertest.WantError(
+		t,
+		emailAuth(map[string]any{"expirationSeconds": "0"}),
+		http.StatusBadRequest,
+		3,
+		"parameters.expirationSeconds",
+	)
+	servertest.WantError(
+		t,
+		emailAuth(map[string]any{"targetPublicKey": "zz"}),
+		http.StatusBadRequest,
+		3,
+		"parameters.targetPublicKey",
+	)
 	if u := parent.MustQuery("get_user", map[string]any{"userId": userID}); u.Len("user", "apiKeys") != 3 {
 		t.Fatalf("bob's keys after two credentials and two refusals: %s", u.Raw)
 	}

@@ -63,9 +63,30 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 		}
 		return ""
 	}
-	reg.Submit(activity.Operation{Path: "create_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.CreateMfaPolicyIntent)(nil)), Execute: activity.On(create)})
-	reg.Submit(activity.Operation{Path: "update_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.UpdateMfaPolicyIntent)(nil)), Execute: activity.On(update)})
-	reg.Submit(activity.Operation{Path: "delete_mfa_policy", Access: activity.AccessSelf, SelfUser: activity.UserAny(self, (*wire.DeleteMfaPolicyIntent)(nil)), Execute: activity.On(remove)})
+	reg.Submit(
+		activity.Operation{
+			Path:     "create_mfa_policy",
+			Access:   activity.AccessSelf,
+			SelfUser: activity.UserAny(self, (*wire.CreateMfaPolicyIntent)(nil)),
+			Execute:  activity.On(create),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "update_mfa_policy",
+			Access:   activity.AccessSelf,
+			SelfUser: activity.UserAny(self, (*wire.UpdateMfaPolicyIntent)(nil)),
+			Execute:  activity.On(update),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "delete_mfa_policy",
+			Access:   activity.AccessSelf,
+			SelfUser: activity.UserAny(self, (*wire.DeleteMfaPolicyIntent)(nil)),
+			Execute:  activity.On(remove),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_mfa_policy", Execute: activity.Query(get)})
 	reg.Query(activity.QueryOp{Path: "get_mfa_policies", Execute: activity.Query(list)})
 	reg.Query(activity.QueryOp{Path: "get_mfa_status", Execute: activity.Query(status)})
@@ -75,7 +96,12 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }
 
 // checkSteps validates the required methods of a policy for user u.
-func checkSteps(x *activity.Exec, u *directory.User, field string, in []wire.RequiredAuthenticationMethodParams) ([][]activity.AuthMethod, error) {
+func checkSteps(
+	x *activity.Exec,
+	u *directory.User,
+	field string,
+	in []wire.RequiredAuthenticationMethodParams,
+) ([][]activity.AuthMethod, error) {
 	if len(in) == 0 {
 		return nil, apierr.Invalid(field, "at least one authentication step is required")
 	}
@@ -100,13 +126,18 @@ func checkSteps(x *activity.Exec, u *directory.User, field string, in []wire.Req
 				}
 			case activity.MethodPasskey:
 				if m.Id != "" {
-					if a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, m.Id); err != nil || a.UserID != u.ID {
+					if a, err := directory.LoadAuthenticator(x.Ctx, x.Tx, x.OrgID, m.Id); err != nil ||
+						a.UserID != u.ID {
 						return nil, apierr.Invalid(fm+".id", "no authenticator %s of user %s", m.Id, u.ID)
 					}
 				}
 			case activity.MethodSession:
 			case "AUTHENTICATION_TYPE_EMAIL_OTP", "AUTHENTICATION_TYPE_SMS_OTP", "AUTHENTICATION_TYPE_OAUTH":
-				return nil, apierr.Invalid(fm+".type", "%s is proven by attested stamps, which Latchkey does not accept yet; use API_KEY, PASSKEY or SESSION", m.Type)
+				return nil, apierr.Invalid(
+					fm+".type",
+					"%s is proven by attested stamps, which Latchkey does not accept yet; use API_KEY, PASSKEY or SESSION",
+					m.Type,
+				)
 			default:
 				return nil, apierr.Invalid(fm+".type", "unknown authentication type %q", m.Type)
 			}
@@ -139,7 +170,17 @@ func userPolicies(ctx context.Context, r store.Reader, orgID, userID string) ([]
 }
 
 func save(x *activity.Exec, p *Policy) error {
-	return records.Save(x.Ctx, x.Tx, KindMFAPolicy, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p, store.Key{Name: KeyUser, Value: p.UserID})
+	return records.Save(
+		x.Ctx,
+		x.Tx,
+		KindMFAPolicy,
+		p.ID,
+		p.OrgID,
+		p.CreatedAt,
+		p.UpdatedAt,
+		p,
+		store.Key{Name: KeyUser, Value: p.UserID},
+	)
 }
 
 func create(x *activity.Exec, in *wire.CreateMfaPolicyIntent) (any, error) {
@@ -147,7 +188,16 @@ func create(x *activity.Exec, in *wire.CreateMfaPolicyIntent) (any, error) {
 	if err != nil {
 		return nil, apierr.NotFoundf("parameters.userId: user not found: %s", in.UserId)
 	}
-	p := &Policy{ID: id.New(), OrgID: x.OrgID, UserID: u.ID, Order: in.Order, Notes: in.Notes, Condition: in.Condition, CreatedAt: x.Now, UpdatedAt: x.Now}
+	p := &Policy{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		UserID:    u.ID,
+		Order:     in.Order,
+		Notes:     in.Notes,
+		Condition: in.Condition,
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 	if p.Name, err = directory.CheckName("parameters.mfaPolicyName", in.MfaPolicyName); err != nil {
 		return nil, err
 	}
@@ -168,7 +218,12 @@ func create(x *activity.Exec, in *wire.CreateMfaPolicyIntent) (any, error) {
 		return nil, err
 	}
 	if len(existing) >= MaxPoliciesPerUser {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "a user has at most %d MFA policies", MaxPoliciesPerUser)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"a user has at most %d MFA policies",
+			MaxPoliciesPerUser,
+		)
 	}
 	if err := save(x, p); err != nil {
 		return nil, err
@@ -256,8 +311,16 @@ func stepsToWire(steps [][]activity.AuthMethod) []wire.RequiredAuthenticationMet
 }
 
 func (p *Policy) toWire() wire.MfaPolicy {
-	return wire.MfaPolicy{MfaPolicyId: p.ID, MfaPolicyName: p.Name, Condition: p.Condition, RequiredAuthenticationMethods: stepsToWire(p.Steps),
-		Order: p.Order, Notes: p.Notes, CreatedAt: directory.Timestamp(p.CreatedAt), UpdatedAt: directory.Timestamp(p.UpdatedAt)}
+	return wire.MfaPolicy{
+		MfaPolicyId:                   p.ID,
+		MfaPolicyName:                 p.Name,
+		Condition:                     p.Condition,
+		RequiredAuthenticationMethods: stepsToWire(p.Steps),
+		Order:                         p.Order,
+		Notes:                         p.Notes,
+		CreatedAt:                     directory.Timestamp(p.CreatedAt),
+		UpdatedAt:                     directory.Timestamp(p.UpdatedAt),
+	}
 }
 
 func get(q *activity.Read, in *wire.GetMfaPolicyRequest) (any, error) {
@@ -293,8 +356,11 @@ func status(q *activity.Read, in *wire.GetMfaStatusRequest) (any, error) {
 	}
 	out := wire.GetMfaStatusResponse{MfaStatuses: []wire.MfaStatus{}}
 	if st != nil && (in.UserId == "" || in.UserId == st.UserID) {
-		out.MfaStatuses = append(out.MfaStatuses, wire.MfaStatus{MfaPolicyId: st.PolicyID, UserId: st.UserID, Satisfied: st.Satisfied,
-			SatisfiedMethods: methodsToWire(st.Done), RequiredMethods: stepsToWire(st.Steps)})
+		out.MfaStatuses = append(
+			out.MfaStatuses,
+			wire.MfaStatus{MfaPolicyId: st.PolicyID, UserId: st.UserID, Satisfied: st.Satisfied,
+				SatisfiedMethods: methodsToWire(st.Done), RequiredMethods: stepsToWire(st.Steps)},
+		)
 	}
 	return out, nil
 }
@@ -302,7 +368,12 @@ func status(q *activity.Read, in *wire.GetMfaStatusRequest) (any, error) {
 // Requirement is the engine's MFA source (activity.Services.MFA): the first of the user's
 // policies, in order, whose condition holds. A condition that cannot be evaluated counts as
 // holding.
-func Requirement(ctx context.Context, r store.Reader, orgID, userID string, env policy.Env) (*activity.MFARequirement, error) {
+func Requirement(
+	ctx context.Context,
+	r store.Reader,
+	orgID, userID string,
+	env policy.Env,
+) (*activity.MFARequirement, error) {
 	ps, err := userPolicies(ctx, r, orgID, userID)
 	if err != nil || len(ps) == 0 {
 		return nil, err

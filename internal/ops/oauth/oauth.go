@@ -44,8 +44,15 @@ func (c *Credential) binding() custody.Binding {
 }
 
 func (c *Credential) toWire() wire.Oauth2Credential {
-	return wire.Oauth2Credential{Oauth2CredentialId: c.ID, OrganizationId: c.OrgID, Provider: wire.Oauth2Provider(c.Provider), ClientId: c.ClientID,
-		EncryptedClientSecret: c.Envelope, CreatedAt: directory.Timestamp(c.CreatedAt), UpdatedAt: directory.Timestamp(c.UpdatedAt)}
+	return wire.Oauth2Credential{
+		Oauth2CredentialId:    c.ID,
+		OrganizationId:        c.OrgID,
+		Provider:              wire.Oauth2Provider(c.Provider),
+		ClientId:              c.ClientID,
+		EncryptedClientSecret: c.Envelope,
+		CreatedAt:             directory.Timestamp(c.CreatedAt),
+		UpdatedAt:             directory.Timestamp(c.UpdatedAt),
+	}
 }
 
 // Deps are what the operations need.
@@ -60,8 +67,22 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "oauth_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauthLogin)})
-	reg.Submit(activity.Operation{Path: "oauth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.oauth)})
+	reg.Submit(
+		activity.Operation{
+			Path:           "oauth_login",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute:        activity.On(d.oauthLogin),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "oauth",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute:        activity.On(d.oauth),
+		},
+	)
 	reg.Submit(activity.Operation{Path: "create_oauth_providers", Access: activity.AccessSelf,
 		Execute: activity.Versions(activity.On(d.createProvidersV2), activity.On(d.createProviders)),
 		SelfUser: activity.UserAny(func(_ *activity.Exec, in any) string {
@@ -73,16 +94,44 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 			}
 			return ""
 		}, (*wire.CreateOauthProvidersIntentV2)(nil), (*wire.CreateOauthProvidersIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_oauth_providers", Access: activity.AccessSelf, Execute: activity.On(deleteProviders),
-		SelfUser: activity.User(func(_ *activity.Exec, in *wire.DeleteOauthProvidersIntent) string { return in.UserId })})
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_oauth_providers",
+			Access:  activity.AccessSelf,
+			Execute: activity.On(deleteProviders),
+			SelfUser: activity.User(
+				func(_ *activity.Exec, in *wire.DeleteOauthProvidersIntent) string { return in.UserId },
+			),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_oauth_providers", Execute: activity.Query(getProviders)})
-	reg.Submit(activity.Operation{Path: "create_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(createCredential)})
-	reg.Submit(activity.Operation{Path: "update_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(updateCredential)})
-	reg.Submit(activity.Operation{Path: "delete_oauth2_credential", Access: activity.AccessRoot, Execute: activity.On(deleteCredential)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_oauth2_credential",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createCredential),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_oauth2_credential",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(updateCredential),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_oauth2_credential",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteCredential),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_oauth2_credential", Execute: activity.Query(getCredential)})
 	reg.Query(activity.QueryOp{Path: "list_oauth2_credentials", Execute: activity.Query(listCredentials)})
 	reg.Submit(activity.Operation{Path: "oauth2_authenticate", Access: activity.AccessRoot, ParentMayWrite: true,
-		Prepare: activity.On(d.exchange), Execute: activity.On(d.authenticate), Redact: activity.Redactor(redactAuthenticate)})
+		Prepare: activity.On(
+			d.exchange,
+		), Execute: activity.On(d.authenticate), Redact: activity.Redactor(redactAuthenticate)})
 	return OwnedKinds
 }
 
@@ -106,15 +155,30 @@ func verified(x *activity.Exec, token, publicKey, keyField string) (*directory.U
 	}
 	switch len(ps) {
 	case 0:
-		return nil, apierr.NotFoundf("no user of organization %s has the OAuth identity of this token (issuer %s)", x.OrgID, ident.Issuer)
+		return nil, apierr.NotFoundf(
+			"no user of organization %s has the OAuth identity of this token (issuer %s)",
+			x.OrgID,
+			ident.Issuer,
+		)
 	case 1:
 		return directory.LoadUser(x.Ctx, x.Tx, x.OrgID, ps[0].UserID)
 	}
-	return nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%d users of organization %s have this OAuth identity; cannot tell which one logs in", len(ps), x.OrgID)
+	return nil, apierr.New(
+		apierr.FailedPrecondition,
+		"INVALID_REQUEST",
+		"%d users of organization %s have this OAuth identity; cannot tell which one logs in",
+		len(ps),
+		x.OrgID,
+	)
 }
 
 func (d Deps) oauthLogin(x *activity.Exec, in *wire.OauthLoginIntent) (any, error) {
-	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
+	secs, err := login.Seconds(
+		"parameters.expirationSeconds",
+		in.ExpirationSeconds,
+		login.DefaultSessionSeconds,
+		login.MaxSessionSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +186,13 @@ func (d Deps) oauthLogin(x *activity.Exec, in *wire.OauthLoginIntent) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	tok, err := login.Issue(x, d.Env(x), u, login.Spec{PublicKey: in.PublicKey, Seconds: secs, CredentialType: directory.CredentialOAuth,
-		Name: "OAuth Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting, SessionProfileID: in.SessionProfileId})
+	tok, err := login.Issue(
+		x,
+		d.Env(x),
+		u,
+		login.Spec{PublicKey: in.PublicKey, Seconds: secs, CredentialType: directory.CredentialOAuth,
+			Name: "OAuth Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting, SessionProfileID: in.SessionProfileId},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +204,16 @@ func (d Deps) oauth(x *activity.Exec, in *wire.OauthIntent) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, bundle, err := login.Bundle(x, d.Env(x), u, in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds, directory.CredentialOAuth,
-		in.InvalidateExisting != nil && *in.InvalidateExisting)
+	k, bundle, err := login.Bundle(
+		x,
+		d.Env(x),
+		u,
+		in.TargetPublicKey,
+		in.ApiKeyName,
+		in.ExpirationSeconds,
+		directory.CredentialOAuth,
+		in.InvalidateExisting != nil && *in.InvalidateExisting,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +305,12 @@ func checkProvider(p wire.Oauth2Provider) error {
 			return nil
 		}
 	}
-	return apierr.Invalid("parameters.provider", "must be one of %s, got %q", strings.Join(wire.Oauth2ProviderValues, ", "), p)
+	return apierr.Invalid(
+		"parameters.provider",
+		"must be one of %s, got %q",
+		strings.Join(wire.Oauth2ProviderValues, ", "),
+		p,
+	)
 }
 
 // fill validates and seals what create and update set.
@@ -245,9 +327,17 @@ func fill(x *activity.Exec, c *Credential, provider wire.Oauth2Provider, clientI
 		if errors.Is(err, custody.ErrUnseal) {
 			return apierr.Internalf(err, "sealing the client secret")
 		}
-		return apierr.Invalid("parameters.encryptedClientSecret", "must be the client secret encrypted to the server's clientSecretsPublicKey (encryptOauth2ClientSecret): %v", err)
+		return apierr.Invalid(
+			"parameters.encryptedClientSecret",
+			"must be the client secret encrypted to the server's clientSecretsPublicKey (encryptOauth2ClientSecret): %v",
+			err,
+		)
 	}
-	c.Provider, c.ClientID, c.Envelope, c.Sealed, c.UpdatedAt = string(provider), clientID, strings.TrimSpace(envelope), sealed, x.Now
+	c.Provider, c.ClientID, c.Envelope, c.Sealed, c.UpdatedAt = string(
+		provider,
+	), clientID, strings.TrimSpace(
+		envelope,
+	), sealed, x.Now
 	return nil
 }
 

@@ -25,7 +25,9 @@ func redactAuthenticate(p *wire.Oauth2AuthenticateIntent) any {
 // provider. Its result is the provider's user.
 func (d Deps) exchange(x *activity.Exec, in *wire.Oauth2AuthenticateIntent) (any, error) {
 	if in.BearerTokenTargetPublicKey != "" {
-		return nil, activity.ErrNotSupported("bearerTokenTargetPublicKey on oauth2_authenticate (returning the provider's bearer token)")
+		return nil, activity.ErrNotSupported(
+			"bearerTokenTargetPublicKey on oauth2_authenticate (returning the provider's bearer token)",
+		)
 	}
 	if strings.TrimSpace(in.Nonce) == "" {
 		return nil, apierr.Required("parameters.nonce")
@@ -71,8 +73,10 @@ func (d Deps) authenticate(x *activity.Exec, in *wire.Oauth2AuthenticateIntent) 
 	if user.Name != "" {
 		extra["name"] = user.Name
 	}
-	tok, err := d.Issuer.Mint(oidc.MintClaims{Subject: provider + ":" + user.ID, Audience: c.ClientID, Email: user.Email,
-		EmailVerified: user.EmailVerified, Nonce: in.Nonce, Lifetime: TokenLifetime, Extra: extra})
+	tok, err := d.Issuer.Mint(
+		oidc.MintClaims{Subject: provider + ":" + user.ID, Audience: c.ClientID, Email: user.Email,
+			EmailVerified: user.EmailVerified, Nonce: in.Nonce, Lifetime: TokenLifetime, Extra: extra},
+	)
 	if err != nil {
 		return nil, apierr.Internalf(err, "minting the OIDC token")
 	}

@@ -36,12 +36,69 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_sub_organization", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil)), Execute: activity.OnAny(d.createSubOrganization, (*wire.CreateSubOrganizationIntentV8)(nil), (*wire.CreateSubOrganizationIntentV7)(nil), (*wire.CreateSubOrganizationIntentV6)(nil), (*wire.CreateSubOrganizationIntentV5)(nil), (*wire.CreateSubOrganizationIntentV4)(nil), (*wire.CreateSubOrganizationIntentV3)(nil), (*wire.CreateSubOrganizationIntentV2)(nil), (*wire.CreateSubOrganizationIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_sub_organization", Access: activity.AccessRoot, Execute: activity.On(d.deleteSubOrganization)})
-	reg.Submit(activity.Operation{Path: "update_organization_name", Access: activity.AccessRoot, Execute: activity.On(updateOrganizationName)})
-	reg.Submit(activity.Operation{Path: "update_root_quorum", Access: activity.AccessRoot, Execute: activity.On(updateRootQuorum)})
-	reg.Submit(activity.Operation{Path: "set_organization_feature", Access: activity.AccessRoot, Execute: activity.On(setFeature)})
-	reg.Submit(activity.Operation{Path: "remove_organization_feature", Access: activity.AccessRoot, Execute: activity.On(removeFeature)})
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_sub_organization",
+			Access: activity.AccessRoot,
+			Prepare: activity.OnAny(
+				d.prepareSubOrganization,
+				(*wire.CreateSubOrganizationIntentV8)(nil),
+				(*wire.CreateSubOrganizationIntentV7)(nil),
+				(*wire.CreateSubOrganizationIntentV6)(nil),
+				(*wire.CreateSubOrganizationIntentV5)(nil),
+				(*wire.CreateSubOrganizationIntentV4)(nil),
+				(*wire.CreateSubOrganizationIntentV3)(nil),
+				(*wire.CreateSubOrganizationIntentV2)(nil),
+				(*wire.CreateSubOrganizationIntent)(nil),
+			),
+			Execute: activity.OnAny(
+				d.createSubOrganization,
+				(*wire.CreateSubOrganizationIntentV8)(nil),
+				(*wire.CreateSubOrganizationIntentV7)(nil),
+				(*wire.CreateSubOrganizationIntentV6)(nil),
+				(*wire.CreateSubOrganizationIntentV5)(nil),
+				(*wire.CreateSubOrganizationIntentV4)(nil),
+				(*wire.CreateSubOrganizationIntentV3)(nil),
+				(*wire.CreateSubOrganizationIntentV2)(nil),
+				(*wire.CreateSubOrganizationIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_sub_organization",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.deleteSubOrganization),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_organization_name",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(updateOrganizationName),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_root_quorum",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(updateRootQuorum),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "set_organization_feature",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(setFeature),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "remove_organization_feature",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(removeFeature),
+		},
+	)
 
 	reg.Query(activity.QueryOp{Path: "whoami", Execute: activity.Query(whoami)})
 	reg.Query(activity.QueryOp{Path: "get_organization", Execute: activity.Query(getOrganization)})
@@ -80,7 +137,12 @@ func ValidateQuorum(x *activity.Exec, orgID string, userIDs []string, threshold 
 		return apierr.Invalid(field+".threshold", "quorum threshold must be non-zero integer")
 	}
 	if threshold > len(userIDs) {
-		return apierr.Invalid(field+".threshold", "quorum threshold %d is more than the %d quorum users", threshold, len(userIDs))
+		return apierr.Invalid(
+			field+".threshold",
+			"quorum threshold %d is more than the %d quorum users",
+			threshold,
+			len(userIDs),
+		)
 	}
 	seen := map[string]bool{}
 	for i, u := range userIDs {
@@ -158,7 +220,12 @@ func (d Deps) deleteSubOrganization(x *activity.Exec, in *wire.DeleteSubOrganiza
 		return nil, err
 	}
 	if o.ParentID == "" {
-		return nil, apierr.New(apierr.InvalidArgument, "INVALID_ACTIVITY_CALLER", "delete_sub_organization must target a sub-organization; %s is a top-level organization", o.ID)
+		return nil, apierr.New(
+			apierr.InvalidArgument,
+			"INVALID_ACTIVITY_CALLER",
+			"delete_sub_organization must target a sub-organization; %s is a top-level organization",
+			o.ID,
+		)
 	}
 	if (in.DeleteWithoutExport == nil || !*in.DeleteWithoutExport) && d.ExportGuard != nil {
 		if err := d.ExportGuard(x.Ctx, x.Tx, o.ID); err != nil {
@@ -176,7 +243,13 @@ func (d Deps) deleteSubOrganization(x *activity.Exec, in *wire.DeleteSubOrganiza
 
 // OwnedKinds are the record kinds of the organization model an organization owns and that go
 // with it; Deps.OwnedKinds adds other domains'.
-var OwnedKinds = []string{directory.KindUserTag, directory.KindAPIKey, directory.KindAuthenticator, directory.KindOAuthProvider, directory.KindUser}
+var OwnedKinds = []string{
+	directory.KindUserTag,
+	directory.KindAPIKey,
+	directory.KindAuthenticator,
+	directory.KindOAuthProvider,
+	directory.KindUser,
+}
 
 // DeleteOrganizationRecords removes every record the organization owns (not the organization
 // record itself, nor its activities, which stay as the audit trail).
@@ -197,12 +270,19 @@ func DeleteOrganizationRecords(ctx context.Context, tx store.Tx, orgID string, m
 
 func whoami(q *activity.Read, _ *wire.GetWhoamiRequest) (any, error) {
 	c := q.Caller
-	return wire.GetWhoamiResponse{OrganizationId: c.Org.ID, OrganizationName: c.Org.Name, UserId: c.User.ID, Username: c.User.Name}, nil
+	return wire.GetWhoamiResponse{
+		OrganizationId:   c.Org.ID,
+		OrganizationName: c.Org.Name,
+		UserId:           c.User.ID,
+		Username:         c.User.Name,
+	}, nil
 }
 
 func getConfigs(q *activity.Read, _ *wire.GetOrganizationConfigsRequest) (any, error) {
 	o := q.Caller.Target
-	return wire.GetOrganizationConfigsResponse{Configs: wire.Config{Features: o.FeaturesToWire(), Quorum: o.QuorumToWire()}}, nil
+	return wire.GetOrganizationConfigsResponse{
+		Configs: wire.Config{Features: o.FeaturesToWire(), Quorum: o.QuorumToWire()},
+	}, nil
 }
 
 func getOrganization(q *activity.Read, _ *wire.GetOrganizationRequest) (any, error) {
@@ -211,7 +291,14 @@ func getOrganization(q *activity.Read, _ *wire.GetOrganizationRequest) (any, err
 	if err != nil {
 		return nil, err
 	}
-	data := wire.OrganizationData{OrganizationId: o.ID, Name: o.Name, RootQuorum: o.QuorumToWire(), Features: o.FeaturesToWire(), Users: []wire.User{}, Tags: []wire.Datav1Tag{}}
+	data := wire.OrganizationData{
+		OrganizationId: o.ID,
+		Name:           o.Name,
+		RootQuorum:     o.QuorumToWire(),
+		Features:       o.FeaturesToWire(),
+		Users:          []wire.User{},
+		Tags:           []wire.Datav1Tag{},
+	}
 	for _, u := range users {
 		w, err := directory.UserToWire(q.Ctx, q.R, u)
 		if err != nil {
@@ -343,7 +430,11 @@ func SubOrgsMatching(ctx context.Context, r store.Reader, parentID, filterType, 
 	}
 	key, ok := suborgFilterKeys[filterType]
 	if !ok {
-		return nil, apierr.Invalid("filterType", "unknown filter type %q (expected NAME, USERNAME, EMAIL, PHONE_NUMBER, PUBLIC_KEY, CREDENTIAL_ID, OIDC_TOKEN or WALLET_ACCOUNT_ADDRESS)", filterType)
+		return nil, apierr.Invalid(
+			"filterType",
+			"unknown filter type %q (expected NAME, USERNAME, EMAIL, PHONE_NUMBER, PUBLIC_KEY, CREDENTIAL_ID, OIDC_TOKEN or WALLET_ACCOUNT_ADDRESS)",
+			filterType,
+		)
 	}
 	if refs, err = r.Lookup(ctx, key, value); err != nil {
 		return nil, wrapLookup(err)
@@ -389,7 +480,14 @@ func wrapLookup(err error) error {
 
 // NewOrganization builds a top-level or sub-organization record.
 func NewOrganization(name, parentID string, x *activity.Exec) *directory.Organization {
-	return &directory.Organization{ID: id.New(), Name: name, ParentID: parentID, Features: []directory.Feature{}, CreatedAt: x.Now, UpdatedAt: x.Now}
+	return &directory.Organization{
+		ID:        id.New(),
+		Name:      name,
+		ParentID:  parentID,
+		Features:  []directory.Feature{},
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 }
 
 // LockRootQuorum serialises the activities that change the root quorum or delete users in x's

@@ -20,7 +20,11 @@ func TestSubOrganizationsAndParentAccess(t *testing.T) {
 	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "child", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+			map[string]any{
+				"apiKeyName": "k",
+				"publicKey":  subPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 	})
 	servertest.MustOK(t, r)
 	subID := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
@@ -41,7 +45,11 @@ func TestSubOrganizationsAndParentAccess(t *testing.T) {
 	servertest.MustOK(t, parentInSub.Query("get_organization_configs", nil))
 	servertest.MustOK(t, parentInSub.Query("list_users", nil))
 	// ...but cannot write in it.
-	d := parentInSub.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "x", "userIds": []string{}})
+	d := parentInSub.Submit(
+		"create_user_tag",
+		"ACTIVITY_TYPE_CREATE_USER_TAG",
+		map[string]any{"userTagName": "x", "userIds": []string{}},
+	)
 	servertest.WantError(t, d, http.StatusForbidden, 7, "parent organization")
 	// A sub-organization cannot create sub-organizations.
 	d = sub.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
@@ -50,9 +58,22 @@ func TestSubOrganizationsAndParentAccess(t *testing.T) {
 	// Unrelated organizations never see each other.
 	other, _ := h.RootOrg("Other")
 	stranger := h.Client(subID, other.Priv)
-	servertest.WantError(t, stranger.Query("whoami", nil), http.StatusUnauthorized, 16, "could not find public key in organization or its parent organization")
+	servertest.WantError(
+		t,
+		stranger.Query("whoami", nil),
+		http.StatusUnauthorized,
+		16,
+		"could not find public key in organization or its parent organization",
+	)
 	// The sub-organization's root deletes it.
-	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
+	servertest.MustOK(
+		t,
+		sub.Submit(
+			"delete_sub_organization",
+			"ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION",
+			map[string]any{"deleteWithoutExport": true},
+		),
+	)
 	l = root.Query("list_suborgs", nil)
 	servertest.MustOK(t, l)
 	if n := len(l.Body["organizationIds"].([]any)); n != 0 {
@@ -63,30 +84,92 @@ func TestSubOrganizationsAndParentAccess(t *testing.T) {
 func TestOrganizationSettings(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	r := root.Submit("update_organization_name", "ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME", map[string]any{"organizationName": "Acme Inc"})
+	r := root.Submit(
+		"update_organization_name",
+		"ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME",
+		map[string]any{"organizationName": "Acme Inc"},
+	)
 	servertest.MustOK(t, r)
 	if r.Str("activity", "result", "updateOrganizationNameResult", "organizationName") != "Acme Inc" {
 		t.Fatalf("rename: %s", r.Raw)
 	}
-	r = root.Submit("set_organization_feature", "ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE", map[string]any{"name": "FEATURE_NAME_WEBAUTHN_ORIGINS", "value": "https://app.example"})
+	r = root.Submit(
+		"set_organization_feature",
+		"ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
+		map[string]any{"name": "FEATURE_NAME_WEBAUTHN_ORIGINS", "value": "https://app.example"},
+	)
 	servertest.MustOK(t, r)
-	servertest.WantError(t, root.Submit("set_organization_feature", "ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE", map[string]any{"name": "FEATURE_NAME_NOPE", "value": "x"}), http.StatusBadRequest, 3, "parameters.name")
+	servertest.WantError(
+		t,
+		root.Submit(
+			"set_organization_feature",
+			"ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE",
+			map[string]any{"name": "FEATURE_NAME_NOPE", "value": "x"},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.name",
+	)
 	c := root.Query("get_organization_configs", nil)
 	servertest.MustOK(t, c)
-	if c.Str("configs", "features", "0", "value") != "https://app.example" || c.Str("configs", "quorum", "threshold") != "1" || c.Str("configs", "quorum", "userIds", "0") != created.UserID {
+	if c.Str("configs", "features", "0", "value") != "https://app.example" ||
+		c.Str("configs", "quorum", "threshold") != "1" ||
+		c.Str("configs", "quorum", "userIds", "0") != created.UserID {
 		t.Fatalf("configs: %s", c.Raw)
 	}
-	servertest.MustOK(t, root.Submit("remove_organization_feature", "ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE", map[string]any{"name": "FEATURE_NAME_WEBAUTHN_ORIGINS"}))
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"remove_organization_feature",
+			"ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE",
+			map[string]any{"name": "FEATURE_NAME_WEBAUTHN_ORIGINS"},
+		),
+	)
 
 	// Root quorum: add a second root user, threshold 2, validated.
 	_, bobPub := h.NewKey()
-	u := root.Submit("create_users", "ACTIVITY_TYPE_CREATE_USERS_V4", map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
-		map[string]any{"apiKeyName": "b", "publicKey": bobPub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}})
+	u := root.Submit(
+		"create_users",
+		"ACTIVITY_TYPE_CREATE_USERS_V4",
+		map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
+			map[string]any{
+				"apiKeyName": "b",
+				"publicKey":  bobPub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
+	)
 	servertest.MustOK(t, u)
 	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
-	servertest.WantError(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 3, "userIds": []string{created.UserID, bobID}}), http.StatusBadRequest, 3, "parameters.threshold")
-	servertest.WantError(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 1, "userIds": []string{"nobody"}}), http.StatusBadRequest, 3, "parameters.userIds[0]")
-	servertest.MustOK(t, root.Submit("update_root_quorum", "ACTIVITY_TYPE_UPDATE_ROOT_QUORUM", map[string]any{"threshold": 2, "userIds": []string{created.UserID, bobID}}))
+	servertest.WantError(
+		t,
+		root.Submit(
+			"update_root_quorum",
+			"ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+			map[string]any{"threshold": 3, "userIds": []string{created.UserID, bobID}},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.threshold",
+	)
+	servertest.WantError(
+		t,
+		root.Submit(
+			"update_root_quorum",
+			"ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+			map[string]any{"threshold": 1, "userIds": []string{"nobody"}},
+		),
+		http.StatusBadRequest,
+		3,
+		"parameters.userIds[0]",
+	)
+	servertest.MustOK(
+		t,
+		root.Submit(
+			"update_root_quorum",
+			"ACTIVITY_TYPE_UPDATE_ROOT_QUORUM",
+			map[string]any{"threshold": 2, "userIds": []string{created.UserID, bobID}},
+		),
+	)
 	c = root.Query("get_organization_configs", nil)
 	if c.Str("configs", "quorum", "threshold") != "2" {
 		t.Fatalf("quorum not stored: %s", c.Raw)
@@ -128,20 +211,33 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	r := root.Submit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "child", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "alice", "userEmail": "alice@example.com",
-			"apiKeys":        []any{map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"}},
+			"apiKeys": []any{
+				map[string]any{"apiKeyName": "k", "publicKey": subPub, "curveType": "API_KEY_CURVE_P256"},
+			},
 			"authenticators": []any{}, "oauthProviders": []any{}}},
 		"wallet": map[string]any{"walletName": "w", "accounts": []any{map[string]any{"curve": "CURVE_SECP256K1",
 			"pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0", "addressFormat": "ADDRESS_FORMAT_ETHEREUM"}}}})
 	servertest.MustOK(t, r)
 	subID := r.Str("activity", "result", "createSubOrganizationResultV8", "subOrganizationId")
 	sub := h.Client(subID, subPriv)
-	servertest.MustOK(t, sub.Submit("create_user_tag", "ACTIVITY_TYPE_CREATE_USER_TAG", map[string]any{"userTagName": "t", "userIds": []string{}}))
+	servertest.MustOK(
+		t,
+		sub.Submit(
+			"create_user_tag",
+			"ACTIVITY_TYPE_CREATE_USER_TAG",
+			map[string]any{"userTagName": "t", "userIds": []string{}},
+		),
+	)
 
 	owned := h.Server.OwnedKinds()
 	declared := map[string]bool{}
 	for _, k := range owned {
 		if why, ok := notOwnedByAnOrganization[k]; ok {
-			t.Errorf("kind %q is declared owned by an organization by a package's Register, and listed in notOwnedByAnOrganization (%s)", k, why)
+			t.Errorf(
+				"kind %q is declared owned by an organization by a package's Register, and listed in notOwnedByAnOrganization (%s)",
+				k,
+				why,
+			)
 		}
 		declared[k] = true
 	}
@@ -153,7 +249,10 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}
 	for _, k := range inSource {
 		if _, ok := notOwnedByAnOrganization[k]; !ok && !declared[k] {
-			t.Errorf("kind %q is declared by no package's Register: return it from the Register of the package that keeps it under an organization, or list it in notOwnedByAnOrganization with the reason", k)
+			t.Errorf(
+				"kind %q is declared by no package's Register: return it from the Register of the package that keeps it under an organization, or list it in notOwnedByAnOrganization with the reason",
+				k,
+			)
 		}
 	}
 
@@ -225,11 +324,22 @@ func TestDeletingASubOrganizationLeavesNothing(t *testing.T) {
 	}
 	before := countIn(created.OrganizationID)
 
-	servertest.MustOK(t, sub.Submit("delete_sub_organization", "ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION", map[string]any{"deleteWithoutExport": true}))
+	servertest.MustOK(
+		t,
+		sub.Submit(
+			"delete_sub_organization",
+			"ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION",
+			map[string]any{"deleteWithoutExport": true},
+		),
+	)
 
 	for k, n := range countIn(subID) {
 		if n > 0 {
-			t.Errorf("%d %q record(s) of the deleted sub-organization are left: delete the kind with its organization, or list it in notOwnedByAnOrganization with the reason", n, k)
+			t.Errorf(
+				"%d %q record(s) of the deleted sub-organization are left: delete the kind with its organization, or list it in notOwnedByAnOrganization with the reason",
+				n,
+				k,
+			)
 		}
 	}
 	// Nothing at all is left under the sub-organization, whatever its kind.
@@ -270,7 +380,11 @@ func TestListSubOrganizations(t *testing.T) {
 	r := root.MustSubmit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8", map[string]any{
 		"subOrganizationName": "Bob's", "rootQuorumThreshold": 1,
 		"rootUsers": []any{map[string]any{"userName": "bob", "userEmail": "bob@example.com", "apiKeys": []any{
-			map[string]any{"apiKeyName": "k", "publicKey": pub, "curveType": "API_KEY_CURVE_P256"}}, "authenticators": []any{}, "oauthProviders": []any{}}},
+			map[string]any{
+				"apiKeyName": "k",
+				"publicKey":  pub,
+				"curveType":  "API_KEY_CURVE_P256",
+			}}, "authenticators": []any{}, "oauthProviders": []any{}}},
 		"wallet": map[string]any{"walletName": "w", "accounts": servertest.WalletAccounts[:1]},
 	})
 	bobOrg := r.Result("createSubOrganizationResultV8", "subOrganizationId")
@@ -279,7 +393,13 @@ func TestListSubOrganizations(t *testing.T) {
 	_, oldPub := h.NewKey()
 	old := root.MustSubmit("create_sub_organization", "ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V4", map[string]any{
 		"subOrganizationName": "Carol's", "rootQuorumThreshold": 1,
-		"rootUsers": []any{map[string]any{"userName": "carol", "apiKeys": []any{map[string]any{"apiKeyName": "k", "publicKey": oldPub}}, "authenticators": []any{}}},
+		"rootUsers": []any{
+			map[string]any{
+				"userName":       "carol",
+				"apiKeys":        []any{map[string]any{"apiKeyName": "k", "publicKey": oldPub}},
+				"authenticators": []any{},
+			},
+		},
 	})
 	carolOrg := old.Result("createSubOrganizationResultV4", "subOrganizationId")
 	if carolOrg == "" {
@@ -301,18 +421,37 @@ func TestListSubOrganizations(t *testing.T) {
 			}
 		})
 	}
-	if l := root.MustQuery("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "nobody@example.com"}); l.Len("organizationIds") != 0 {
+	if l := root.MustQuery("list_suborgs", map[string]any{"filterType": "EMAIL", "filterValue": "nobody@example.com"}); l.Len(
+		"organizationIds",
+	) != 0 {
 		t.Fatalf("list_suborgs for nobody: %s", l.Raw)
 	}
-	if l := root.MustQuery("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "1"}}); l.Len("organizationIds") != 1 || l.Str("organizationIds", "0") != bobOrg {
+	if l := root.MustQuery("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "1"}}); l.Len(
+		"organizationIds",
+	) != 1 ||
+		l.Str("organizationIds", "0") != bobOrg {
 		t.Fatalf("the first page of one, oldest first: %s", l.Raw)
 	}
-	servertest.WantError(t, root.Query("list_suborgs", map[string]any{"filterType": "EMAIL"}), http.StatusBadRequest, 3, "filterValue")
-	servertest.WantError(t, root.Query("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "500"}}), http.StatusBadRequest, 3, "paginationOptions.limit")
+	servertest.WantError(
+		t,
+		root.Query("list_suborgs", map[string]any{"filterType": "EMAIL"}),
+		http.StatusBadRequest,
+		3,
+		"filterValue",
+	)
+	servertest.WantError(
+		t,
+		root.Query("list_suborgs", map[string]any{"paginationOptions": map[string]any{"limit": "500"}}),
+		http.StatusBadRequest,
+		3,
+		"paginationOptions.limit",
+	)
 
 	// Another top-level organization finds none of them.
 	other, _ := h.RootOrg("Other")
-	if l := other.MustQuery("list_suborgs", map[string]any{"filterType": "NAME", "filterValue": "bob's"}); l.Len("organizationIds") != 0 {
+	if l := other.MustQuery("list_suborgs", map[string]any{"filterType": "NAME", "filterValue": "bob's"}); l.Len(
+		"organizationIds",
+	) != 0 {
 		t.Fatalf("another organization lists Parent's sub-organization: %s", l.Raw)
 	}
 }

@@ -31,7 +31,12 @@ func b(p *bool) bool { return p != nil && *p }
 const rootField = "parameters.rootUsers"
 
 func rootUser(i int, name, email, phone string) directory.UserSpec {
-	return directory.UserSpec{Name: name, Email: email, PhoneNumber: phone, Field: rootField + "[" + strconv.Itoa(i) + "]"}
+	return directory.UserSpec{
+		Name:        name,
+		Email:       email,
+		PhoneNumber: phone,
+		Field:       rootField + "[" + strconv.Itoa(i) + "]",
+	}
 }
 
 func subOrgFromIntent(intent any) (subOrgSpec, error) {
@@ -143,7 +148,11 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if parent.ParentID != "" {
-		return nil, apierr.New(apierr.PermissionDenied, "INVALID_ACTIVITY_CALLER", "This activity cannot be called by sub-organizations")
+		return nil, apierr.New(
+			apierr.PermissionDenied,
+			"INVALID_ACTIVITY_CALLER",
+			"This activity cannot be called by sub-organizations",
+		)
 	}
 	name, err := directory.CheckName("parameters.subOrganizationName", s.Name)
 	if err != nil {
@@ -153,10 +162,17 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid(rootField, "at least one root user is required")
 	}
 	if s.Threshold < 1 || s.Threshold > len(s.RootUsers) {
-		return nil, apierr.Invalid("parameters.rootQuorumThreshold", "must be between 1 and the number of root users (%d), got %d", len(s.RootUsers), s.Threshold)
+		return nil, apierr.Invalid(
+			"parameters.rootQuorumThreshold",
+			"must be between 1 and the number of root users (%d), got %d",
+			len(s.RootUsers),
+			s.Threshold,
+		)
 	}
 	if s.PrivateKeys > 0 {
-		return nil, apierr.Unsupported("create_sub_organization privateKeys (V3); create private keys with create_private_keys")
+		return nil, apierr.Unsupported(
+			"create_sub_organization privateKeys (V3); create private keys with create_private_keys",
+		)
 	}
 	var proven directory.Contact
 	if s.VerificationToken != "" || s.ClientSignature != nil {
@@ -209,7 +225,12 @@ func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 // proved is stored as proven, so signing up someone else's address never makes it match a
 // look-up or a login. A sign-up through the proxy must also name a credential or a proven
 // contact: a sub-organization nobody can log in to is refused.
-func markUnproven(x *activity.Exec, o *directory.Organization, users []directory.UserSpec, proven directory.Contact) error {
+func markUnproven(
+	x *activity.Exec,
+	o *directory.Organization,
+	users []directory.UserSpec,
+	proven directory.Contact,
+) error {
 	if directory.VouchedContacts(x.Caller, o) {
 		return nil
 	}
@@ -222,8 +243,11 @@ func markUnproven(x *activity.Exec, o *directory.Organization, users []directory
 			u.Email != "" && !u.EmailUnproven || u.PhoneNumber != "" && !u.PhoneUnproven
 	}
 	if !usable {
-		return apierr.Invalid(rootField, "a sign-up must name a credential (apiKeys, authenticators or oauthProviders) "+
-			"or carry a verificationToken proving the user's e-mail address or phone number")
+		return apierr.Invalid(
+			rootField,
+			"a sign-up must name a credential (apiKeys, authenticators or oauthProviders) "+
+				"or carry a verificationToken proving the user's e-mail address or phone number",
+		)
 	}
 	return nil
 }

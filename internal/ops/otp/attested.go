@@ -40,7 +40,12 @@ func attestError(format string, args ...any) error {
 
 // Resolve returns the caller: the one user of orgID, or of one of its sub-organizations, that
 // the attestation names. The caller's organization is that user's.
-func (a Attested) Resolve(ctx context.Context, r store.Reader, orgID string, p stamp.AttestedProof) (*directory.Caller, error) {
+func (a Attested) Resolve(
+	ctx context.Context,
+	r store.Reader,
+	orgID string,
+	p stamp.AttestedProof,
+) (*directory.Caller, error) {
 	stampKey, err := custody.ParseP256PublicKeyHex(p.PublicKey)
 	if err != nil {
 		return nil, attestError("publicKey: %v", err)
@@ -76,7 +81,8 @@ func (a Attested) Resolve(ctx context.Context, r store.Reader, orgID string, p s
 		// The token must come from the user's organization or its parent (the proxy's).
 		kept := users[:0]
 		for _, u := range users {
-			if o, err := directory.LoadOrganization(ctx, r, u.OrgID); err == nil && (o.ID == t.OrgID || o.ParentID == t.OrgID) {
+			if o, err := directory.LoadOrganization(ctx, r, u.OrgID); err == nil &&
+				(o.ID == t.OrgID || o.ParentID == t.OrgID) {
 				kept = append(kept, u)
 			}
 		}
@@ -107,10 +113,18 @@ func (a Attested) Resolve(ctx context.Context, r store.Reader, orgID string, p s
 	}
 	switch len(users) {
 	case 0:
-		return nil, apierr.Unauth("USER_NOT_FOUND", "no user of organization %s or its sub-organizations matches the X-Stamp-Attested attestation", orgID)
+		return nil, apierr.Unauth(
+			"USER_NOT_FOUND",
+			"no user of organization %s or its sub-organizations matches the X-Stamp-Attested attestation",
+			orgID,
+		)
 	case 1:
 	default:
-		return nil, apierr.Unauth("AMBIGUOUS_USER", "%d users match the X-Stamp-Attested attestation; cannot tell which one logs in", len(users))
+		return nil, apierr.Unauth(
+			"AMBIGUOUS_USER",
+			"%d users match the X-Stamp-Attested attestation; cannot tell which one logs in",
+			len(users),
+		)
 	}
 	u := users[0]
 	org, err := directory.LoadOrganization(ctx, r, u.OrgID)
@@ -126,7 +140,12 @@ func (a Attested) Resolve(ctx context.Context, r store.Reader, orgID string, p s
 
 // usersUnder loads, for each record of kind carrying key=value in orgID or in a sub-organization
 // of orgID, the user it belongs to.
-func usersUnder(ctx context.Context, r store.Reader, orgID, key, value, kind string, user func(store.Ref) (*directory.User, error)) ([]*directory.User, error) {
+func usersUnder(
+	ctx context.Context,
+	r store.Reader,
+	orgID, key, value, kind string,
+	user func(store.Ref) (*directory.User, error),
+) ([]*directory.User, error) {
 	refs, err := r.Lookup(ctx, key, value)
 	if err != nil {
 		return nil, apierr.Internalf(err, "looking up %s", kind)
@@ -162,7 +181,12 @@ func usersUnder(ctx context.Context, r store.Reader, orgID, key, value, kind str
 // caller is whoever stamped the request: an API key, a passkey, or an attested OTP/OAuth
 // sign-in (whose verification token it uses up).
 func (d Deps) stampLogin(x *activity.Exec, in *wire.StampLoginIntent) (any, error) {
-	secs, err := login.Seconds("parameters.expirationSeconds", in.ExpirationSeconds, login.DefaultSessionSeconds, login.MaxSessionSeconds)
+	secs, err := login.Seconds(
+		"parameters.expirationSeconds",
+		in.ExpirationSeconds,
+		login.DefaultSessionSeconds,
+		login.MaxSessionSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +206,13 @@ func (d Deps) stampLogin(x *activity.Exec, in *wire.StampLoginIntent) (any, erro
 			return nil, err
 		}
 	}
-	tok, err := login.Issue(x, d.Env(x), x.Caller.User, login.Spec{PublicKey: in.PublicKey, Seconds: secs, CredentialType: directory.CredentialLogin,
-		Name: "Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting, SessionProfileID: in.SessionProfileId})
+	tok, err := login.Issue(
+		x,
+		d.Env(x),
+		x.Caller.User,
+		login.Spec{PublicKey: in.PublicKey, Seconds: secs, CredentialType: directory.CredentialLogin,
+			Name: "Login", InvalidateExisting: in.InvalidateExisting != nil && *in.InvalidateExisting, SessionProfileID: in.SessionProfileId},
+	)
 	if err != nil {
 		return nil, err
 	}

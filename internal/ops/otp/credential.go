@@ -44,8 +44,16 @@ func (d Deps) otpAuth(x *activity.Exec, in *wire.OtpAuthIntent) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, bundle, err := login.Bundle(x, d.Env(x), u, in.TargetPublicKey, in.ApiKeyName, in.ExpirationSeconds, directory.CredentialOTPAuth,
-		in.InvalidateExisting != nil && *in.InvalidateExisting)
+	k, bundle, err := login.Bundle(
+		x,
+		d.Env(x),
+		u,
+		in.TargetPublicKey,
+		in.ApiKeyName,
+		in.ExpirationSeconds,
+		directory.CredentialOTPAuth,
+		in.InvalidateExisting != nil && *in.InvalidateExisting,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +72,13 @@ func readLink(intent any) linkParams {
 	var p linkParams
 	opt := func(c *wire.EmailCustomizationParams) {
 		if c != nil {
-			p.custom = wire.EmailAuthCustomizationParams{AppName: c.AppName, LogoUrl: c.LogoUrl, MagicLinkTemplate: c.MagicLinkTemplate,
-				TemplateVariables: c.TemplateVariables, TemplateId: c.TemplateId}
+			p.custom = wire.EmailAuthCustomizationParams{
+				AppName:           c.AppName,
+				LogoUrl:           c.LogoUrl,
+				MagicLinkTemplate: c.MagicLinkTemplate,
+				TemplateVariables: c.TemplateVariables,
+				TemplateId:        c.TemplateId,
+			}
 		}
 	}
 	switch in := intent.(type) {
@@ -95,12 +108,22 @@ func readLink(intent any) linkParams {
 // emailCredential makes the credential of credType for the user with the e-mail address and
 // sends its bundle to that address through the message outbox: queued in the activity's
 // transaction, sent once it commits (retried if the send fails).
-func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (*directory.User, *directory.APIKey, error) {
+func (d Deps) emailCredential(
+	x *activity.Exec,
+	p linkParams,
+	credType string,
+) (*directory.User, *directory.APIKey, error) {
 	if d.Messages == nil || !d.Messages.CanEmail() {
-		return nil, nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)")
+		return nil, nil, apierr.New(
+			apierr.FailedPrecondition,
+			"DELIVERY_NOT_CONFIGURED",
+			"e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)",
+		)
 	}
 	if p.custom.TemplateId != "" {
-		return nil, nil, activity.ErrNotSupported("emailCustomization.templateId (stored e-mail templates); use templateVariables with the built-in template")
+		return nil, nil, activity.ErrNotSupported(
+			"emailCustomization.templateId (stored e-mail templates); use templateVariables with the built-in template",
+		)
 	}
 	email, err := normalizeContact(TypeEmail, p.email)
 	if err != nil {
@@ -119,7 +142,13 @@ func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (
 		return nil, nil, apierr.NotFoundf("no user of organization %s has the e-mail address %s", x.OrgID, email)
 	case 1:
 	default:
-		return nil, nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%d users of organization %s have the e-mail address; cannot tell which one signs in", len(us), x.OrgID)
+		return nil, nil, apierr.New(
+			apierr.FailedPrecondition,
+			"INVALID_REQUEST",
+			"%d users of organization %s have the e-mail address; cannot tell which one signs in",
+			len(us),
+			x.OrgID,
+		)
 	}
 	k, bundle, err := login.Bundle(x, d.Env(x), us[0], p.target, p.apiKeyName, p.expiration, credType, p.invalidate)
 	if err != nil {
@@ -129,14 +158,33 @@ func (d Deps) emailCredential(x *activity.Exec, p linkParams, credType string) (
 	if app == "" {
 		app = "Latchkey"
 	}
-	m, err := notify.RenderLinkEmail(notify.LinkEmail{To: email, AppName: app, LogoURL: p.custom.LogoUrl, MagicLinkTemplate: p.custom.MagicLinkTemplate,
-		Bundle: bundle, ExpiryMinutes: int((k.ExpiresAt.Sub(x.Now).Seconds() + 59) / 60), SenderName: p.senderName, ReplyTo: p.replyTo, TemplateValues: values})
+	m, err := notify.RenderLinkEmail(
+		notify.LinkEmail{
+			To:                email,
+			AppName:           app,
+			LogoURL:           p.custom.LogoUrl,
+			MagicLinkTemplate: p.custom.MagicLinkTemplate,
+			Bundle:            bundle,
+			ExpiryMinutes:     int((k.ExpiresAt.Sub(x.Now).Seconds() + 59) / 60),
+			SenderName:        p.senderName,
+			ReplyTo:           p.replyTo,
+			TemplateValues:    values,
+		},
+	)
 	if err != nil {
-		return nil, nil, apierr.Invalid("parameters.emailCustomization", "%s", strings.ReplaceAll(err.Error(), bundle, "[redacted]"))
+		return nil, nil, apierr.Invalid(
+			"parameters.emailCustomization",
+			"%s",
+			strings.ReplaceAll(err.Error(), bundle, "[redacted]"),
+		)
 	}
 	if err := d.Messages.Email(x, m); err != nil {
 		return nil, nil, &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "DELIVERY_FAILED",
-			Message: "the e-mail could not be delivered; no credential was issued, try again: " + strings.ReplaceAll(err.Error(), bundle, "[redacted]")}
+			Message: "the e-mail could not be delivered; no credential was issued, try again: " + strings.ReplaceAll(
+				err.Error(),
+				bundle,
+				"[redacted]",
+			)}
 	}
 	return us[0], k, nil
 }
@@ -164,7 +212,9 @@ func (d Deps) initRecovery(x *activity.Exec, intent any) (any, error) {
 func (d Deps) recoverUser(x *activity.Exec, in *wire.RecoverUserIntent) (any, error) {
 	c := x.Caller
 	if c.CredentialType != directory.CredentialRecoverUser || c.User.ID != in.UserId {
-		return nil, apierr.Denied("request not authorized: recover_user must be stamped with the user's own recovery credential (init_user_email_recovery)")
+		return nil, apierr.Denied(
+			"request not authorized: recover_user must be stamped with the user's own recovery credential (init_user_email_recovery)",
+		)
 	}
 	specs := directory.AuthenticatorsV2("parameters", []wire.AuthenticatorParamsV2{in.Authenticator})
 	if len(specs) != 1 {

@@ -37,7 +37,12 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		invalidate = in.InvalidateExisting != nil && *in.InvalidateExisting
 		sig = in.ClientSignature
 	}
-	secs, err := login.Seconds("parameters.expirationSeconds", expiration, login.DefaultSessionSeconds, login.MaxSessionSeconds)
+	secs, err := login.Seconds(
+		"parameters.expirationSeconds",
+		expiration,
+		login.DefaultSessionSeconds,
+		login.MaxSessionSeconds,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +65,10 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.verificationToken", "this verification token was already used")
 	}
 	if t.OrgID != x.OrgID && t.OrgID != x.Caller.Target.ParentID {
-		return nil, apierr.Invalid("parameters.verificationToken", "the verification token was issued for another organization")
+		return nil, apierr.Invalid(
+			"parameters.verificationToken",
+			"the verification token was issued for another organization",
+		)
 	}
 
 	// The client signature proves the holder of the token's key asked for this login.
@@ -81,8 +89,13 @@ func (d Deps) otpLogin(x *activity.Exec, intent any) (any, error) {
 	if err := records.Save(x.Ctx, x.Tx, KindVerificationToken, t.ID, t.OrgID, x.Now, x.Now, t); err != nil {
 		return nil, err
 	}
-	tok, err := login.Issue(x, d.Env(x), u, login.Spec{PublicKey: publicKey, Seconds: secs, CredentialType: directory.CredentialOTPAuth,
-		Name: "OTP Login", InvalidateExisting: invalidate, SessionProfileID: profile})
+	tok, err := login.Issue(
+		x,
+		d.Env(x),
+		u,
+		login.Spec{PublicKey: publicKey, Seconds: secs, CredentialType: directory.CredentialOTPAuth,
+			Name: "OTP Login", InvalidateExisting: invalidate, SessionProfileID: profile},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +130,19 @@ func checkClientSignature(sig *wire.ClientSignature, token string, claims *Token
 	}
 	if sig.Message == token {
 		if !verifyP256(signer, []byte(token), sig.Signature) {
-			return apierr.Invalid(f+".signature", "does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the verification token by its key")
+			return apierr.Invalid(
+				f+".signature",
+				"does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the verification token by its key",
+			)
 		}
 		return nil
 	}
 	var m tokenUsage
 	if err := json.Unmarshal([]byte(sig.Message), &m); err != nil {
-		return apierr.Invalid(f+".message", `must be the token usage JSON {"login":{"publicKey":..},"tokenId":..,"type":"USAGE_TYPE_LOGIN"}`)
+		return apierr.Invalid(
+			f+".message",
+			`must be the token usage JSON {"login":{"publicKey":..},"tokenId":..,"type":"USAGE_TYPE_LOGIN"}`,
+		)
 	}
 	if m.Type != "USAGE_TYPE_LOGIN" || m.Login == nil {
 		return apierr.Invalid(f+".message", "must be a USAGE_TYPE_LOGIN token usage, got type %q", m.Type)
@@ -135,7 +154,10 @@ func checkClientSignature(sig *wire.ClientSignature, token string, claims *Token
 		return apierr.Invalid(f+".message", "login.publicKey must be the publicKey of this login")
 	}
 	if !verifyP256(signer, []byte(sig.Message), sig.Signature) {
-		return apierr.Invalid(f+".signature", "does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the message by publicKey")
+		return apierr.Invalid(
+			f+".signature",
+			"does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the message by publicKey",
+		)
 	}
 	return nil
 }
@@ -167,7 +189,14 @@ func contactUser(x *activity.Exec, otpType, contact string) (*directory.User, er
 		us, err = directory.UsersByEmail(x.Ctx, x.Tx, x.OrgID, contact)
 	case TypeSMS:
 		what = "phone number"
-		us, err = records.LookupAll[directory.User](x.Ctx, x.Tx, directory.KeyUserPhone, contact, directory.KindUser, x.OrgID)
+		us, err = records.LookupAll[directory.User](
+			x.Ctx,
+			x.Tx,
+			directory.KeyUserPhone,
+			contact,
+			directory.KindUser,
+			x.OrgID,
+		)
 	default:
 		return nil, apierr.Invalid("parameters.verificationToken", "unknown verification type %q", otpType)
 	}
@@ -180,5 +209,12 @@ func contactUser(x *activity.Exec, otpType, contact string) (*directory.User, er
 	case 1:
 		return us[0], nil
 	}
-	return nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%d users of organization %s have the verified %s; cannot tell which one logs in", len(us), x.OrgID, fmt.Sprint(what))
+	return nil, apierr.New(
+		apierr.FailedPrecondition,
+		"INVALID_REQUEST",
+		"%d users of organization %s have the verified %s; cannot tell which one logs in",
+		len(us),
+		x.OrgID,
+		fmt.Sprint(what),
+	)
 }

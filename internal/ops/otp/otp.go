@@ -95,18 +95,99 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 	if d.SendWindow <= 0 {
 		d.SendWindow = DefaultSendWindow
 	}
-	reg.Submit(activity.Operation{Path: "init_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initOTP, (*wire.InitOtpIntentV3)(nil), (*wire.InitOtpIntentV2)(nil), (*wire.InitOtpIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "verify_otp", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.verifyOTP, (*wire.VerifyOtpIntentV2)(nil), (*wire.VerifyOtpIntent)(nil)), Redact: activity.RedactAny(redactVerify, (*wire.VerifyOtpIntentV2)(nil), (*wire.VerifyOtpIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "otp_login", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.otpLogin, (*wire.OtpLoginIntentV2)(nil), (*wire.OtpLoginIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "init_otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initOTP, (*wire.InitOtpAuthIntentV3)(nil), (*wire.InitOtpAuthIntentV2)(nil), (*wire.InitOtpAuthIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "otp_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.On(d.otpAuth), Redact: activity.Redactor(redactOTPAuth)})
-	reg.Submit(activity.Operation{Path: "email_auth", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.emailAuth, (*wire.EmailAuthIntentV3)(nil), (*wire.EmailAuthIntentV2)(nil), (*wire.EmailAuthIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "init_user_email_recovery", Access: activity.AccessRoot, ParentMayWrite: true, Execute: activity.OnAny(d.initRecovery, (*wire.InitUserEmailRecoveryIntentV2)(nil), (*wire.InitUserEmailRecoveryIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: activity.On(d.recoverUser),
-		SelfUser: activity.User(func(_ *activity.Exec, intent *wire.RecoverUserIntent) string { return intent.UserId })})
+	reg.Submit(
+		activity.Operation{
+			Path:           "init_otp",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute: activity.OnAny(
+				d.initOTP,
+				(*wire.InitOtpIntentV3)(nil),
+				(*wire.InitOtpIntentV2)(nil),
+				(*wire.InitOtpIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "verify_otp",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute:        activity.OnAny(d.verifyOTP, (*wire.VerifyOtpIntentV2)(nil), (*wire.VerifyOtpIntent)(nil)),
+			Redact: activity.RedactAny(
+				redactVerify,
+				(*wire.VerifyOtpIntentV2)(nil),
+				(*wire.VerifyOtpIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "otp_login",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute:        activity.OnAny(d.otpLogin, (*wire.OtpLoginIntentV2)(nil), (*wire.OtpLoginIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "init_otp_auth",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute: activity.OnAny(
+				d.initOTP,
+				(*wire.InitOtpAuthIntentV3)(nil),
+				(*wire.InitOtpAuthIntentV2)(nil),
+				(*wire.InitOtpAuthIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "otp_auth",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute:        activity.On(d.otpAuth),
+			Redact:         activity.Redactor(redactOTPAuth),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "email_auth",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute: activity.OnAny(
+				d.emailAuth,
+				(*wire.EmailAuthIntentV3)(nil),
+				(*wire.EmailAuthIntentV2)(nil),
+				(*wire.EmailAuthIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:           "init_user_email_recovery",
+			Access:         activity.AccessRoot,
+			ParentMayWrite: true,
+			Execute: activity.OnAny(
+				d.initRecovery,
+				(*wire.InitUserEmailRecoveryIntentV2)(nil),
+				(*wire.InitUserEmailRecoveryIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{Path: "recover_user", Access: activity.AccessSelf, Execute: activity.On(d.recoverUser),
+			SelfUser: activity.User(
+				func(_ *activity.Exec, intent *wire.RecoverUserIntent) string { return intent.UserId },
+			)},
+	)
 	reg.Query(activity.QueryOp{Path: "list_verified_suborgs", Execute: activity.Query(listVerifiedSuborgs)})
 	reg.Submit(activity.Operation{Path: "stamp_login", Access: activity.AccessSelf, Execute: activity.On(d.stampLogin),
-		SelfUser: activity.UserAny(func(x *activity.Exec, _ any) string { return x.Caller.User.ID }, (*wire.StampLoginIntent)(nil))})
+		SelfUser: activity.UserAny(
+			func(x *activity.Exec, _ any) string { return x.Caller.User.ID },
+			(*wire.StampLoginIntent)(nil),
+		)})
 	return OwnedKinds
 }
 
@@ -133,7 +214,17 @@ func (c *Code) binding() custody.Binding {
 }
 
 func saveCode(x *activity.Exec, tx store.Tx, c *Code, contactKey string) error {
-	return records.Save(x.Ctx, tx, KindOTP, c.ID, c.OrgID, c.CreatedAt, x.Now, c, store.Key{Name: keyContact, Value: contactKey})
+	return records.Save(
+		x.Ctx,
+		tx,
+		KindOTP,
+		c.ID,
+		c.OrgID,
+		c.CreatedAt,
+		x.Now,
+		c,
+		store.Key{Name: keyContact, Value: contactKey},
+	)
 }
 
 // Token is a verification token's record: it exists until the token is used or expires.
@@ -190,14 +281,21 @@ func normalizeContact(otpType, contact string) (string, error) {
 	case TypeEmail:
 		at := strings.LastIndexByte(contact, '@')
 		if at <= 0 || at == len(contact)-1 || len(contact) > 254 || !utf8.ValidString(contact) ||
-			strings.ContainsFunc(contact, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("<>()[]\\,;:\"", r) }) {
+			strings.ContainsFunc(
+				contact,
+				func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("<>()[]\\,;:\"", r) },
+			) {
 			return "", apierr.Invalid("parameters.contact", "must be an e-mail address")
 		}
 		return strings.ToLower(contact), nil
 	case TypeSMS:
 		digits := strings.TrimPrefix(contact, "+")
-		if len(digits) == len(contact) || len(digits) < 7 || len(digits) > 15 || strings.Trim(digits, "0123456789") != "" {
-			return "", apierr.Invalid("parameters.contact", "must be a phone number in E.164 form (+ and 7 to 15 digits)")
+		if len(digits) == len(contact) || len(digits) < 7 || len(digits) > 15 ||
+			strings.Trim(digits, "0123456789") != "" {
+			return "", apierr.Invalid(
+				"parameters.contact",
+				"must be a phone number in E.164 form (+ and 7 to 15 digits)",
+			)
 		}
 		return contact, nil
 	}
@@ -245,8 +343,16 @@ func readInit(intent any) initParams {
 	if b, err := json.Marshal(intent); err == nil {
 		_ = json.Unmarshal(b, &f) // the intent's own JSON: it decodes
 	}
-	p := initParams{otpType: f.OtpType, contact: f.Contact, appName: f.AppName, length: f.OtpLength, alpha: f.Alphanumeric,
-		expiration: f.ExpirationSeconds, senderName: f.SendFromEmailSenderName, replyTo: f.ReplyToEmailAddress}
+	p := initParams{
+		otpType:    f.OtpType,
+		contact:    f.Contact,
+		appName:    f.AppName,
+		length:     f.OtpLength,
+		alpha:      f.Alphanumeric,
+		expiration: f.ExpirationSeconds,
+		senderName: f.SendFromEmailSenderName,
+		replyTo:    f.ReplyToEmailAddress,
+	}
 	if e := f.EmailCustomization; e != nil {
 		p.logoURL, p.templateVariables, p.templateID = e.LogoURL, e.TemplateVariables, e.TemplateID
 		if p.appName == "" {
@@ -275,7 +381,13 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 	if p.length != nil {
 		length = int(*p.length)
 		if length < MinLength || length > MaxLength {
-			return nil, apierr.Invalid("parameters.otpLength", "must be between %d and %d, got %d", MinLength, MaxLength, length)
+			return nil, apierr.Invalid(
+				"parameters.otpLength",
+				"must be between %d and %d, got %d",
+				MinLength,
+				MaxLength,
+				length,
+			)
 		}
 	}
 	alpha := p.alpha == nil || *p.alpha
@@ -284,13 +396,23 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if p.templateID != "" {
-		return nil, activity.ErrNotSupported("emailCustomization.templateId (stored e-mail templates); use templateVariables with the built-in template")
+		return nil, activity.ErrNotSupported(
+			"emailCustomization.templateId (stored e-mail templates); use templateVariables with the built-in template",
+		)
 	}
 	switch {
 	case p.otpType == TypeEmail && (d.Messages == nil || !d.Messages.CanEmail()):
-		return nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)")
+		return nil, apierr.New(
+			apierr.FailedPrecondition,
+			"DELIVERY_NOT_CONFIGURED",
+			"e-mail delivery is not configured on this server (--smtp-addr, or --dev for the outbox)",
+		)
 	case p.otpType == TypeSMS && (d.Messages == nil || !d.Messages.CanSMS()):
-		return nil, apierr.New(apierr.FailedPrecondition, "DELIVERY_NOT_CONFIGURED", "SMS delivery is not configured on this server (--sms-twilio-*, or --dev for the outbox)")
+		return nil, apierr.New(
+			apierr.FailedPrecondition,
+			"DELIVERY_NOT_CONFIGURED",
+			"SMS delivery is not configured on this server (--sms-twilio-*, or --dev for the outbox)",
+		)
 	}
 
 	// The contact's codes: live ones are limited, recent sends are rate limited, and codes
@@ -324,18 +446,38 @@ func (d Deps) initOTP(x *activity.Exec, intent any) (any, error) {
 		}
 	}
 	if live >= MaxLiveCodes {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "%s for this contact: at most %d codes may be live at once; use or let one expire", MsgMaxOTPs, MaxLiveCodes)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"%s for this contact: at most %d codes may be live at once; use or let one expire",
+			MsgMaxOTPs,
+			MaxLiveCodes,
+		)
 	}
 	if sent >= d.SendLimit {
 		wait := oldest.Add(d.SendWindow).Sub(x.Now).Round(time.Second)
-		return nil, apierr.New(apierr.ResourceExhausted, "RATE_LIMITED", "too many codes sent to this contact: at most %d every %s; try again in %s", d.SendLimit, d.SendWindow, wait)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RATE_LIMITED",
+			"too many codes sent to this contact: at most %d every %s; try again in %s",
+			d.SendLimit,
+			d.SendWindow,
+			wait,
+		)
 	}
 
 	code, err := newCode(length, alpha)
 	if err != nil {
 		return nil, apierr.Internalf(err, "generating a code")
 	}
-	c := &Code{ID: id.New(), OrgID: x.OrgID, Type: p.otpType, Contact: contact, ExpiresAt: x.Now.Add(time.Duration(secs) * time.Second), CreatedAt: x.Now}
+	c := &Code{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		Type:      p.otpType,
+		Contact:   contact,
+		ExpiresAt: x.Now.Add(time.Duration(secs) * time.Second),
+		CreatedAt: x.Now,
+	}
 	c.MAC = codeMAC(x, c.ID, code)
 	var bundle string
 	if p.bundle {
@@ -379,8 +521,12 @@ func (d Deps) deliver(x *activity.Exec, p initParams, contact, code string, secs
 		if verr != nil {
 			return deliveryError(what, verr, code)
 		}
-		m, rerr := notify.RenderOTPEmail(notify.OTPEmail{To: contact, AppName: p.appName, LogoURL: p.logoURL, Code: code,
-			ExpiryMinutes: int((secs + 59) / 60), SenderName: p.senderName, ReplyTo: p.replyTo, TemplateValues: values})
+		m, rerr := notify.RenderOTPEmail(
+			notify.OTPEmail{To: contact, AppName: p.appName, LogoURL: p.logoURL, Code: code,
+				ExpiryMinutes: int(
+					(secs + 59) / 60,
+				), SenderName: p.senderName, ReplyTo: p.replyTo, TemplateValues: values},
+		)
 		if rerr != nil {
 			return deliveryError(what, rerr, code)
 		}
@@ -403,9 +549,23 @@ func (d Deps) deliver(x *activity.Exec, p initParams, contact, code string, secs
 func deliveryError(what string, err error, code string) error {
 	msg := strings.ReplaceAll(err.Error(), code, "[redacted]")
 	if errors.Is(err, notify.ErrInvalidMessage) {
-		return apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "the one-time code %s cannot be sent as asked: %s", what, msg)
+		return apierr.New(
+			apierr.InvalidArgument,
+			"INVALID_REQUEST",
+			"the one-time code %s cannot be sent as asked: %s",
+			what,
+			msg,
+		)
 	}
-	return &apierr.Error{Code: apierr.Unavailable, TurnkeyCode: "DELIVERY_FAILED", Message: fmt.Sprintf("the one-time code could not be delivered by %s; no code was issued, try again: %s", what, msg)}
+	return &apierr.Error{
+		Code:        apierr.Unavailable,
+		TurnkeyCode: "DELIVERY_FAILED",
+		Message: fmt.Sprintf(
+			"the one-time code could not be delivered by %s; no code was issued, try again: %s",
+			what,
+			msg,
+		),
+	}
 }
 
 // redactVerify removes the plain code of the legacy verify_otp from what is stored and echoed.
@@ -531,14 +691,24 @@ func (d Deps) verifyOTP(x *activity.Exec, intent any) (any, error) {
 	if err := markVerified(x, c.Type, c.Contact); err != nil {
 		return nil, err
 	}
-	t := &Token{ID: id.New(), OrgID: x.OrgID, Type: c.Type, Contact: c.Contact, PublicKey: publicKey, ExpiresAt: x.Now.Add(time.Duration(tokenSecs) * time.Second)}
+	t := &Token{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		Type:      c.Type,
+		Contact:   c.Contact,
+		PublicKey: publicKey,
+		ExpiresAt: x.Now.Add(time.Duration(tokenSecs) * time.Second),
+	}
 	if err := records.Save(x.Ctx, x.Tx, KindVerificationToken, t.ID, t.OrgID, x.Now, x.Now, t); err != nil {
 		return nil, err
 	}
-	tok, err := EncodeToken(TokenClaims{Exp: strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), ID: t.ID, OrganizationID: t.OrgID,
-		VerificationType: t.Type, Contact: t.Contact, PublicKey: t.PublicKey}, func(digest []byte) ([]byte, error) {
-		return x.Services.ServerKeys.SignDigestRaw(custody.OTP, digest)
-	})
+	tok, err := EncodeToken(
+		TokenClaims{Exp: strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), ID: t.ID, OrganizationID: t.OrgID,
+			VerificationType: t.Type, Contact: t.Contact, PublicKey: t.PublicKey},
+		func(digest []byte) ([]byte, error) {
+			return x.Services.ServerKeys.SignDigestRaw(custody.OTP, digest)
+		},
+	)
 	if err != nil {
 		return nil, apierr.Internalf(err, "signing the verification token")
 	}

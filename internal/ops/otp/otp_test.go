@@ -108,7 +108,13 @@ func newHarness(t *testing.T, sendLimit int) *harness {
 		t.Fatal(err)
 	}
 	h.mail = &flaky{out: h.outbox}
-	h.messages = &messages.Outbox{Store: st, Keyring: kr, Emailer: h.mail, Texter: h.mail, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h.messages = &messages.Outbox{
+		Store:   st,
+		Keyring: kr,
+		Emailer: h.mail,
+		Texter:  h.mail,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
 	reg := activity.NewRegistry()
 	otp.Register(reg, otp.Deps{
 		Env: func(x *activity.Exec) directory.Env {
@@ -116,8 +122,11 @@ func newHarness(t *testing.T, sendLimit int) *harness {
 		},
 		Messages: h.messages, SendLimit: sendLimit,
 	})
-	h.eng = activity.NewEngine(&activity.Services{Store: st, Keyring: kr, ServerKeys: h.keys, Custodian: custody.NewCustodian(kr, h.keys),
-		Now: h.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, reg)
+	h.eng = activity.NewEngine(
+		&activity.Services{Store: st, Keyring: kr, ServerKeys: h.keys, Custodian: custody.NewCustodian(kr, h.keys),
+			Now: h.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		reg,
+	)
 	h.organizations()
 	return h
 }
@@ -126,8 +135,21 @@ func (h *harness) organizations() {
 	ctx := context.Background()
 	now := h.clock()
 	env := directory.Env{Now: now, Limits: directory.DefaultLimits}
-	p := &directory.Organization{ID: id.New(), Name: "Parent", Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
-	s := &directory.Organization{ID: id.New(), Name: "Alice's", ParentID: p.ID, Features: []directory.Feature{}, CreatedAt: now, UpdatedAt: now}
+	p := &directory.Organization{
+		ID:        id.New(),
+		Name:      "Parent",
+		Features:  []directory.Feature{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	s := &directory.Organization{
+		ID:        id.New(),
+		Name:      "Alice's",
+		ParentID:  p.ID,
+		Features:  []directory.Feature{},
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
 	var root, member *directory.User
 	err := h.st.Update(ctx, func(tx store.Tx) error {
 		var err error
@@ -152,8 +174,20 @@ func (h *harness) organizations() {
 	}
 	h.parent, h.sub = p, s
 	caller := func(u *directory.User, target *directory.Organization) *directory.Caller {
-		return &directory.Caller{User: u, Org: p, Target: target, ParentAccess: target != p, CredentialID: id.New(), CredentialType: directory.CredentialAPIKeyP256,
-			PublicKey: "02" + strings.Repeat("ab", 32), Scheme: "SIGNATURE_SCHEME_TK_API_P256", Signature: "3006020101020101"}
+		return &directory.Caller{
+			User:           u,
+			Org:            p,
+			Target:         target,
+			ParentAccess:   target != p,
+			CredentialID:   id.New(),
+			CredentialType: directory.CredentialAPIKeyP256,
+			PublicKey: "02" + strings.Repeat(
+				"ab",
+				32,
+			),
+			Scheme:    "SIGNATURE_SCHEME_TK_API_P256",
+			Signature: "3006020101020101",
+		}
 	}
 	h.root, h.parentRoot, h.member = caller(root, p), caller(root, s), caller(member, p)
 }
@@ -182,7 +216,15 @@ func (h *harness) submit(c *directory.Caller, path, typ string, params any) (jso
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	raw := []byte(fmt.Sprintf(`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`, p, c.Target.ID, h.tick().UnixMilli(), typ))
+	raw := []byte(
+		fmt.Sprintf(
+			`{"parameters":%s,"organizationId":%q,"timestampMs":"%d","type":%q}`,
+			p,
+			c.Target.ID,
+			h.tick().UnixMilli(),
+			typ,
+		),
+	)
 	env, err := activity.ParseEnvelope(raw)
 	if err != nil {
 		return nil, nil, err
@@ -292,7 +334,10 @@ func loginMessage(sessionPub, tokenID string) string {
 func (h *harness) initOTP(c *directory.Caller, contact string) (string, string, error) {
 	res, _, err := h.submit(c, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{
 		"otpType": "OTP_TYPE_EMAIL", "contact": contact, "appName": "Acme",
-		"emailCustomization": map[string]any{"logoUrl": "https://acme.example/logo.png", "templateVariables": `{"greeting":"Hi Alice,"}`},
+		"emailCustomization": map[string]any{
+			"logoUrl":           "https://acme.example/logo.png",
+			"templateVariables": `{"greeting":"Hi Alice,"}`,
+		},
 	})
 	if err != nil {
 		return "", "", err
@@ -309,7 +354,12 @@ func (h *harness) verify(c *directory.Caller, otpID, bundle, code, pub string) (
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	res, data, err := h.submit(c, "verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc})
+	res, data, err := h.submit(
+		c,
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+	)
 	if err != nil {
 		return "", nil, err
 	}
@@ -351,7 +401,9 @@ func TestFullFlow(t *testing.T) {
 		t.Fatalf("code %q: want 9 characters of Crockford's base32 (the defaults)", code)
 	}
 	es, _ := notify.ReadOutbox(h.outbox.Path())
-	if m := es[0].Email; m.To != aliceEmail || !strings.Contains(m.Subject, "Acme") || !strings.Contains(m.Text, "Hi Alice,") || !strings.Contains(m.HTML, "https://acme.example/logo.png") {
+	if m := es[0].Email; m.To != aliceEmail || !strings.Contains(m.Subject, "Acme") ||
+		!strings.Contains(m.Text, "Hi Alice,") ||
+		!strings.Contains(m.HTML, "https://acme.example/logo.png") {
 		t.Fatalf("e-mail %+v", m)
 	}
 
@@ -373,12 +425,18 @@ func TestFullFlow(t *testing.T) {
 		t.Fatalf("header %s", hdr)
 	}
 	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
-	if !regexp.MustCompile(`^\{"exp":"\d+","id":"[^"]+","organization_id":"[^"]+","verification_type":"OTP_TYPE_EMAIL","contact":"alice@example.com","public_key":"[0-9a-f]{66}"\}$`).Match(payload) {
+	if !regexp.MustCompile(`^\{"exp":"\d+","id":"[^"]+","organization_id":"[^"]+","verification_type":"OTP_TYPE_EMAIL","contact":"alice@example.com","public_key":"[0-9a-f]{66}"\}$`).
+		Match(payload) {
 		t.Fatalf("payload %s", payload)
 	}
 	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
 	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(h.keys.Public(custody.OTP), d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	if !ecdsa.Verify(
+		h.keys.Public(custody.OTP),
+		d[:],
+		new(big.Int).SetBytes(sig[:32]),
+		new(big.Int).SetBytes(sig[32:]),
+	) {
 		t.Fatal("token signature does not verify with the OTP key")
 	}
 	claims := decodeClaims(t, tok)
@@ -394,15 +452,24 @@ func TestFullFlow(t *testing.T) {
 	sessionKey := newClientKey(t)
 	msg := loginMessage(sessionKey.pub, claims["id"].(string))
 	var lr wire.OtpLoginResult
-	activities = append(activities, h.mustSubmit(h.parentRoot, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{
-		"verificationToken": tok, "publicKey": sessionKey.pub, "invalidateExisting": true,
-		"clientSignature": map[string]any{"publicKey": device.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": device.signRaw(msg)},
-	}, &lr))
+	activities = append(
+		activities,
+		h.mustSubmit(h.parentRoot, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{
+			"verificationToken": tok, "publicKey": sessionKey.pub, "invalidateExisting": true,
+			"clientSignature": map[string]any{
+				"publicKey": device.pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": device.signRaw(msg),
+			},
+		}, &lr),
+	)
 	sc, err := session.Parse(lr.Session, h.keys.Public(custody.Notarizer), h.clock())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.UserID != h.alice.ID || sc.OrganizationID != h.sub.ID || sc.SessionType != session.ReadWrite || sc.PublicKey != sessionKey.pub {
+	if sc.UserID != h.alice.ID || sc.OrganizationID != h.sub.ID || sc.SessionType != session.ReadWrite ||
+		sc.PublicKey != sessionKey.pub {
 		t.Fatalf("session claims %+v", sc)
 	}
 	if want := h.clock().Add(900 * time.Second).Unix(); sc.Exp != want {
@@ -412,15 +479,32 @@ func TestFullFlow(t *testing.T) {
 	var caller *directory.Caller
 	err = h.st.View(context.Background(), func(r store.Reader) error {
 		var err error
-		caller, err = directory.Resolver{Now: h.clock}.ResolveAPIKey(context.Background(), r, h.sub.ID, sessionKey.pub, "API_KEY_CURVE_P256")
+		caller, err = directory.Resolver{
+			Now: h.clock,
+		}.ResolveAPIKey(
+			context.Background(),
+			r,
+			h.sub.ID,
+			sessionKey.pub,
+			"API_KEY_CURVE_P256",
+		)
 		return err
 	})
-	if err != nil || caller.User.ID != h.alice.ID || caller.CredentialType != directory.CredentialOTPAuth || caller.ParentAccess {
+	if err != nil || caller.User.ID != h.alice.ID || caller.CredentialType != directory.CredentialOTPAuth ||
+		caller.ParentAccess {
 		t.Fatalf("session key resolves to %+v, %v", caller, err)
 	}
 	h.advance(901 * time.Second)
 	err = h.st.View(context.Background(), func(r store.Reader) error {
-		_, err := directory.Resolver{Now: h.clock}.ResolveAPIKey(context.Background(), r, h.sub.ID, sessionKey.pub, "API_KEY_CURVE_P256")
+		_, err := directory.Resolver{
+			Now: h.clock,
+		}.ResolveAPIKey(
+			context.Background(),
+			r,
+			h.sub.ID,
+			sessionKey.pub,
+			"API_KEY_CURVE_P256",
+		)
 		return err
 	})
 	if err == nil {
@@ -444,8 +528,14 @@ func TestFullFlow(t *testing.T) {
 func TestLegacyVersionsAndSMS(t *testing.T) {
 	h := newHarness(t, 0)
 	var r1 wire.InitOtpResult
-	h.mustSubmit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": alicePhone,
-		"smsCustomization": map[string]any{"template": "Code: {{.OtpCode}}"}}, &r1)
+	h.mustSubmit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP",
+		map[string]any{"otpType": "OTP_TYPE_SMS", "contact": alicePhone,
+			"smsCustomization": map[string]any{"template": "Code: {{.OtpCode}}"}},
+		&r1,
+	)
 	es, _ := notify.ReadOutbox(h.outbox.Path())
 	sms := es[len(es)-1].SMS
 	if sms == nil || sms.To != alicePhone || !strings.HasPrefix(sms.Body, "Code: ") {
@@ -457,8 +547,15 @@ func TestLegacyVersionsAndSMS(t *testing.T) {
 	}
 	// Legacy verify with the plain code (lower case accepted) and no public key.
 	var vr wire.VerifyOtpResult
-	data := h.mustSubmit(h.root, "verify_otp", "ACTIVITY_TYPE_VERIFY_OTP", map[string]any{"otpId": r1.OtpId, "otpCode": strings.ToLower(code), "expirationSeconds": "600"}, &vr)
-	if bytes.Contains(data, []byte(code)) || bytes.Contains(data, []byte(strings.ToLower(code))) || !bytes.Contains(data, []byte(`[redacted]`)) {
+	data := h.mustSubmit(
+		h.root,
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP",
+		map[string]any{"otpId": r1.OtpId, "otpCode": strings.ToLower(code), "expirationSeconds": "600"},
+		&vr,
+	)
+	if bytes.Contains(data, []byte(code)) || bytes.Contains(data, []byte(strings.ToLower(code))) ||
+		!bytes.Contains(data, []byte(`[redacted]`)) {
 		t.Fatalf("legacy verify activity shows the code: %s", data)
 	}
 	claims := decodeClaims(t, vr.VerificationToken)
@@ -468,19 +565,38 @@ func TestLegacyVersionsAndSMS(t *testing.T) {
 	// Legacy login without a client signature (the token is bound to no key).
 	key := newClientKey(t)
 	var lr wire.OtpLoginResult
-	h.mustSubmit(h.parentRoot, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN", map[string]any{"verificationToken": vr.VerificationToken, "publicKey": key.pub}, &lr)
-	if sc, err := session.Parse(lr.Session, h.keys.Public(custody.Notarizer), h.clock()); err != nil || sc.UserID != h.alice.ID {
+	h.mustSubmit(
+		h.parentRoot,
+		"otp_login",
+		"ACTIVITY_TYPE_OTP_LOGIN",
+		map[string]any{"verificationToken": vr.VerificationToken, "publicKey": key.pub},
+		&lr,
+	)
+	if sc, err := session.Parse(lr.Session, h.keys.Public(custody.Notarizer), h.clock()); err != nil ||
+		sc.UserID != h.alice.ID {
 		t.Fatalf("session %+v, %v", sc, err)
 	}
 	// Length and alphabet options.
-	h.mustSubmit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme",
-		"otpLength": 6, "alphanumeric": false}, nil)
+	h.mustSubmit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme",
+			"otpLength": 6, "alphanumeric": false},
+		nil,
+	)
 	if c := h.lastCode(); len(c) != 6 || strings.Trim(c, "0123456789") != "" {
 		t.Fatalf("code %q: want 6 digits", c)
 	}
 	// INIT_OTP_V2 answers with a bundle too.
 	var r2 wire.InitOtpResultV2
-	h.mustSubmit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V2", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme"}, &r2)
+	h.mustSubmit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V2",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme"},
+		&r2,
+	)
 	if r2.OtpEncryptionTargetBundle == "" {
 		t.Fatal("INIT_OTP_V2: no target bundle")
 	}
@@ -541,11 +657,21 @@ func TestWrongCodesBurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			raw := []byte(fmt.Sprintf(`{"parameters":{"otpId":%q,"encryptedOtpBundle":%q},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_VERIFY_OTP_V2"}`,
-				otpID, enc, h.parent.ID, h.clock().UnixMilli()))
+			raw := []byte(
+				fmt.Sprintf(
+					`{"parameters":{"otpId":%q,"encryptedOtpBundle":%q},"organizationId":%q,"timestampMs":"%d","type":"ACTIVITY_TYPE_VERIFY_OTP_V2"}`,
+					otpID,
+					enc,
+					h.parent.ID,
+					h.clock().UnixMilli(),
+				),
+			)
 			env, err := activity.ParseEnvelope(raw)
 			if err == nil {
-				_, err = h.eng.Submit(context.Background(), activity.SubmitRequest{Path: "verify_otp", Raw: raw, Env: env, Caller: h.root})
+				_, err = h.eng.Submit(
+					context.Background(),
+					activity.SubmitRequest{Path: "verify_otp", Raw: raw, Env: env, Caller: h.root},
+				)
 			}
 			errs[i] = err
 		}()
@@ -603,8 +729,13 @@ func TestLiveCodeLimitAndRateLimit(t *testing.T) {
 
 func TestExpiredCode(t *testing.T) {
 	h := newHarness(t, 0)
-	res, _, err := h.submit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail,
-		"appName": "Acme", "expirationSeconds": "60"})
+	res, _, err := h.submit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail,
+			"appName": "Acme", "expirationSeconds": "60"},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,11 +746,31 @@ func TestExpiredCode(t *testing.T) {
 	_, _, err = h.verify(h.root, r.OtpId, r.OtpEncryptionTargetBundle, code, newClientKey(t).pub)
 	wantErr(t, err, 400, "expired")
 	// Out-of-range options are refused.
-	_, _, err = h.submit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme", "expirationSeconds": "601"})
+	_, _, err = h.submit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{
+			"otpType":           "OTP_TYPE_EMAIL",
+			"contact":           aliceEmail,
+			"appName":           "Acme",
+			"expirationSeconds": "601",
+		},
+	)
 	wantErr(t, err, 400, "expirationSeconds")
-	_, _, err = h.submit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme", "otpLength": 5})
+	_, _, err = h.submit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_EMAIL", "contact": aliceEmail, "appName": "Acme", "otpLength": 5},
+	)
 	wantErr(t, err, 400, "otpLength")
-	_, _, err = h.submit(h.root, "init_otp", "ACTIVITY_TYPE_INIT_OTP_V3", map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "5551234", "appName": "Acme"})
+	_, _, err = h.submit(
+		h.root,
+		"init_otp",
+		"ACTIVITY_TYPE_INIT_OTP_V3",
+		map[string]any{"otpType": "OTP_TYPE_SMS", "contact": "5551234", "appName": "Acme"},
+	)
 	wantErr(t, err, 400, "E.164")
 }
 
@@ -639,7 +790,12 @@ func (h *harness) token() (string, string, clientKey) {
 }
 
 func (h *harness) login(c *directory.Caller, tok string, sessionPub string, cs map[string]any) error {
-	_, _, err := h.submit(c, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{"verificationToken": tok, "publicKey": sessionPub, "clientSignature": cs})
+	_, _, err := h.submit(
+		c,
+		"otp_login",
+		"ACTIVITY_TYPE_OTP_LOGIN_V2",
+		map[string]any{"verificationToken": tok, "publicKey": sessionPub, "clientSignature": cs},
+	)
 	return err
 }
 
@@ -648,18 +804,43 @@ func TestTokenReuseAndClientSignature(t *testing.T) {
 	tok, tid, device := h.token()
 	sk := newClientKey(t)
 	good := func(msg string) map[string]any {
-		return map[string]any{"publicKey": device.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": device.signRaw(msg)}
+		return map[string]any{
+			"publicKey": device.pub,
+			"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+			"message":   msg,
+			"signature": device.signRaw(msg),
+		}
 	}
 	// A signature by another key, over another token id, another session key, a bad signature.
 	other := newClientKey(t)
 	msg := loginMessage(sk.pub, tid)
-	wantErr(t, h.login(h.parentRoot, tok, sk.pub, map[string]any{"publicKey": other.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": other.signRaw(msg)}), 400, "bound to")
+	wantErr(
+		t,
+		h.login(
+			h.parentRoot,
+			tok,
+			sk.pub,
+			map[string]any{
+				"publicKey": other.pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": other.signRaw(msg),
+			},
+		),
+		400,
+		"bound to",
+	)
 	wantErr(t, h.login(h.parentRoot, tok, sk.pub, good(loginMessage(sk.pub, id.New()))), 400, "tokenId")
 	wantErr(t, h.login(h.parentRoot, tok, sk.pub, good(loginMessage(other.pub, tid))), 400, "login.publicKey")
 	bad := good(msg)
 	bad["signature"] = device.signRaw(msg + " ")
 	wantErr(t, h.login(h.parentRoot, tok, sk.pub, bad), 400, "does not verify")
-	wantErr(t, h.login(h.parentRoot, tok, sk.pub, good(`{"tokenId":"`+tid+`","type":"USAGE_TYPE_SIGNUP"}`)), 400, "USAGE_TYPE_LOGIN")
+	wantErr(
+		t,
+		h.login(h.parentRoot, tok, sk.pub, good(`{"tokenId":"`+tid+`","type":"USAGE_TYPE_SIGNUP"}`)),
+		400,
+		"USAGE_TYPE_LOGIN",
+	)
 	// Key order in the message does not matter; the token then works once.
 	reordered := fmt.Sprintf(`{"type":"USAGE_TYPE_LOGIN","tokenId":%q,"login":{"publicKey":%q}}`, tid, sk.pub)
 	if err := h.login(h.parentRoot, tok, sk.pub, good(reordered)); err != nil {
@@ -669,11 +850,36 @@ func TestTokenReuseAndClientSignature(t *testing.T) {
 
 	// A forged token (signed by another key) and an expired one.
 	parts := strings.Split(tok, ".")
-	wantErr(t, h.login(h.parentRoot, parts[0]+"."+parts[1]+"."+base64.RawURLEncoding.EncodeToString(make([]byte, 64)), sk.pub, good(msg)), 400, "invalid verification token")
+	wantErr(
+		t,
+		h.login(
+			h.parentRoot,
+			parts[0]+"."+parts[1]+"."+base64.RawURLEncoding.EncodeToString(make([]byte, 64)),
+			sk.pub,
+			good(msg),
+		),
+		400,
+		"invalid verification token",
+	)
 	tok2, tid2, device2 := h.token()
 	h.advance(time.Hour + time.Second)
 	msg2 := loginMessage(sk.pub, tid2)
-	wantErr(t, h.login(h.parentRoot, tok2, sk.pub, map[string]any{"publicKey": device2.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg2, "signature": device2.signRaw(msg2)}), 400, "expired")
+	wantErr(
+		t,
+		h.login(
+			h.parentRoot,
+			tok2,
+			sk.pub,
+			map[string]any{
+				"publicKey": device2.pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg2,
+				"signature": device2.signRaw(msg2),
+			},
+		),
+		400,
+		"expired",
+	)
 }
 
 func TestAccess(t *testing.T) {
@@ -682,8 +888,19 @@ func TestAccess(t *testing.T) {
 	_, _, err := h.initOTP(h.member, aliceEmail)
 	wantErr(t, err, 403, "")
 	// The sub-organization's root user may run them in its own organization.
-	aliceCaller := &directory.Caller{User: h.alice, Org: h.sub, Target: h.sub, CredentialID: id.New(), CredentialType: directory.CredentialAPIKeyP256,
-		PublicKey: "02" + strings.Repeat("cd", 32), Scheme: "SIGNATURE_SCHEME_TK_API_P256", Signature: "3006020101020101"}
+	aliceCaller := &directory.Caller{
+		User:           h.alice,
+		Org:            h.sub,
+		Target:         h.sub,
+		CredentialID:   id.New(),
+		CredentialType: directory.CredentialAPIKeyP256,
+		PublicKey: "02" + strings.Repeat(
+			"cd",
+			32,
+		),
+		Scheme:    "SIGNATURE_SCHEME_TK_API_P256",
+		Signature: "3006020101020101",
+	}
 	if _, _, err := h.initOTP(aliceCaller, aliceEmail); err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +922,22 @@ func TestAccess(t *testing.T) {
 	}
 	sk := newClientKey(t)
 	msg := loginMessage(sk.pub, decodeClaims(t, tok)["id"].(string))
-	wantErr(t, h.login(h.root, tok, sk.pub, map[string]any{"publicKey": device.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": device.signRaw(msg)}), 400, "another organization")
+	wantErr(
+		t,
+		h.login(
+			h.root,
+			tok,
+			sk.pub,
+			map[string]any{
+				"publicKey": device.pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": device.signRaw(msg),
+			},
+		),
+		400,
+		"another organization",
+	)
 }
 
 // A send that fails does not fail the activity: the code was issued in the committed

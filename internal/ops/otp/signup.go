@@ -22,11 +22,19 @@ import (
 // Sign-up does not use the token up: the login that follows does. It returns the contact the
 // token proved (directory.Contact{} without a token): the sub-organization stores that
 // contact as proven, and, when the auth proxy signs up, every other contact as unproven.
-func CheckSignupToken(x *activity.Exec, token string, sig *wire.ClientSignature, users []directory.UserSpec) (directory.Contact, error) {
+func CheckSignupToken(
+	x *activity.Exec,
+	token string,
+	sig *wire.ClientSignature,
+	users []directory.UserSpec,
+) (directory.Contact, error) {
 	const tf, sf = "parameters.verificationToken", "parameters.clientSignature"
 	if token == "" {
 		if sig != nil {
-			return directory.Contact{}, apierr.Invalid(sf, "a client signature needs the verificationToken it is bound to")
+			return directory.Contact{}, apierr.Invalid(
+				sf,
+				"a client signature needs the verificationToken it is bound to",
+			)
 		}
 		return directory.Contact{}, nil
 	}
@@ -84,7 +92,12 @@ func ProveContact(x *activity.Exec, field, token, otpType, contact string) error
 		return apierr.Invalid(field, "the verification token was issued for another organization")
 	}
 	if claims.VerificationType != otpType {
-		return apierr.Invalid(field, "the verification token verified a contact of type %s, not %s", claims.VerificationType, otpType)
+		return apierr.Invalid(
+			field,
+			"the verification token verified a contact of type %s, not %s",
+			claims.VerificationType,
+			otpType,
+		)
 	}
 	same := claims.Contact == contact
 	if otpType == TypeEmail {
@@ -139,7 +152,10 @@ func checkSignupClaims(claims *TokenClaims, token string, sig *wire.ClientSignat
 			Type    string `json:"type"`
 		}
 		if err := json.Unmarshal([]byte(sig.Message), &m); err != nil || m.Type != "USAGE_TYPE_SIGNUP" {
-			return apierr.Invalid(sf+".message", `must be the sign-up token usage {"signupV2":{..},"tokenId":..,"type":"USAGE_TYPE_SIGNUP"}`)
+			return apierr.Invalid(
+				sf+".message",
+				`must be the sign-up token usage {"signupV2":{..},"tokenId":..,"type":"USAGE_TYPE_SIGNUP"}`,
+			)
 		}
 		if m.TokenID != claims.ID {
 			return apierr.Invalid(sf+".message", "tokenId is not the verification token's id")
@@ -150,7 +166,10 @@ func checkSignupClaims(claims *TokenClaims, token string, sig *wire.ClientSignat
 		}
 	}
 	if !verifyP256(signer, []byte(sig.Message), sig.Signature) {
-		return apierr.Invalid(sf+".signature", "does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the message by the token's key")
+		return apierr.Invalid(
+			sf+".signature",
+			"does not verify: expected a P-256 signature (r‖s hex, or DER) over SHA-256 of the message by the token's key",
+		)
 	}
 	return nil
 }

@@ -107,7 +107,9 @@ func ParseToken(token string, keys []*ecdsa.PublicKey, now time.Time) (*TokenCla
 		return nil, ErrInvalidToken
 	}
 	var c TokenClaims
-	if err := json.Unmarshal(payload, &c); err != nil || c.ID == "" || c.OrganizationID == "" || c.VerificationType == "" || c.Contact == "" {
+	if err := json.Unmarshal(payload, &c); err != nil || c.ID == "" || c.OrganizationID == "" ||
+		c.VerificationType == "" ||
+		c.Contact == "" {
 		return nil, ErrInvalidToken
 	}
 	ms, err := strconv.ParseInt(c.Exp, 10, 64)

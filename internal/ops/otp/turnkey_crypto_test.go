@@ -60,7 +60,13 @@ func TestAgainstTurnkeyCrypto(t *testing.T) {
 	device := newClientKey(t)
 	enc := nodeRun(t, "encrypt", code, bundle, device.pub, h.keys.PublicKey(custody.OTP))
 	var vr wire.VerifyOtpResult
-	h.mustSubmit(h.root, "verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc}, &vr)
+	h.mustSubmit(
+		h.root,
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+		&vr,
+	)
 	claims := nodeRun(t, "token", vr.VerificationToken, h.keys.PublicKey(custody.OTP))
 	t.Log(claims)
 	if !strings.Contains(claims, `"contact":"a~b?c@exämple.com"`) {
@@ -69,13 +75,30 @@ func TestAgainstTurnkeyCrypto(t *testing.T) {
 	// The session of a login, checked by verifySessionJwtSignature.
 	otpID, bundle, _ = h.initOTP(h.root, aliceEmail)
 	enc = nodeRun(t, "encrypt", h.lastCode(), bundle, device.pub, h.keys.PublicKey(custody.OTP))
-	h.mustSubmit(h.root, "verify_otp", "ACTIVITY_TYPE_VERIFY_OTP_V2", map[string]any{"otpId": otpID, "encryptedOtpBundle": enc}, &vr)
+	h.mustSubmit(
+		h.root,
+		"verify_otp",
+		"ACTIVITY_TYPE_VERIFY_OTP_V2",
+		map[string]any{"otpId": otpID, "encryptedOtpBundle": enc},
+		&vr,
+	)
 	tid := decodeClaims(t, vr.VerificationToken)["id"].(string)
 	sk := newClientKey(t)
 	msg := loginMessage(sk.pub, tid)
 	var lr wire.OtpLoginResult
-	h.mustSubmit(h.parentRoot, "otp_login", "ACTIVITY_TYPE_OTP_LOGIN_V2", map[string]any{"verificationToken": vr.VerificationToken, "publicKey": sk.pub,
-		"clientSignature": map[string]any{"publicKey": device.pub, "scheme": "CLIENT_SIGNATURE_SCHEME_API_P256", "message": msg, "signature": device.signRaw(msg)}}, &lr)
+	h.mustSubmit(
+		h.parentRoot,
+		"otp_login",
+		"ACTIVITY_TYPE_OTP_LOGIN_V2",
+		map[string]any{"verificationToken": vr.VerificationToken, "publicKey": sk.pub,
+			"clientSignature": map[string]any{
+				"publicKey": device.pub,
+				"scheme":    "CLIENT_SIGNATURE_SCHEME_API_P256",
+				"message":   msg,
+				"signature": device.signRaw(msg),
+			}},
+		&lr,
+	)
 	if got := nodeRun(t, "session", lr.Session, h.keys.PublicKey(custody.Notarizer)); got != "true" {
 		t.Fatalf("verifySessionJwtSignature: %s", got)
 	}

@@ -32,11 +32,24 @@ func verifiedID(kr *custody.Keyring, orgID, otpType, contact string) string {
 
 // markVerified records that x's organization verified the contact (verify_otp, otp_auth).
 func markVerified(x *activity.Exec, otpType, contact string) error {
-	return records.Save(x.Ctx, x.Tx, KindVerifiedContact, verifiedID(x.Services.Keyring, x.OrgID, otpType, contact), x.OrgID, x.Now, x.Now,
-		Verified{OrgID: x.OrgID, Type: otpType, VerifiedAt: x.Now})
+	return records.Save(
+		x.Ctx,
+		x.Tx,
+		KindVerifiedContact,
+		verifiedID(x.Services.Keyring, x.OrgID, otpType, contact),
+		x.OrgID,
+		x.Now,
+		x.Now,
+		Verified{OrgID: x.OrgID, Type: otpType, VerifiedAt: x.Now},
+	)
 }
 
-func isVerified(ctx context.Context, r store.Reader, kr *custody.Keyring, orgID, otpType, contact string) (bool, error) {
+func isVerified(
+	ctx context.Context,
+	r store.Reader,
+	kr *custody.Keyring,
+	orgID, otpType, contact string,
+) (bool, error) {
 	_, err := r.Get(ctx, KindVerifiedContact, verifiedID(kr, orgID, otpType, contact))
 	if err == nil {
 		return true, nil

@@ -39,13 +39,22 @@ func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceInte
 		return nil, err
 	}
 	if len(in.SmartContractInterface) > MaxInterfaceBytes {
-		return nil, apierr.Invalid(fInterface, "must be at most %d bytes, got %d", MaxInterfaceBytes, len(in.SmartContractInterface))
+		return nil, apierr.Invalid(
+			fInterface,
+			"must be at most %d bytes, got %d",
+			MaxInterfaceBytes,
+			len(in.SmartContractInterface),
+		)
 	}
 	addr := strings.TrimSpace(in.SmartContractAddress)
 	switch string(in.Type) {
 	case InterfaceEthereum:
 		if !isEthereumAddress(addr) {
-			return nil, apierr.Invalid(fAddress, "not an Ethereum address (0x followed by 40 hex digits): %q", in.SmartContractAddress)
+			return nil, apierr.Invalid(
+				fAddress,
+				"not an Ethereum address (0x followed by 40 hex digits): %q",
+				in.SmartContractAddress,
+			)
 		}
 		addr = strings.ToLower(addr)
 		if err := CheckABI([]byte(in.SmartContractInterface)); err != nil {
@@ -53,7 +62,11 @@ func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceInte
 		}
 	case InterfaceSolana:
 		if b, err := base58.Decode(addr); err != nil || len(b) != 32 {
-			return nil, apierr.Invalid(fAddress, "not a Solana program id (base58 of 32 bytes): %q", in.SmartContractAddress)
+			return nil, apierr.Invalid(
+				fAddress,
+				"not a Solana program id (base58 of 32 bytes): %q",
+				in.SmartContractAddress,
+			)
 		}
 		if err := CheckIDL([]byte(in.SmartContractInterface)); err != nil {
 			return nil, apierr.Invalid(fInterface, "not an Anchor IDL: %v", err)
@@ -72,7 +85,12 @@ func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceInte
 func deleteInterface(x *activity.Exec, in *wire.DeleteSmartContractInterfaceIntent) (any, error) {
 	s, err := LoadSmartContractInterface(x.Ctx, x.Tx, x.OrgID, in.SmartContractInterfaceId)
 	if err != nil {
-		return nil, notFoundAsInvalid(err, "parameters.smartContractInterfaceId", "no smart contract interface %s in this organization", in.SmartContractInterfaceId)
+		return nil, notFoundAsInvalid(
+			err,
+			"parameters.smartContractInterfaceId",
+			"no smart contract interface %s in this organization",
+			in.SmartContractInterfaceId,
+		)
 	}
 	if err := deleteRecord(x.Ctx, x.Tx, KindSmartContractInterface, s.ID); err != nil {
 		return nil, err
@@ -93,7 +111,9 @@ func listInterfaces(q *activity.Read, _ *wire.GetSmartContractInterfacesRequest)
 	if err != nil {
 		return nil, err
 	}
-	out := wire.GetSmartContractInterfacesResponse{SmartContractInterfaces: make([]wire.Externaldatav1SmartContractInterface, 0, len(ss))}
+	out := wire.GetSmartContractInterfacesResponse{
+		SmartContractInterfaces: make([]wire.Externaldatav1SmartContractInterface, 0, len(ss)),
+	}
 	for _, s := range ss {
 		out.SmartContractInterfaces = append(out.SmartContractInterfaces, s.ToWire())
 	}

@@ -21,13 +21,52 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_policy", Access: activity.AccessRoot, Execute: activity.OnAny(d.createPolicy, (*wire.CreatePolicyIntentV3)(nil), (*wire.CreatePolicyIntentV2)(nil), (*wire.CreatePolicyIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "create_policies", Access: activity.AccessRoot, Execute: activity.On(d.createPolicies)})
-	reg.Submit(activity.Operation{Path: "update_policy", Access: activity.AccessRoot, Execute: activity.OnAny(updatePolicy, (*wire.UpdatePolicyIntentV2)(nil), (*wire.UpdatePolicyIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_policy", Access: activity.AccessRoot, Execute: activity.On(deletePolicy)})
-	reg.Submit(activity.Operation{Path: "delete_policies", Access: activity.AccessRoot, Execute: activity.On(deletePolicies)})
-	reg.Submit(activity.Operation{Path: "create_smart_contract_interface", Access: activity.AccessRoot, Execute: activity.On(createInterface)})
-	reg.Submit(activity.Operation{Path: "delete_smart_contract_interface", Access: activity.AccessRoot, Execute: activity.On(deleteInterface)})
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_policy",
+			Access: activity.AccessRoot,
+			Execute: activity.OnAny(
+				d.createPolicy,
+				(*wire.CreatePolicyIntentV3)(nil),
+				(*wire.CreatePolicyIntentV2)(nil),
+				(*wire.CreatePolicyIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_policies",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.createPolicies),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_policy",
+			Access:  activity.AccessRoot,
+			Execute: activity.OnAny(updatePolicy, (*wire.UpdatePolicyIntentV2)(nil), (*wire.UpdatePolicyIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{Path: "delete_policy", Access: activity.AccessRoot, Execute: activity.On(deletePolicy)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "delete_policies", Access: activity.AccessRoot, Execute: activity.On(deletePolicies)},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_smart_contract_interface",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createInterface),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_smart_contract_interface",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteInterface),
+		},
+	)
 
 	reg.Query(activity.QueryOp{Path: "get_policy", Execute: activity.Query(getPolicy)})
 	reg.Query(activity.QueryOp{Path: "list_policies", Execute: activity.Query(listPolicies)})
@@ -60,8 +99,13 @@ func createFields(prefix string) fields {
 }
 
 // updateFields are the renamed fields of UpdatePolicyIntent(V2).
-var updateFields = fields{name: "parameters.policyName", effect: "parameters.policyEffect", condition: "parameters.policyCondition",
-	consensus: "parameters.policyConsensus", time: "parameters.time"}
+var updateFields = fields{
+	name:      "parameters.policyName",
+	effect:    "parameters.policyEffect",
+	condition: "parameters.policyCondition",
+	consensus: "parameters.policyConsensus",
+	time:      "parameters.time",
+}
 
 // check validates a policy about to be written: its name, its effect, and that condition,
 // consensus and time compile.
@@ -107,8 +151,10 @@ func fromV3(in *wire.CreatePolicyIntentV3) *Policy {
 // without selectors (one that applies to every activity) is accepted.
 func fromSelectors(name string, effect wire.Effect, notes string, selectors int) (*Policy, error) {
 	if selectors > 0 {
-		return nil, apierr.Unsupported("parameters.selectors (the selector policies of ACTIVITY_TYPE_CREATE_POLICY and " +
-			"ACTIVITY_TYPE_CREATE_POLICY_V2; write the policy as condition and consensus with ACTIVITY_TYPE_CREATE_POLICY_V3)")
+		return nil, apierr.Unsupported(
+			"parameters.selectors (the selector policies of ACTIVITY_TYPE_CREATE_POLICY and " +
+				"ACTIVITY_TYPE_CREATE_POLICY_V2; write the policy as condition and consensus with ACTIVITY_TYPE_CREATE_POLICY_V3)",
+		)
 	}
 	return &Policy{Name: name, Effect: string(effect), Notes: notes}, nil
 }
@@ -260,7 +306,9 @@ func getPolicyEvaluations(q *activity.Read, in *wire.GetPolicyEvaluationsRequest
 	if err != nil {
 		return nil, err
 	}
-	out := wire.GetPolicyEvaluationsResponse{PolicyEvaluations: make([]wire.Externalactivityv1PolicyEvaluation, 0, len(es))}
+	out := wire.GetPolicyEvaluationsResponse{
+		PolicyEvaluations: make([]wire.Externalactivityv1PolicyEvaluation, 0, len(es)),
+	}
 	for _, e := range es {
 		out.PolicyEvaluations = append(out.PolicyEvaluations, e.ToWire())
 	}

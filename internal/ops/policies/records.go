@@ -86,7 +86,11 @@ func SavePolicy(ctx context.Context, tx store.Tx, p *Policy, field string) error
 	err := save(ctx, tx, KindPolicy, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
 		store.Key{Name: KeyPolicyName, Value: p.OrgID + "/" + p.Name, Unique: true})
 	if err != nil && apierr.From(err).Code == apierr.AlreadyExists {
-		return apierr.Invalid(field, "policy label must be unique: a policy named %q already exists in this organization", p.Name)
+		return apierr.Invalid(
+			field,
+			"policy label must be unique: a policy named %q already exists in this organization",
+			p.Name,
+		)
 	}
 	return err
 }
@@ -119,7 +123,12 @@ type PolicyOutcome struct {
 }
 
 // NewEvaluation builds the record of policy.Decide's answer for one vote.
-func NewEvaluation(id, orgID, activityID, voteID string, now time.Time, final policy.Outcome, per []policy.Evaluation) *Evaluation {
+func NewEvaluation(
+	id, orgID, activityID, voteID string,
+	now time.Time,
+	final policy.Outcome,
+	per []policy.Evaluation,
+) *Evaluation {
 	e := &Evaluation{ID: id, OrgID: orgID, ActivityID: activityID, VoteID: voteID, Outcome: string(final),
 		Policies: make([]PolicyOutcome, 0, len(per)), CreatedAt: now}
 	for _, p := range per {
@@ -141,8 +150,18 @@ func SaveEvaluation(ctx context.Context, tx store.Tx, e *Evaluation) error {
 	if err != nil {
 		return apierr.Internalf(err, "encoding policy evaluation")
 	}
-	err = tx.Insert(ctx, store.Record{Kind: KindPolicyEvaluation, ID: e.ID, OrgID: e.OrgID, Data: data, CreatedAt: e.CreatedAt, UpdatedAt: e.CreatedAt},
-		store.Key{Name: KeyEvaluationActivity, Value: e.OrgID + "/" + e.ActivityID})
+	err = tx.Insert(
+		ctx,
+		store.Record{
+			Kind:      KindPolicyEvaluation,
+			ID:        e.ID,
+			OrgID:     e.OrgID,
+			Data:      data,
+			CreatedAt: e.CreatedAt,
+			UpdatedAt: e.CreatedAt,
+		},
+		store.Key{Name: KeyEvaluationActivity, Value: e.OrgID + "/" + e.ActivityID},
+	)
 	return storeErr(err, KindPolicyEvaluation)
 }
 
@@ -172,10 +191,23 @@ func ActivityEvaluations(ctx context.Context, r store.Reader, orgID, activityID 
 
 // ToWire renders an evaluation.
 func (e *Evaluation) ToWire() wire.Externalactivityv1PolicyEvaluation {
-	w := wire.Externalactivityv1PolicyEvaluation{Id: e.ID, ActivityId: e.ActivityID, OrganizationId: e.OrgID, VoteId: e.VoteID,
-		PolicyEvaluations: make([]wire.Immutablecommonv1PolicyEvaluation, 0, len(e.Policies)), CreatedAt: directory.Timestamp(e.CreatedAt)}
+	w := wire.Externalactivityv1PolicyEvaluation{
+		Id:             e.ID,
+		ActivityId:     e.ActivityID,
+		OrganizationId: e.OrgID,
+		VoteId:         e.VoteID,
+		PolicyEvaluations: make(
+			[]wire.Immutablecommonv1PolicyEvaluation,
+			0,
+			len(e.Policies),
+		),
+		CreatedAt: directory.Timestamp(e.CreatedAt),
+	}
 	for _, p := range e.Policies {
-		w.PolicyEvaluations = append(w.PolicyEvaluations, wire.Immutablecommonv1PolicyEvaluation{PolicyId: p.PolicyID, Outcome: wire.Outcome(p.Outcome)})
+		w.PolicyEvaluations = append(
+			w.PolicyEvaluations,
+			wire.Immutablecommonv1PolicyEvaluation{PolicyId: p.PolicyID, Outcome: wire.Outcome(p.Outcome)},
+		)
 	}
 	return w
 }
@@ -201,7 +233,11 @@ func (s *SmartContractInterface) ToWire() wire.Externaldatav1SmartContractInterf
 }
 
 // LoadSmartContractInterface loads a smart contract interface of orgID.
-func LoadSmartContractInterface(ctx context.Context, r store.Reader, orgID, id string) (*SmartContractInterface, error) {
+func LoadSmartContractInterface(
+	ctx context.Context,
+	r store.Reader,
+	orgID, id string,
+) (*SmartContractInterface, error) {
 	s, err := load[SmartContractInterface](ctx, r, KindSmartContractInterface, id, "smart contract interface")
 	if err != nil {
 		return nil, err
@@ -250,8 +286,13 @@ func SaveSmartContractInterface(ctx context.Context, tx store.Tx, s *SmartContra
 	err := save(ctx, tx, KindSmartContractInterface, s.ID, s.OrgID, s.CreatedAt, s.UpdatedAt, s,
 		store.Key{Name: KeyContractInterfaceAt, Value: s.OrgID + "/" + s.Address, Unique: true})
 	if err != nil && apierr.From(err).Code == apierr.AlreadyExists {
-		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS",
-			"%s: a smart contract interface for %s already exists in this organization; delete it first", field, s.Address)
+		return apierr.New(
+			apierr.AlreadyExists,
+			"ALREADY_EXISTS",
+			"%s: a smart contract interface for %s already exists in this organization; delete it first",
+			field,
+			s.Address,
+		)
 	}
 	return err
 }
@@ -262,7 +303,14 @@ func load[T any](ctx context.Context, r store.Reader, kind, id, what string) (*T
 	return records.Load[T](ctx, r, kind, "", id, what)
 }
 
-func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
+func save(
+	ctx context.Context,
+	tx store.Tx,
+	kind, id, orgID string,
+	created, updated time.Time,
+	v any,
+	keys ...store.Key,
+) error {
 	return records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
 }
 

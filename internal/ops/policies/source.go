@@ -90,6 +90,13 @@ func (s *Source) load(ctx context.Context, r store.Reader, orgID string) ([]poli
 }
 
 // RecordEvaluation stores the per-policy outcomes of one decision.
-func (s *Source) RecordEvaluation(ctx context.Context, tx store.Tx, orgID, activityID, voteID string, now time.Time, final policy.Outcome, per []policy.Evaluation) error {
+func (s *Source) RecordEvaluation(
+	ctx context.Context,
+	tx store.Tx,
+	orgID, activityID, voteID string,
+	now time.Time,
+	final policy.Outcome,
+	per []policy.Evaluation,
+) error {
 	return SaveEvaluation(ctx, tx, NewEvaluation(id.New(), orgID, activityID, voteID, now, final, per))
 }

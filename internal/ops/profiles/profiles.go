@@ -39,8 +39,15 @@ type Profile struct {
 }
 
 func (p *Profile) toWire() wire.SessionProfile {
-	return wire.SessionProfile{SessionProfileId: p.ID, SessionProfileName: p.Name, Scope: p.Scope, ExpirationSeconds: p.ExpirationSeconds,
-		Notes: p.Notes, CreatedAt: directory.Timestamp(p.CreatedAt), UpdatedAt: directory.Timestamp(p.UpdatedAt)}
+	return wire.SessionProfile{
+		SessionProfileId:   p.ID,
+		SessionProfileName: p.Name,
+		Scope:              p.Scope,
+		ExpirationSeconds:  p.ExpirationSeconds,
+		Notes:              p.Notes,
+		CreatedAt:          directory.Timestamp(p.CreatedAt),
+		UpdatedAt:          directory.Timestamp(p.UpdatedAt),
+	}
 }
 
 // Invitation is a stored invitation.
@@ -64,11 +71,29 @@ type Deps struct{}
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_session_profile", Access: activity.AccessRoot, Execute: activity.On(createProfile)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_session_profile",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createProfile),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_session_profile", Execute: activity.Query(getProfile)})
 	reg.Query(activity.QueryOp{Path: "get_session_profiles", Execute: activity.Query(listProfiles)})
-	reg.Submit(activity.Operation{Path: "create_invitations", Access: activity.AccessRoot, Execute: activity.On(createInvitations)})
-	reg.Submit(activity.Operation{Path: "delete_invitation", Access: activity.AccessRoot, Execute: activity.On(deleteInvitation)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_invitations",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createInvitations),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_invitation",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteInvitation),
+		},
+	)
 	return []string{KindSessionProfile, KindInvitation}
 }
 
@@ -82,7 +107,11 @@ func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, 
 	}
 	if in.ExpirationSeconds != "" {
 		if n, err := strconv.ParseInt(in.ExpirationSeconds, 10, 64); err != nil || n <= 0 {
-			return nil, apierr.Invalid("parameters.expirationSeconds", "must be a positive number of seconds, got %q", in.ExpirationSeconds)
+			return nil, apierr.Invalid(
+				"parameters.expirationSeconds",
+				"must be a positive number of seconds, got %q",
+				in.ExpirationSeconds,
+			)
 		}
 	}
 	if n, err := x.Tx.Count(x.Ctx, KindSessionProfile, x.OrgID, MaxProfiles); err != nil {
@@ -90,12 +119,25 @@ func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, 
 	} else if n >= MaxProfiles {
 		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d session profiles", MaxProfiles)
 	}
-	p := &Profile{ID: id.New(), OrgID: x.OrgID, Name: name, Scope: in.Scope, ExpirationSeconds: in.ExpirationSeconds, Notes: in.Notes, CreatedAt: x.Now, UpdatedAt: x.Now}
+	p := &Profile{
+		ID:                id.New(),
+		OrgID:             x.OrgID,
+		Name:              name,
+		Scope:             in.Scope,
+		ExpirationSeconds: in.ExpirationSeconds,
+		Notes:             in.Notes,
+		CreatedAt:         x.Now,
+		UpdatedAt:         x.Now,
+	}
 	err := records.Save(x.Ctx, x.Tx, KindSessionProfile, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
 		store.Key{Name: keyProfileName, Value: p.OrgID + "/" + name, Unique: true})
 	if err != nil {
 		if apierr.From(err).Code == apierr.AlreadyExists {
-			return nil, apierr.Invalid("parameters.sessionProfileName", "a session profile named %q already exists", name)
+			return nil, apierr.Invalid(
+				"parameters.sessionProfileName",
+				"a session profile named %q already exists",
+				name,
+			)
 		}
 		return nil, err
 	}
@@ -163,11 +205,27 @@ func createInvitations(x *activity.Exec, in *wire.CreateInvitationsIntent) (any,
 		}
 		for j, t := range inv.ReceiverUserTags {
 			if _, err := directory.LoadUserTag(x.Ctx, x.Tx, x.OrgID, t); err != nil {
-				return nil, apierr.Invalid(f+".receiverUserTags["+strconv.Itoa(j)+"]", "no user tag %s in this organization", t)
+				return nil, apierr.Invalid(
+					f+".receiverUserTags["+strconv.Itoa(j)+"]",
+					"no user tag %s in this organization",
+					t,
+				)
 			}
 		}
-		v := &Invitation{ID: id.New(), OrgID: x.OrgID, UserName: inv.ReceiverUserName, Email: inv.ReceiverUserEmail, TagIDs: append([]string{}, inv.ReceiverUserTags...),
-			AccessType: string(inv.AccessType), SenderUserID: inv.SenderUserId, Status: "INVITATION_STATUS_CREATED", CreatedAt: x.Now.Add(time.Duration(i)), UpdatedAt: x.Now}
+		v := &Invitation{
+			ID:       id.New(),
+			OrgID:    x.OrgID,
+			UserName: inv.ReceiverUserName,
+			Email:    inv.ReceiverUserEmail,
+			TagIDs:   append([]string{}, inv.ReceiverUserTags...),
+			AccessType: string(
+				inv.AccessType,
+			),
+			SenderUserID: inv.SenderUserId,
+			Status:       "INVITATION_STATUS_CREATED",
+			CreatedAt:    x.Now.Add(time.Duration(i)),
+			UpdatedAt:    x.Now,
+		}
 		if err := records.Save(x.Ctx, x.Tx, KindInvitation, v.ID, v.OrgID, v.CreatedAt, v.UpdatedAt, v); err != nil {
 			return nil, err
 		}

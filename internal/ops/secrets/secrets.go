@@ -71,10 +71,22 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "init_import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.initImport)})
-	reg.Submit(activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.importSecrets)})
-	reg.Submit(activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: activity.On(d.exportSecrets)})
-	reg.Submit(activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: activity.On(deleteSecrets)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "init_import_secrets",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.initImport),
+		},
+	)
+	reg.Submit(
+		activity.Operation{Path: "import_secrets", Access: activity.AccessRoot, Execute: activity.On(d.importSecrets)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "export_secrets", Access: activity.AccessRoot, Execute: activity.On(d.exportSecrets)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "delete_secrets", Access: activity.AccessRoot, Execute: activity.On(deleteSecrets)},
+	)
 	reg.Query(activity.QueryOp{Path: "list_secrets", Execute: activity.Query(listSecrets)})
 	return OwnedKinds
 }
@@ -93,11 +105,20 @@ func (d Deps) initImport(x *activity.Exec, in *wire.InitImportSecretsIntent) (an
 		return nil, err
 	}
 	if in.NumSecrets < 1 || in.NumSecrets > MaxTargetsPerInit {
-		return nil, apierr.Invalid("parameters.numSecrets", "must be between 1 and %d, got %d", MaxTargetsPerInit, in.NumSecrets)
+		return nil, apierr.Invalid(
+			"parameters.numSecrets",
+			"must be between 1 and %d, got %d",
+			MaxTargetsPerInit,
+			in.NumSecrets,
+		)
 	}
 	out := wire.InitImportSecretsResult{EnclaveTargetMessages: make([]string, 0, in.NumSecrets)}
 	for range in.NumSecrets {
-		bundle, pub, sealed, err := d.Custodian.NewSecretTarget(x.OrgID, x.Caller.User.ID, func(pub string) custody.Binding { return targetBinding(x.OrgID, pub) })
+		bundle, pub, sealed, err := d.Custodian.NewSecretTarget(
+			x.OrgID,
+			x.Caller.User.ID,
+			func(pub string) custody.Binding { return targetBinding(x.OrgID, pub) },
+		)
 		if err != nil {
 			return nil, apierr.Internalf(err, "creating secret import target")
 		}
@@ -170,7 +191,13 @@ func (d Deps) importSecrets(x *activity.Exec, in *wire.ImportSecretsIntent) (any
 		}
 		if err := records.Save(x.Ctx, x.Tx, KindSecret, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, keys...); err != nil {
 			if apierr.From(err).Code == apierr.AlreadyExists {
-				return nil, apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s.name: a secret named %q already exists", fi, name)
+				return nil, apierr.New(
+					apierr.AlreadyExists,
+					"ALREADY_EXISTS",
+					"%s.name: a secret named %q already exists",
+					fi,
+					name,
+				)
 			}
 			return nil, err
 		}
@@ -183,7 +210,11 @@ func (d Deps) importSecrets(x *activity.Exec, in *wire.ImportSecretsIntent) (any
 func takeTarget(x *activity.Exec, pub, field string) (*Target, error) {
 	t, err := records.Load[Target](x.Ctx, x.Tx, KindSecretTarget, x.OrgID, pub, "secret import target")
 	if err != nil || x.Now.Sub(t.CreatedAt) > targetLifetime {
-		return nil, apierr.Invalid(field, "no pending import target with this public key (call init_import_secrets; each target takes one secret within %s)", targetLifetime)
+		return nil, apierr.Invalid(
+			field,
+			"no pending import target with this public key (call init_import_secrets; each target takes one secret within %s)",
+			targetLifetime,
+		)
 	}
 	if err := x.Tx.Delete(x.Ctx, KindSecretTarget, t.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.Internalf(err, "consuming secret import target")

@@ -29,14 +29,57 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_tvc_operator", Access: activity.AccessRoot, Execute: activity.On(d.createOperator)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_tvc_operator",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.createOperator),
+		},
+	)
 	reg.Submit(activity.Operation{Path: "create_tvc_app", Access: activity.AccessRoot, Execute: activity.On(createApp)})
-	reg.Submit(activity.Operation{Path: "create_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(d.createDeployment), Redact: activity.RedactAny(redactPullSecret, (*wire.CreateTvcDeploymentIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "create_tvc_manifest_approvals", Access: activity.AccessRoot, Execute: activity.On(createApprovals)})
-	reg.Submit(activity.Operation{Path: "set_tvc_app_live_deployment", Access: activity.AccessRoot, Execute: activity.On(setLive)})
-	reg.Submit(activity.Operation{Path: "delete_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(deleteDeployment)})
-	reg.Submit(activity.Operation{Path: "restore_tvc_deployment", Access: activity.AccessRoot, Execute: activity.On(restoreDeployment)})
-	reg.Submit(activity.Operation{Path: "delete_tvc_app_and_deployments", Access: activity.AccessRoot, Execute: activity.On(deleteApp)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_tvc_deployment",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.createDeployment),
+			Redact:  activity.RedactAny(redactPullSecret, (*wire.CreateTvcDeploymentIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_tvc_manifest_approvals",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createApprovals),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "set_tvc_app_live_deployment",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(setLive),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_tvc_deployment",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteDeployment),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "restore_tvc_deployment",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(restoreDeployment),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_tvc_app_and_deployments",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteApp),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_tvc_app", Execute: activity.Query(getApp)})
 	reg.Query(activity.QueryOp{Path: "list_tvc_apps", Execute: activity.Query(listApps)})
 	reg.Query(activity.QueryOp{Path: "get_tvc_deployment", Execute: activity.Query(getDeployment)})
@@ -48,7 +91,11 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 
 // resolveSet loads the existing set setID, or validates params and builds a new set (fresh
 // holds the set's new operators; made says the set itself is new). Nothing is written.
-func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorSetParams) (set *OperatorSet, fresh []*Operator, made bool, err error) {
+func resolveSet(
+	x *activity.Exec,
+	field, setID string,
+	params *wire.TvcOperatorSetParams,
+) (set *OperatorSet, fresh []*Operator, made bool, err error) {
 	idField, paramsField := "parameters."+field+"Id", "parameters."+field+"Params"
 	switch {
 	case setID != "" && params != nil:
@@ -69,11 +116,24 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 	total := len(params.NewOperators) + len(params.ExistingOperatorIds)
 	switch {
 	case total == 0:
-		return nil, nil, false, apierr.Invalid(paramsField, "at least one operator is required (newOperators or existingOperatorIds)")
+		return nil, nil, false, apierr.Invalid(
+			paramsField,
+			"at least one operator is required (newOperators or existingOperatorIds)",
+		)
 	case total > MaxOperatorsPerSet:
-		return nil, nil, false, apierr.Invalid(paramsField, "at most %d operators in a set, got %d", MaxOperatorsPerSet, total)
+		return nil, nil, false, apierr.Invalid(
+			paramsField,
+			"at most %d operators in a set, got %d",
+			MaxOperatorsPerSet,
+			total,
+		)
 	case params.Threshold < 1 || params.Threshold > int64(total):
-		return nil, nil, false, apierr.Invalid(paramsField+".threshold", "must be between 1 and the number of operators (%d), got %d", total, params.Threshold)
+		return nil, nil, false, apierr.Invalid(
+			paramsField+".threshold",
+			"must be between 1 and the number of operators (%d), got %d",
+			total,
+			params.Threshold,
+		)
 	}
 	s := &OperatorSet{ID: id.New(), OrgID: x.OrgID, Name: name, Threshold: params.Threshold, CreatedAt: x.Now}
 	keys := map[string]string{} // signing public key -> field that named it
@@ -100,7 +160,11 @@ func resolveSet(x *activity.Exec, field, setID string, params *wire.TvcOperatorS
 			return nil, nil, false, apierr.Invalid(f+".publicKey", "%v", err)
 		}
 		if prev, dup := keys[k.Hex]; dup {
-			return nil, nil, false, apierr.Invalid(f+".publicKey", "the same public key is already in this set (%s)", prev)
+			return nil, nil, false, apierr.Invalid(
+				f+".publicKey",
+				"the same public key is already in this set (%s)",
+				prev,
+			)
 		}
 		keys[k.Hex] = f
 		o := &Operator{ID: id.New(), OrgID: x.OrgID, Name: oname, PublicKey: k.Hex, CreatedAt: x.Now}
@@ -124,7 +188,12 @@ func createApp(x *activity.Exec, in *wire.CreateTvcAppIntent) (any, error) {
 		return nil, apierr.Internalf(err, "counting TVC apps")
 	}
 	if n >= MaxAppsPerOrg {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization holds at most %d TVC apps", MaxAppsPerOrg)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"an organization holds at most %d TVC apps",
+			MaxAppsPerOrg,
+		)
 	}
 	ms, msOps, msNew, err := resolveSet(x, "manifestSet", in.ManifestSetId, in.ManifestSetParams)
 	if err != nil {
@@ -147,12 +216,27 @@ func createApp(x *activity.Exec, in *wire.CreateTvcAppIntent) (any, error) {
 			return nil, err
 		}
 	}
-	a := &App{ID: id.New(), OrgID: x.OrgID, Name: name, QuorumPublicKey: qk.Hex, ManifestSetID: ms.ID, ShareSetID: ss.ID,
-		EnableEgress: in.EnableEgress != nil && *in.EnableEgress, EnableDebugModeDeployments: in.EnableDebugModeDeployments != nil && *in.EnableDebugModeDeployments,
-		CreatedAt: x.Now, UpdatedAt: x.Now}
+	a := &App{
+		ID:              id.New(),
+		OrgID:           x.OrgID,
+		Name:            name,
+		QuorumPublicKey: qk.Hex,
+		ManifestSetID:   ms.ID,
+		ShareSetID:      ss.ID,
+		EnableEgress: in.EnableEgress != nil &&
+			*in.EnableEgress,
+		EnableDebugModeDeployments: in.EnableDebugModeDeployments != nil && *in.EnableDebugModeDeployments,
+		CreatedAt:                  x.Now,
+		UpdatedAt:                  x.Now,
+	}
 	if err := saveApp(x.Ctx, x.Tx, a); err != nil {
 		if apierr.From(err).Code == apierr.AlreadyExists {
-			return nil, apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "parameters.name: a TVC app named %q already exists", name)
+			return nil, apierr.New(
+				apierr.AlreadyExists,
+				"ALREADY_EXISTS",
+				"parameters.name: a TVC app named %q already exists",
+				name,
+			)
 		}
 		return nil, err
 	}

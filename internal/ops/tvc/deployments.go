@@ -57,7 +57,11 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 	}
 	debug := in.DebugMode != nil && *in.DebugMode
 	if debug && !a.EnableDebugModeDeployments {
-		return nil, apierr.Invalid(p+"debugMode", "app %s was created without enableDebugModeDeployments, so it takes no debug-mode deployments", a.ID)
+		return nil, apierr.Invalid(
+			p+"debugMode",
+			"app %s was created without enableDebugModeDeployments, so it takes no debug-mode deployments",
+			a.ID,
+		)
 	}
 	if err := checkPort(p+"healthCheckPort", in.HealthCheckPort); err != nil {
 		return nil, err
@@ -82,7 +86,12 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 		nonce = a.MaxNonce + 1
 	}
 	if a.Deployments >= MaxDeploymentsPerApp {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "parameters.appId: an app holds at most %d deployments; delete the app to start over", MaxDeploymentsPerApp)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"parameters.appId: an app holds at most %d deployments; delete the app to start over",
+			MaxDeploymentsPerApp,
+		)
 	}
 	ms, err := loadSet(x.Ctx, x.Tx, x.OrgID, a.ManifestSetID)
 	if err != nil {
@@ -92,15 +101,40 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 	if err != nil {
 		return nil, apierr.Internalf(err, "app %s names a missing share set", a.ID)
 	}
-	dep := &Deployment{ID: id.New(), OrgID: x.OrgID, AppID: a.ID, ManifestSetID: ms.ID, ShareSetID: ss.ID, ManifestID: id.New(),
-		QOSVersion: in.QosVersion, ExpectedDigest: digest, Nonce: nonce, DebugMode: debug, Replicas: replicas,
-		Pivot: wire.TvcContainerSpec{ContainerUrl: in.PivotContainerImageUrl, Path: in.PivotPath, Args: slices.Clone(in.PivotArgs),
-			HasPullSecret: in.PivotContainerEncryptedPullSecret != "", HealthCheckType: in.HealthCheckType,
-			HealthCheckPort: in.HealthCheckPort, PublicIngressPort: in.PublicIngressPort},
-		Approvals: []Approval{}, CreatedAt: x.Now, UpdatedAt: x.Now}
+	dep := &Deployment{
+		ID:             id.New(),
+		OrgID:          x.OrgID,
+		AppID:          a.ID,
+		ManifestSetID:  ms.ID,
+		ShareSetID:     ss.ID,
+		ManifestID:     id.New(),
+		QOSVersion:     in.QosVersion,
+		ExpectedDigest: digest,
+		Nonce:          nonce,
+		DebugMode:      debug,
+		Replicas:       replicas,
+		Pivot: wire.TvcContainerSpec{
+			ContainerUrl:      in.PivotContainerImageUrl,
+			Path:              in.PivotPath,
+			Args:              slices.Clone(in.PivotArgs),
+			HasPullSecret:     in.PivotContainerEncryptedPullSecret != "",
+			HealthCheckType:   in.HealthCheckType,
+			HealthCheckPort:   in.HealthCheckPort,
+			PublicIngressPort: in.PublicIngressPort,
+		},
+		Approvals: []Approval{},
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 	m := Manifest{Format: ManifestFormat, OrganizationID: x.OrgID, AppID: a.ID, AppName: a.Name, DeploymentID: dep.ID,
 		Nonce: nonce, QuorumKey: a.QuorumPublicKey, QOSVersion: dep.QOSVersion,
-		Pivot: ManifestPivot{ImageURL: dep.Pivot.ContainerUrl, Path: dep.Pivot.Path, Args: dep.Pivot.Args, Digest: digest, HasPullSecret: dep.Pivot.HasPullSecret},
+		Pivot: ManifestPivot{
+			ImageURL:      dep.Pivot.ContainerUrl,
+			Path:          dep.Pivot.Path,
+			Args:          dep.Pivot.Args,
+			Digest:        digest,
+			HasPullSecret: dep.Pivot.HasPullSecret,
+		},
 		Runtime: ManifestRuntime{HealthCheckType: string(in.HealthCheckType), HealthCheckPort: in.HealthCheckPort,
 			PublicIngressPort: in.PublicIngressPort, Replicas: replicas, DebugMode: debug, EnableEgress: a.EnableEgress}}
 	if m.Pivot.Args == nil {
@@ -117,7 +151,13 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 	}
 	if err := saveDeployment(x.Ctx, x.Tx, dep); err != nil {
 		if apierr.From(err).Code == apierr.AlreadyExists {
-			return nil, apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "parameters.nonce: app %s already has a deployment with nonce %d", a.ID, nonce)
+			return nil, apierr.New(
+				apierr.AlreadyExists,
+				"ALREADY_EXISTS",
+				"parameters.nonce: app %s already has a deployment with nonce %d",
+				a.ID,
+				nonce,
+			)
 		}
 		return nil, err
 	}
@@ -144,7 +184,11 @@ func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent
 		return nil, err
 	}
 	if dep.Deleted {
-		return nil, precondition("parameters.manifestId", "deployment %s is deleted; restore it before approving its manifest", dep.ID)
+		return nil, precondition(
+			"parameters.manifestId",
+			"deployment %s is deleted; restore it before approving its manifest",
+			dep.ID,
+		)
 	}
 	switch {
 	case len(in.Approvals) == 0:
@@ -163,10 +207,22 @@ func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent
 			if _, err := loadOperator(x.Ctx, x.Tx, x.OrgID, ap.OperatorId); err != nil {
 				return nil, apierr.NotFoundf("%s.operatorId: TVC operator not found: %s", fi, ap.OperatorId)
 			}
-			return nil, apierr.Invalid(fi+".operatorId", "operator %s is not in the manifest set %s of this deployment", ap.OperatorId, ms.ID)
+			return nil, apierr.Invalid(
+				fi+".operatorId",
+				"operator %s is not in the manifest set %s of this deployment",
+				ap.OperatorId,
+				ms.ID,
+			)
 		}
 		if slices.ContainsFunc(dep.Approvals, func(a Approval) bool { return a.OperatorID == ap.OperatorId }) {
-			return nil, apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s.operatorId: operator %s has already approved manifest %s", fi, ap.OperatorId, dep.ManifestID)
+			return nil, apierr.New(
+				apierr.AlreadyExists,
+				"ALREADY_EXISTS",
+				"%s.operatorId: operator %s has already approved manifest %s",
+				fi,
+				ap.OperatorId,
+				dep.ManifestID,
+			)
 		}
 		o, err := loadOperator(x.Ctx, x.Tx, x.OrgID, ap.OperatorId)
 		if err != nil {
@@ -218,7 +274,13 @@ func setLive(x *activity.Exec, in *wire.UpdateTvcAppLiveDeploymentIntent) (any, 
 		return nil, err
 	}
 	if have < need {
-		return nil, precondition(f, "deployment %s has %d of the %d manifest approvals its manifest set requires (create_tvc_manifest_approvals)", dep.ID, have, need)
+		return nil, precondition(
+			f,
+			"deployment %s has %d of the %d manifest approvals its manifest set requires (create_tvc_manifest_approvals)",
+			dep.ID,
+			have,
+			need,
+		)
 	}
 	a, err := loadApp(x.Ctx, x.Tx, x.OrgID, dep.AppID)
 	if err != nil {
@@ -245,7 +307,12 @@ func deleteDeployment(x *activity.Exec, in *wire.DeleteTvcDeploymentIntent) (any
 		return nil, apierr.Internalf(err, "deployment %s names a missing app", dep.ID)
 	}
 	if a.LiveDeploymentID == dep.ID {
-		return nil, precondition(f, "deployment %s is the live deployment of app %s; set another deployment live first, or delete the app with delete_tvc_app_and_deployments", dep.ID, a.ID)
+		return nil, precondition(
+			f,
+			"deployment %s is the live deployment of app %s; set another deployment live first, or delete the app with delete_tvc_app_and_deployments",
+			dep.ID,
+			a.ID,
+		)
 	}
 	dep.Deleted, dep.UpdatedAt = true, x.Now
 	if err := saveDeployment(x.Ctx, x.Tx, dep); err != nil {
@@ -313,7 +380,11 @@ func appStatus(q *activity.Read, in *wire.GetAppStatusRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := wire.AppStatus{AppId: a.ID, TargetedDeploymentId: a.LiveDeploymentID, Deployments: make([]wire.DeploymentStatus, 0, len(ds))}
+	st := wire.AppStatus{
+		AppId:                a.ID,
+		TargetedDeploymentId: a.LiveDeploymentID,
+		Deployments:          make([]wire.DeploymentStatus, 0, len(ds)),
+	}
 	for _, d := range ds {
 		desired := int32(d.Replicas)
 		if d.Deleted {

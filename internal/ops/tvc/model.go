@@ -207,7 +207,13 @@ type renderer struct {
 }
 
 func newRenderer(ctx context.Context, r store.Reader, orgID string) *renderer {
-	return &renderer{ctx: ctx, r: r, orgID: orgID, ops: map[string]wire.TvcOperator{}, sets: map[string]wire.TvcOperatorSet{}}
+	return &renderer{
+		ctx:   ctx,
+		r:     r,
+		orgID: orgID,
+		ops:   map[string]wire.TvcOperator{},
+		sets:  map[string]wire.TvcOperatorSet{},
+	}
 }
 
 func (o *Operator) toWire() wire.TvcOperator {
@@ -276,7 +282,12 @@ func (rn *renderer) deployment(d *Deployment) (wire.TvcDeployment, error) {
 	}
 	created := directory.Timestamp(d.CreatedAt)
 	w := wire.TvcDeployment{Id: d.ID, OrganizationId: d.OrgID, AppId: d.AppID, ManifestSet: ms, ShareSet: ss,
-		Manifest:          wire.TvcManifest{Id: d.ManifestID, Manifest: base64.StdEncoding.EncodeToString(d.Manifest), CreatedAt: created, UpdatedAt: created},
+		Manifest: wire.TvcManifest{
+			Id:        d.ManifestID,
+			Manifest:  base64.StdEncoding.EncodeToString(d.Manifest),
+			CreatedAt: created,
+			UpdatedAt: created,
+		},
 		ManifestApprovals: make([]wire.TvcOperatorApproval, 0, len(d.Approvals)),
 		QosVersion:        d.QOSVersion, PivotContainer: d.Pivot, CreatedAt: created, UpdatedAt: directory.Timestamp(d.UpdatedAt),
 		Delete: d.Deleted, DebugMode: d.DebugMode}

@@ -40,5 +40,10 @@ func (d Deps) createOperator(x *activity.Exec, in *wire.CreateTvcOperatorIntent)
 	if err := records.Save(x.Ctx, x.Tx, KindOperator, o.ID, o.OrgID, o.CreatedAt, o.CreatedAt, o); err != nil {
 		return nil, err
 	}
-	return wire.CreateTvcOperatorResult{WalletId: walletID, OperatorId: o.ID, EncryptPublicKey: enc, SignPublicKey: sign}, nil
+	return wire.CreateTvcOperatorResult{
+		WalletId:         walletID,
+		OperatorId:       o.ID,
+		EncryptPublicKey: enc,
+		SignPublicKey:    sign,
+	}, nil
 }

@@ -143,7 +143,9 @@ func ParseImageRef(s string) error {
 	}
 	for _, p := range parts {
 		if !validPathComponent(p) {
-			return errors.New("repository path components must be lowercase letters and digits joined by '.', '_', '__' or '-'")
+			return errors.New(
+				"repository path components must be lowercase letters and digits joined by '.', '_', '__' or '-'",
+			)
 		}
 	}
 	return nil
@@ -293,7 +295,12 @@ func checkQOSVersion(field, v string, allowed []string) error {
 				return nil
 			}
 		}
-		return apierr.Invalid(field, "%q is not one of the QOS versions this server accepts (%s; see get_tvc_qos_versions)", v, strings.Join(allowed, ", "))
+		return apierr.Invalid(
+			field,
+			"%q is not one of the QOS versions this server accepts (%s; see get_tvc_qos_versions)",
+			v,
+			strings.Join(allowed, ", "),
+		)
 	}
 	if !ValidQOSVersion(v) {
 		return apierr.Invalid(field, "must be a version label of 1-%d characters [A-Za-z0-9._+-]", maxQOSVersionLen)

@@ -58,7 +58,10 @@ func (d Deps) proveContact(x *activity.Exec, token, otpType, contact string) (bo
 		return false, apierr.Unsupported("verificationToken (one-time codes are not served)")
 	}
 	if contact == "" {
-		return false, apierr.Invalid("parameters.verificationToken", "a verification token proves a contact: there is none to prove")
+		return false, apierr.Invalid(
+			"parameters.verificationToken",
+			"a verification token proves a contact: there is none to prove",
+		)
 	}
 	if err := d.ProveContact(x, "parameters.verificationToken", token, otpType, contact); err != nil {
 		return false, err
@@ -69,19 +72,61 @@ func (d Deps) proveContact(x *activity.Exec, token, otpType, contact string) (bo
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_users", Access: activity.AccessRoot, Execute: activity.OnAny(d.createUsers, (*wire.CreateUsersIntentV4)(nil), (*wire.CreateUsersIntentV3)(nil), (*wire.CreateUsersIntentV2)(nil), (*wire.CreateUsersIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "create_api_only_users", Access: activity.AccessRoot, Execute: activity.On(d.createAPIOnlyUsers)})
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_users",
+			Access: activity.AccessRoot,
+			Execute: activity.OnAny(
+				d.createUsers,
+				(*wire.CreateUsersIntentV4)(nil),
+				(*wire.CreateUsersIntentV3)(nil),
+				(*wire.CreateUsersIntentV2)(nil),
+				(*wire.CreateUsersIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_api_only_users",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(d.createAPIOnlyUsers),
+		},
+	)
 	reg.Submit(activity.Operation{Path: "update_user", Access: activity.AccessRoot, Execute: activity.On(updateUser)})
-	reg.Submit(activity.Operation{Path: "update_user_name", Access: activity.AccessSelf, Execute: activity.On(updateUserName),
-		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserNameIntent) string { return in.UserId })})
-	reg.Submit(activity.Operation{Path: "update_user_email", Access: activity.AccessSelf, Execute: activity.On(d.updateUserEmail),
-		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserEmailIntent) string { return in.UserId })})
-	reg.Submit(activity.Operation{Path: "update_user_phone_number", Access: activity.AccessSelf, Execute: activity.On(d.updateUserPhone),
-		SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserPhoneNumberIntent) string { return in.UserId })})
+	reg.Submit(
+		activity.Operation{Path: "update_user_name", Access: activity.AccessSelf, Execute: activity.On(updateUserName),
+			SelfUser: activity.User(func(_ *activity.Exec, in *wire.UpdateUserNameIntent) string { return in.UserId })},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_user_email",
+			Access:  activity.AccessSelf,
+			Execute: activity.On(d.updateUserEmail),
+			SelfUser: activity.User(
+				func(_ *activity.Exec, in *wire.UpdateUserEmailIntent) string { return in.UserId },
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_user_phone_number",
+			Access:  activity.AccessSelf,
+			Execute: activity.On(d.updateUserPhone),
+			SelfUser: activity.User(
+				func(_ *activity.Exec, in *wire.UpdateUserPhoneNumberIntent) string { return in.UserId },
+			),
+		},
+	)
 	reg.Submit(activity.Operation{Path: "delete_users", Access: activity.AccessRoot, Execute: activity.On(deleteUsers)})
-	reg.Submit(activity.Operation{Path: "create_user_tag", Access: activity.AccessRoot, Execute: activity.On(d.createUserTag)})
-	reg.Submit(activity.Operation{Path: "update_user_tag", Access: activity.AccessRoot, Execute: activity.On(updateUserTag)})
-	reg.Submit(activity.Operation{Path: "delete_user_tags", Access: activity.AccessRoot, Execute: activity.On(deleteUserTags)})
+	reg.Submit(
+		activity.Operation{Path: "create_user_tag", Access: activity.AccessRoot, Execute: activity.On(d.createUserTag)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "update_user_tag", Access: activity.AccessRoot, Execute: activity.On(updateUserTag)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "delete_user_tags", Access: activity.AccessRoot, Execute: activity.On(deleteUserTags)},
+	)
 
 	reg.Query(activity.QueryOp{Path: "get_user", Execute: activity.Query(getUser)})
 	reg.Query(activity.QueryOp{Path: "list_users", Execute: activity.Query(listUsers)})
@@ -160,7 +205,13 @@ func (d Deps) createAPIOnlyUsers(x *activity.Exec, in *wire.CreateApiOnlyUsersIn
 	}
 	ids := make([]string, 0, len(in.ApiOnlyUsers))
 	for i, u := range in.ApiOnlyUsers {
-		s := directory.UserSpec{Name: u.UserName, Email: u.UserEmail, TagIDs: u.UserTags, Field: field(f, i), EmailUnproven: !ok}
+		s := directory.UserSpec{
+			Name:          u.UserName,
+			Email:         u.UserEmail,
+			TagIDs:        u.UserTags,
+			Field:         field(f, i),
+			EmailUnproven: !ok,
+		}
 		s.APIKeys = directory.APIKeysV1(s.Field+".apiKeys", u.ApiKeys)
 		created, err := directory.CreateUser(x.Ctx, x.Tx, env, x.OrgID, s)
 		if err != nil {
@@ -376,7 +427,13 @@ func deleteUsers(x *activity.Exec, in *wire.DeleteUsersIntent) (any, error) {
 	}
 	for i, uid := range in.UserIds {
 		if o.IsRoot(uid) {
-			return nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "%s: user %s is in the root quorum; remove them with update_root_quorum first", field("parameters.userIds", i), uid)
+			return nil, apierr.New(
+				apierr.FailedPrecondition,
+				"INVALID_REQUEST",
+				"%s: user %s is in the root quorum; remove them with update_root_quorum first",
+				field("parameters.userIds", i),
+				uid,
+			)
 		}
 		u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, uid)
 		if err != nil {
@@ -415,7 +472,14 @@ func (d Deps) createUserTag(x *activity.Exec, in *wire.CreateUserTagIntent) (any
 	if err := lim.Check(x.Ctx, x.Tx, directory.KindUserTag, x.OrgID, lim.UserTagsPerOrg, "user tags"); err != nil {
 		return nil, err
 	}
-	t := &directory.UserTag{ID: id.New(), OrgID: x.OrgID, Name: name, UserIDs: append([]string{}, in.UserIds...), CreatedAt: x.Now, UpdatedAt: x.Now}
+	t := &directory.UserTag{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		Name:      name,
+		UserIDs:   append([]string{}, in.UserIds...),
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 	if err := directory.SaveUserTag(x.Ctx, x.Tx, t); err != nil {
 		return nil, err
 	}

@@ -13,9 +13,30 @@ import (
 )
 
 func (d Deps) registerExport(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "export_wallet", Access: activity.AccessRoot, Execute: activity.On(d.exportWallet), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "export_wallet_account", Access: activity.AccessRoot, Execute: activity.On(d.exportWalletAccount), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletAccountIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "export_private_key", Access: activity.AccessRoot, Execute: activity.On(d.exportPrivateKey), PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportPrivateKeyIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:      "export_wallet",
+			Access:    activity.AccessRoot,
+			Execute:   activity.On(d.exportWallet),
+			PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:      "export_wallet_account",
+			Access:    activity.AccessRoot,
+			Execute:   activity.On(d.exportWalletAccount),
+			PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportWalletAccountIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:      "export_private_key",
+			Access:    activity.AccessRoot,
+			Execute:   activity.On(d.exportPrivateKey),
+			PolicyEnv: activity.EnvAny(exportEnv, (*wire.ExportPrivateKeyIntent)(nil)),
+		},
+	)
 	own := func(_ *activity.Exec, intent any) string {
 		switch in := intent.(type) {
 		case *wire.InitImportWalletIntent:
@@ -30,10 +51,38 @@ func (d Deps) registerExport(reg *activity.Registry) {
 		return ""
 	}
 	// Imports must target the caller's own user (Turnkey's hard rule); root users may import.
-	reg.Submit(activity.Operation{Path: "init_import_wallet", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.InitImportWalletIntent)(nil)), Execute: activity.OnAny(d.initImport("wallet"), (*wire.InitImportWalletIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "import_wallet", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.ImportWalletIntent)(nil)), Execute: activity.On(d.importWallet)})
-	reg.Submit(activity.Operation{Path: "init_import_private_key", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.InitImportPrivateKeyIntent)(nil)), Execute: activity.OnAny(d.initImport("private_key"), (*wire.InitImportPrivateKeyIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "import_private_key", Access: activity.AccessRoot, SelfUser: activity.UserAny(own, (*wire.ImportPrivateKeyIntent)(nil)), Execute: activity.On(d.importPrivateKey)})
+	reg.Submit(
+		activity.Operation{
+			Path:     "init_import_wallet",
+			Access:   activity.AccessRoot,
+			SelfUser: activity.UserAny(own, (*wire.InitImportWalletIntent)(nil)),
+			Execute:  activity.OnAny(d.initImport("wallet"), (*wire.InitImportWalletIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "import_wallet",
+			Access:   activity.AccessRoot,
+			SelfUser: activity.UserAny(own, (*wire.ImportWalletIntent)(nil)),
+			Execute:  activity.On(d.importWallet),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "init_import_private_key",
+			Access:   activity.AccessRoot,
+			SelfUser: activity.UserAny(own, (*wire.InitImportPrivateKeyIntent)(nil)),
+			Execute:  activity.OnAny(d.initImport("private_key"), (*wire.InitImportPrivateKeyIntent)(nil)),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:     "import_private_key",
+			Access:   activity.AccessRoot,
+			SelfUser: activity.UserAny(own, (*wire.ImportPrivateKeyIntent)(nil)),
+			Execute:  activity.On(d.importPrivateKey),
+		},
+	)
 }
 
 func exportErr(err error) error {
@@ -49,7 +98,13 @@ func (d Deps) exportWallet(x *activity.Exec, in *wire.ExportWalletIntent) (any, 
 	if err != nil {
 		return nil, err
 	}
-	bundle, err := d.Custodian.ExportMnemonic(w.SealedMnemonic, w.binding(), string(in.Language), in.TargetPublicKey, x.OrgID)
+	bundle, err := d.Custodian.ExportMnemonic(
+		w.SealedMnemonic,
+		w.binding(),
+		string(in.Language),
+		in.TargetPublicKey,
+		x.OrgID,
+	)
 	if err != nil {
 		return nil, exportErr(err)
 	}
@@ -144,7 +199,13 @@ func (d Deps) initImport(what string) func(*activity.Exec, any) (any, error) {
 func takeTarget(x *activity.Exec, userID, what string) (*ImportTarget, error) {
 	t, err := load[ImportTarget](x.Ctx, x.Tx, KindImportTarget, x.OrgID, userID+"/"+what, "import target")
 	if err != nil {
-		return nil, apierr.New(apierr.FailedPrecondition, "INVALID_REQUEST", "no import in progress for user %s: call init_import_%s first", userID, what)
+		return nil, apierr.New(
+			apierr.FailedPrecondition,
+			"INVALID_REQUEST",
+			"no import in progress for user %s: call init_import_%s first",
+			userID,
+			what,
+		)
 	}
 	if err := x.Tx.Delete(x.Ctx, KindImportTarget, t.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.Internalf(err, "consuming import target")
@@ -197,7 +258,15 @@ func (d Deps) importPrivateKey(x *activity.Exec, in *wire.ImportPrivateKeyIntent
 	if err != nil {
 		return nil, err
 	}
-	k := &PrivateKey{ID: id.New(), OrgID: x.OrgID, Name: name, Curve: string(in.Curve), Imported: true, CreatedAt: x.Now, UpdatedAt: x.Now}
+	k := &PrivateKey{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		Name:      name,
+		Curve:     string(in.Curve),
+		Imported:  true,
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 	dk, err := d.Custodian.ImportPrivateKey(in.EncryptedBundle, t.SealedTarget, t.binding(), k.binding(), k.Curve)
 	if err != nil {
 		return nil, apierr.Invalid("parameters.encryptedBundle", "%v", err)

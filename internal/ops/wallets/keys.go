@@ -13,11 +13,45 @@ import (
 )
 
 func (d Deps) registerKeys(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "create_private_keys", Access: activity.AccessRoot, Execute: activity.OnAny(d.createPrivateKeys, (*wire.CreatePrivateKeysIntentV2)(nil), (*wire.CreatePrivateKeysIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "delete_private_keys", Access: activity.AccessRoot, Execute: activity.On(deletePrivateKeys)})
-	reg.Submit(activity.Operation{Path: "create_private_key_tag", Access: activity.AccessRoot, Execute: activity.On(createPKTag)})
-	reg.Submit(activity.Operation{Path: "update_private_key_tag", Access: activity.AccessRoot, Execute: activity.On(updatePKTag)})
-	reg.Submit(activity.Operation{Path: "delete_private_key_tags", Access: activity.AccessRoot, Execute: activity.On(deletePKTags)})
+	reg.Submit(
+		activity.Operation{
+			Path:   "create_private_keys",
+			Access: activity.AccessRoot,
+			Execute: activity.OnAny(
+				d.createPrivateKeys,
+				(*wire.CreatePrivateKeysIntentV2)(nil),
+				(*wire.CreatePrivateKeysIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_private_keys",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deletePrivateKeys),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_private_key_tag",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(createPKTag),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "update_private_key_tag",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(updatePKTag),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_private_key_tags",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deletePKTags),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_private_key", Execute: activity.Query(getPrivateKey)})
 	reg.Query(activity.QueryOp{Path: "list_private_keys", Execute: activity.Query(listPrivateKeys)})
 	reg.Query(activity.QueryOp{Path: "list_private_key_tags", Execute: activity.Query(listPKTags)})
@@ -55,7 +89,12 @@ func (d Deps) createPrivateKeys(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Internalf(err, "counting private keys")
 	}
 	if n+len(params) > MaxPrivateKeysPerOrg {
-		return nil, apierr.New(apierr.ResourceExhausted, "RESOURCE_EXHAUSTED", "an organization can have at most %d private keys", MaxPrivateKeysPerOrg)
+		return nil, apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"an organization can have at most %d private keys",
+			MaxPrivateKeysPerOrg,
+		)
 	}
 	res := wire.CreatePrivateKeysResultV2{PrivateKeys: make([]wire.PrivateKeyResult, 0, len(params))}
 	for i, p := range params {
@@ -64,7 +103,14 @@ func (d Deps) createPrivateKeys(x *activity.Exec, intent any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		k := &PrivateKey{ID: id.New(), OrgID: x.OrgID, Name: name, Curve: string(p.Curve), CreatedAt: x.Now.Add(time.Duration(i)), UpdatedAt: x.Now}
+		k := &PrivateKey{
+			ID:        id.New(),
+			OrgID:     x.OrgID,
+			Name:      name,
+			Curve:     string(p.Curve),
+			CreatedAt: x.Now.Add(time.Duration(i)),
+			UpdatedAt: x.Now,
+		}
 		switch p.Curve {
 		case "CURVE_SECP256K1", "CURVE_ED25519", "CURVE_P256":
 		default:
@@ -83,10 +129,17 @@ func (d Deps) createPrivateKeys(x *activity.Exec, intent any) (any, error) {
 		}
 		for j, tagID := range p.PrivateKeyTags {
 			if err := changeTagMembers(x, tagID, []string{k.ID}, nil); err != nil {
-				return nil, apierr.Invalid(fieldIdx(f+".privateKeyTags", j), "no private key tag %s in this organization", tagID)
+				return nil, apierr.Invalid(
+					fieldIdx(f+".privateKeyTags", j),
+					"no private key tag %s in this organization",
+					tagID,
+				)
 			}
 		}
-		res.PrivateKeys = append(res.PrivateKeys, wire.PrivateKeyResult{PrivateKeyId: k.ID, Addresses: immutableAddrs(k.Addresses)})
+		res.PrivateKeys = append(
+			res.PrivateKeys,
+			wire.PrivateKeyResult{PrivateKeyId: k.ID, Addresses: immutableAddrs(k.Addresses)},
+		)
 	}
 	return res, nil
 }
@@ -111,7 +164,13 @@ func deletePrivateKeys(x *activity.Exec, in *wire.DeletePrivateKeysIntent) (any,
 			return nil, apierr.Invalid(f, "no private key %s in this organization", kid)
 		}
 		if !k.Exported && !force {
-			return nil, apierr.New(apierr.FailedPrecondition, "PRIVATE_KEY_NOT_EXPORTED", "%s: private key %s has not been exported; export it first or pass deleteWithoutExport: true", f, kid)
+			return nil, apierr.New(
+				apierr.FailedPrecondition,
+				"PRIVATE_KEY_NOT_EXPORTED",
+				"%s: private key %s has not been exported; export it first or pass deleteWithoutExport: true",
+				f,
+				kid,
+			)
 		}
 		tags, err := tagsOf(x, k.ID)
 		if err != nil {
@@ -171,7 +230,14 @@ func createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, err
 	if err := checkKeys(x, "parameters.privateKeyIds", in.PrivateKeyIds); err != nil {
 		return nil, err
 	}
-	t := &PrivateKeyTag{ID: id.New(), OrgID: x.OrgID, Name: name, KeyIDs: append([]string{}, in.PrivateKeyIds...), CreatedAt: x.Now, UpdatedAt: x.Now}
+	t := &PrivateKeyTag{
+		ID:        id.New(),
+		OrgID:     x.OrgID,
+		Name:      name,
+		KeyIDs:    append([]string{}, in.PrivateKeyIds...),
+		CreatedAt: x.Now,
+		UpdatedAt: x.Now,
+	}
 	if err := savePKTag(x.Ctx, x.Tx, t); err != nil {
 		return nil, err
 	}
@@ -181,7 +247,11 @@ func createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, err
 func updatePKTag(x *activity.Exec, in *wire.UpdatePrivateKeyTagIntent) (any, error) {
 	t, err := load[PrivateKeyTag](x.Ctx, x.Tx, KindPrivateKeyTag, x.OrgID, in.PrivateKeyTagId, "private key tag")
 	if err != nil {
-		return nil, apierr.Invalid("parameters.privateKeyTagId", "no private key tag %s in this organization", in.PrivateKeyTagId)
+		return nil, apierr.Invalid(
+			"parameters.privateKeyTagId",
+			"no private key tag %s in this organization",
+			in.PrivateKeyTagId,
+		)
 	}
 	if in.NewPrivateKeyTagName != "" {
 		if t.Name, err = directory.CheckName("parameters.newPrivateKeyTagName", in.NewPrivateKeyTagName); err != nil {
@@ -210,7 +280,11 @@ func deletePKTags(x *activity.Exec, in *wire.DeletePrivateKeyTagsIntent) (any, e
 	for i, tid := range in.PrivateKeyTagIds {
 		t, err := load[PrivateKeyTag](x.Ctx, x.Tx, KindPrivateKeyTag, x.OrgID, tid, "private key tag")
 		if err != nil {
-			return nil, apierr.Invalid(fieldIdx("parameters.privateKeyTagIds", i), "no private key tag %s in this organization", tid)
+			return nil, apierr.Invalid(
+				fieldIdx("parameters.privateKeyTagIds", i),
+				"no private key tag %s in this organization",
+				tid,
+			)
 		}
 		for _, k := range t.KeyIDs {
 			if !seen[k] {
@@ -233,8 +307,18 @@ func (k *PrivateKey) toWire(tags []string) wire.PrivateKey {
 	if tags == nil {
 		tags = []string{}
 	}
-	return wire.PrivateKey{PrivateKeyId: k.ID, PublicKey: k.PublicKey, PrivateKeyName: k.Name, Curve: wire.Curve(k.Curve), Addresses: addrs,
-		PrivateKeyTags: tags, CreatedAt: ts(k.CreatedAt), UpdatedAt: ts(k.UpdatedAt), Exported: k.Exported, Imported: k.Imported}
+	return wire.PrivateKey{
+		PrivateKeyId:   k.ID,
+		PublicKey:      k.PublicKey,
+		PrivateKeyName: k.Name,
+		Curve:          wire.Curve(k.Curve),
+		Addresses:      addrs,
+		PrivateKeyTags: tags,
+		CreatedAt:      ts(k.CreatedAt),
+		UpdatedAt:      ts(k.UpdatedAt),
+		Exported:       k.Exported,
+		Imported:       k.Imported,
+	}
 }
 
 func getPrivateKey(q *activity.Read, in *wire.GetPrivateKeyRequest) (any, error) {
@@ -272,8 +356,11 @@ func listPKTags(q *activity.Read, _ *wire.ListPrivateKeyTagsRequest) (any, error
 	}
 	out := wire.ListPrivateKeyTagsResponse{PrivateKeyTags: make([]wire.Datav1Tag, 0, len(tags))}
 	for _, t := range tags {
-		out.PrivateKeyTags = append(out.PrivateKeyTags, wire.Datav1Tag{TagId: t.ID, TagName: t.Name, TagType: "TAG_TYPE_PRIVATE_KEY",
-			CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)})
+		out.PrivateKeyTags = append(
+			out.PrivateKeyTags,
+			wire.Datav1Tag{TagId: t.ID, TagName: t.Name, TagType: "TAG_TYPE_PRIVATE_KEY",
+				CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)},
+		)
 	}
 	return out, nil
 }

@@ -55,7 +55,14 @@ func (w *Wallet) binding() custody.Binding {
 
 // ToWire renders the wallet.
 func (w *Wallet) ToWire() wire.Wallet {
-	return wire.Wallet{WalletId: w.ID, WalletName: w.Name, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt), Exported: w.Exported, Imported: w.Imported}
+	return wire.Wallet{
+		WalletId:   w.ID,
+		WalletName: w.Name,
+		CreatedAt:  ts(w.CreatedAt),
+		UpdatedAt:  ts(w.UpdatedAt),
+		Exported:   w.Exported,
+		Imported:   w.Imported,
+	}
 }
 
 // Account is a wallet account.
@@ -82,9 +89,22 @@ func (a *Account) binding() custody.Binding {
 
 // ToWire renders the account.
 func (a *Account) ToWire() wire.WalletAccount {
-	return wire.WalletAccount{WalletAccountId: a.ID, OrganizationId: a.OrgID, WalletId: a.WalletID, Curve: wire.Curve(a.Curve),
-		PathFormat: wire.PathFormat(a.PathFormat), Path: a.Path, AddressFormat: wire.AddressFormat(a.AddressFormat), Address: a.Address,
-		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt), PublicKey: a.PublicKey, Name: a.Name}
+	return wire.WalletAccount{
+		WalletAccountId: a.ID,
+		OrganizationId:  a.OrgID,
+		WalletId:        a.WalletID,
+		Curve:           wire.Curve(a.Curve),
+		PathFormat: wire.PathFormat(
+			a.PathFormat,
+		),
+		Path:          a.Path,
+		AddressFormat: wire.AddressFormat(a.AddressFormat),
+		Address:       a.Address,
+		CreatedAt:     ts(a.CreatedAt),
+		UpdatedAt:     ts(a.UpdatedAt),
+		PublicKey:     a.PublicKey,
+		Name:          a.Name,
+	}
 }
 
 // Addr is one address of a private key.
@@ -148,10 +168,22 @@ func load[T any](ctx context.Context, r store.Reader, kind, orgID, id, what stri
 	return records.Load[T](ctx, r, kind, orgID, id, what)
 }
 
-func save(ctx context.Context, tx store.Tx, kind, id, orgID string, created, updated time.Time, v any, keys ...store.Key) error {
+func save(
+	ctx context.Context,
+	tx store.Tx,
+	kind, id, orgID string,
+	created, updated time.Time,
+	v any,
+	keys ...store.Key,
+) error {
 	err := records.Save(ctx, tx, kind, id, orgID, created, updated, v, keys...)
 	if err != nil && apierr.From(err).Code == apierr.AlreadyExists {
-		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "%s already exists (names must be unique)", strings.ReplaceAll(kind, "_", " "))
+		return apierr.New(
+			apierr.AlreadyExists,
+			"ALREADY_EXISTS",
+			"%s already exists (names must be unique)",
+			strings.ReplaceAll(kind, "_", " "),
+		)
 	}
 	return err
 }
@@ -176,13 +208,23 @@ func saveAccount(ctx context.Context, tx store.Tx, a *Account) error {
 		store.Key{Name: KeyAccountPubKey, Value: a.PublicKey},
 		store.Key{Name: KeyAccountPath, Value: a.WalletID + "/" + a.Path + "/" + a.AddressFormat, Unique: true})
 	if e := apierr.From(err); err != nil && e.Code == apierr.AlreadyExists {
-		return apierr.New(apierr.AlreadyExists, "ALREADY_EXISTS", "wallet %s already has an account at path %s with format %s", a.WalletID, a.Path, a.AddressFormat)
+		return apierr.New(
+			apierr.AlreadyExists,
+			"ALREADY_EXISTS",
+			"wallet %s already has an account at path %s with format %s",
+			a.WalletID,
+			a.Path,
+			a.AddressFormat,
+		)
 	}
 	return err
 }
 
 func savePrivateKey(ctx context.Context, tx store.Tx, k *PrivateKey) error {
-	keys := []store.Key{{Name: KeyPrivKeyName, Value: k.OrgID + "/" + k.Name, Unique: true}, {Name: KeyPrivKeyPubKey, Value: k.PublicKey}}
+	keys := []store.Key{
+		{Name: KeyPrivKeyName, Value: k.OrgID + "/" + k.Name, Unique: true},
+		{Name: KeyPrivKeyPubKey, Value: k.PublicKey},
+	}
 	for _, a := range k.Addresses {
 		keys = append(keys, store.Key{Name: KeyPrivKeyAddress, Value: address.Normalize(a.Address)})
 	}

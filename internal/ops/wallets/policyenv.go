@@ -31,15 +31,25 @@ func keyEnv(x *activity.Exec, k *SigningKey) map[string]policy.Value {
 			for _, t := range tags {
 				tl = append(tl, policy.String(t))
 			}
-			env["private_key"] = policy.Map{"id": policy.String(pk.ID), "tags": tl, "imported": policy.Bool(pk.Imported),
-				"exported": policy.Bool(pk.Exported), "label": policy.String(pk.Name)}
+			env["private_key"] = policy.Map{
+				"id":       policy.String(pk.ID),
+				"tags":     tl,
+				"imported": policy.Bool(pk.Imported),
+				"exported": policy.Bool(pk.Exported),
+				"label":    policy.String(pk.Name),
+			}
 		}
 	}
 	return env
 }
 
 func walletValue(w *Wallet) policy.Value {
-	return policy.Map{"id": policy.String(w.ID), "imported": policy.Bool(w.Imported), "exported": policy.Bool(w.Exported), "label": policy.String(w.Name)}
+	return policy.Map{
+		"id":       policy.String(w.ID),
+		"imported": policy.Bool(w.Imported),
+		"exported": policy.Bool(w.Exported),
+		"label":    policy.String(w.Name),
+	}
 }
 
 // signedEnv exposes the key and the parsed payload of a signing activity (made in Prepare).

@@ -23,8 +23,36 @@ import (
 )
 
 func (d Deps) registerSigning(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_raw_payload", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignRaw, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil))})
-	reg.Submit(activity.Operation{Path: "sign_raw_payloads", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignRaw, (*wire.SignRawPayloadsIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignRawPayloadsIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignRawPayloadsIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:   "sign_raw_payload",
+			Access: activity.AccessRoot,
+			Prepare: activity.OnAny(
+				d.prepareSignRaw,
+				(*wire.SignRawPayloadIntentV2)(nil),
+				(*wire.SignRawPayloadIntent)(nil),
+			),
+			Execute: activity.OnAny(
+				executeSigned,
+				(*wire.SignRawPayloadIntentV2)(nil),
+				(*wire.SignRawPayloadIntent)(nil),
+			),
+			PolicyEnv: activity.EnvAny(
+				signedEnv,
+				(*wire.SignRawPayloadIntentV2)(nil),
+				(*wire.SignRawPayloadIntent)(nil),
+			),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:      "sign_raw_payloads",
+			Access:    activity.AccessRoot,
+			Prepare:   activity.OnAny(d.prepareSignRaw, (*wire.SignRawPayloadsIntent)(nil)),
+			Execute:   activity.OnAny(executeSigned, (*wire.SignRawPayloadsIntent)(nil)),
+			PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignRawPayloadsIntent)(nil)),
+		},
+	)
 }
 
 // SigningKey is a resolved signWith: a wallet account or a private key, with what signing needs.
@@ -84,7 +112,10 @@ func ResolveSigner(ctx context.Context, r store.Reader, orgID, signWith string) 
 		}
 		return privKey(k, ""), nil
 	}
-	return nil, apierr.NotFoundf("parameters.signWith: no wallet account, private key or address %q in this organization", signWith)
+	return nil, apierr.NotFoundf(
+		"parameters.signWith: no wallet account, private key or address %q in this organization",
+		signWith,
+	)
 }
 
 func accountKey(ctx context.Context, r store.Reader, orgID, accountID string) (*SigningKey, error) {
@@ -92,8 +123,16 @@ func accountKey(ctx context.Context, r store.Reader, orgID, accountID string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &SigningKey{Kind: KindAccount, ID: a.ID, WalletID: a.WalletID, Curve: a.Curve, AddressFormat: a.AddressFormat,
-		PublicKey: a.PublicKey, sealed: a.SealedKey, binding: a.binding()}, nil
+	return &SigningKey{
+		Kind:          KindAccount,
+		ID:            a.ID,
+		WalletID:      a.WalletID,
+		Curve:         a.Curve,
+		AddressFormat: a.AddressFormat,
+		PublicKey:     a.PublicKey,
+		sealed:        a.SealedKey,
+		binding:       a.binding(),
+	}, nil
 }
 
 func privKey(k *PrivateKey, format string) *SigningKey {
@@ -155,7 +194,11 @@ func (k *SigningKey) digestOnly(field, payload, encoding, hashFunction string) (
 			return nil, apierr.Invalid("parameters.encoding", "%s needs a secp256k1 (Ethereum) key", encoding)
 		}
 		if hashFunction != "HASH_FUNCTION_NO_OP" && hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
-			return nil, apierr.Invalid("parameters.hashFunction", "%s is hashed by its encoding; send HASH_FUNCTION_NO_OP", encoding)
+			return nil, apierr.Invalid(
+				"parameters.hashFunction",
+				"%s is hashed by its encoding; send HASH_FUNCTION_NO_OP",
+				encoding,
+			)
 		}
 		h := ethereum.HashTypedData
 		if encoding == "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION" {
@@ -171,14 +214,22 @@ func (k *SigningKey) digestOnly(field, payload, encoding, hashFunction string) (
 	}
 	if k.signKind() == custody.SignEd25519 {
 		if hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
-			return nil, apierr.Invalid("parameters.hashFunction", "invalid hash function %s: Ed25519 signing requires HASH_FUNCTION_NOT_APPLICABLE", hashFunction)
+			return nil, apierr.Invalid(
+				"parameters.hashFunction",
+				"invalid hash function %s: Ed25519 signing requires HASH_FUNCTION_NOT_APPLICABLE",
+				hashFunction,
+			)
 		}
 		return msg, nil
 	}
 	switch hashFunction {
 	case "HASH_FUNCTION_NO_OP":
 		if len(msg) != 32 {
-			return nil, apierr.Invalid(field, "with HASH_FUNCTION_NO_OP the payload must be a 32-byte digest, got %d bytes", len(msg))
+			return nil, apierr.Invalid(
+				field,
+				"with HASH_FUNCTION_NO_OP the payload must be a 32-byte digest, got %d bytes",
+				len(msg),
+			)
 		}
 		return msg, nil
 	case "HASH_FUNCTION_SHA256":
@@ -189,7 +240,11 @@ func (k *SigningKey) digestOnly(field, payload, encoding, hashFunction string) (
 		h.Write(msg)
 		return h.Sum(nil), nil
 	case "HASH_FUNCTION_NOT_APPLICABLE":
-		return nil, apierr.Invalid("parameters.hashFunction", "invalid hash function: HASH_FUNCTION_NOT_APPLICABLE is for Ed25519 keys; this key signs with %s", k.Curve)
+		return nil, apierr.Invalid(
+			"parameters.hashFunction",
+			"invalid hash function: HASH_FUNCTION_NOT_APPLICABLE is for Ed25519 keys; this key signs with %s",
+			k.Curve,
+		)
 	}
 	return nil, apierr.Invalid("parameters.hashFunction", "unknown hash function %q", hashFunction)
 }
@@ -223,7 +278,11 @@ func (d Deps) SignAs(k *SigningKey, kind custody.SignKind, msg []byte) (custody.
 }
 
 func rawResult(sig custody.Signature) wire.SignRawPayloadResult {
-	return wire.SignRawPayloadResult{R: hex.EncodeToString(sig.R[:]), S: hex.EncodeToString(sig.S[:]), V: hex.EncodeToString([]byte{sig.V})}
+	return wire.SignRawPayloadResult{
+		R: hex.EncodeToString(sig.R[:]),
+		S: hex.EncodeToString(sig.S[:]),
+		V: hex.EncodeToString([]byte{sig.V}),
+	}
 }
 
 type signed struct {
@@ -265,7 +324,12 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 
 // signPayloads digests and signs each payload, returning the signatures and the policy view of
 // the first.
-func (d Deps) signPayloads(k *SigningKey, payloads []string, single bool, encoding, hashFn string) ([]wire.SignRawPayloadResult, map[string]policy.Value, error) {
+func (d Deps) signPayloads(
+	k *SigningKey,
+	payloads []string,
+	single bool,
+	encoding, hashFn string,
+) ([]wire.SignRawPayloadResult, map[string]policy.Value, error) {
 	sigs := make([]wire.SignRawPayloadResult, 0, len(payloads))
 	var env map[string]policy.Value
 	for i, p := range payloads {
@@ -294,8 +358,11 @@ func (d Deps) signPayloads(k *SigningKey, payloads []string, single bool, encodi
 func startSign(ctx context.Context, k *SigningKey, what string, n int) trace.Span {
 	_, span := tracing.Start(ctx, "sign")
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String("latchkey.sign.what", what), attribute.String("latchkey.sign.curve", k.Curve),
-			attribute.Int("latchkey.sign.count", n))
+		span.SetAttributes(
+			attribute.String("latchkey.sign.what", what),
+			attribute.String("latchkey.sign.curve", k.Curve),
+			attribute.Int("latchkey.sign.count", n),
+		)
 	}
 	return span
 }

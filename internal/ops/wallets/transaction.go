@@ -39,7 +39,12 @@ func (d Deps) recoverable(k *SigningKey) func(digest [32]byte) (r, s [32]byte, v
 
 func needSecp256k1(k *SigningKey, chain string) error {
 	if k.Curve != "CURVE_SECP256K1" {
-		return apierr.Invalid("parameters.signWith", "a %s transaction is signed by a secp256k1 key; this key is %s", chain, k.Curve)
+		return apierr.Invalid(
+			"parameters.signWith",
+			"a %s transaction is signed by a secp256k1 key; this key is %s",
+			chain,
+			k.Curve,
+		)
 	}
 	return nil
 }
@@ -88,7 +93,27 @@ func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]polic
 }
 
 func (d Deps) registerTransactions(reg *activity.Registry) {
-	reg.Submit(activity.Operation{Path: "sign_transaction", Access: activity.AccessRoot, Prepare: activity.OnAny(d.prepareSignTransaction, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil)), Execute: activity.OnAny(executeSigned, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil)), PolicyEnv: activity.EnvAny(signedEnv, (*wire.SignTransactionIntentV2)(nil), (*wire.SignTransactionIntent)(nil))})
+	reg.Submit(
+		activity.Operation{
+			Path:   "sign_transaction",
+			Access: activity.AccessRoot,
+			Prepare: activity.OnAny(
+				d.prepareSignTransaction,
+				(*wire.SignTransactionIntentV2)(nil),
+				(*wire.SignTransactionIntent)(nil),
+			),
+			Execute: activity.OnAny(
+				executeSigned,
+				(*wire.SignTransactionIntentV2)(nil),
+				(*wire.SignTransactionIntent)(nil),
+			),
+			PolicyEnv: activity.EnvAny(
+				signedEnv,
+				(*wire.SignTransactionIntentV2)(nil),
+				(*wire.SignTransactionIntent)(nil),
+			),
+		},
+	)
 }
 
 func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) {
@@ -101,7 +126,12 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	}
 	signer := transactionSigners[txType]
 	if signer == nil {
-		return nil, apierr.New(apierr.Unimplemented, "UNSUPPORTED_TRANSACTION_TYPE", "parameters.type: transaction type %s is not supported by Latchkey yet", txType)
+		return nil, apierr.New(
+			apierr.Unimplemented,
+			"UNSUPPORTED_TRANSACTION_TYPE",
+			"parameters.type: transaction type %s is not supported by Latchkey yet",
+			txType,
+		)
 	}
 	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(unsigned, "0x"), "0X"))
 	if err != nil || len(raw) == 0 {
@@ -150,7 +180,11 @@ func (d Deps) SignSolana(x *activity.Exec, signWith string, unsigned []byte) ([]
 
 func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if k.Curve != "CURVE_ED25519" {
-		return nil, nil, apierr.Invalid("parameters.signWith", "a Solana transaction is signed by an Ed25519 key; this key is %s", k.Curve)
+		return nil, nil, apierr.Invalid(
+			"parameters.signWith",
+			"a Solana transaction is signed by an Ed25519 key; this key is %s",
+			k.Curve,
+		)
 	}
 	tx, err := solana.ParseTransaction(unsigned)
 	if err != nil {
@@ -184,7 +218,11 @@ func bitcoinNetwork(format string) string {
 
 func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
 	if k.Curve != "CURVE_SECP256K1" {
-		return nil, nil, apierr.Invalid("parameters.signWith", "a Bitcoin transaction is signed by a secp256k1 key; this key is %s", k.Curve)
+		return nil, nil, apierr.Invalid(
+			"parameters.signWith",
+			"a Bitcoin transaction is signed by a secp256k1 key; this key is %s",
+			k.Curve,
+		)
 	}
 	p, err := bitcoin.ParsePSBT(unsigned)
 	if err != nil {

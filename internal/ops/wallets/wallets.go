@@ -33,11 +33,35 @@ const (
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted, keys included).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
-	reg.Submit(activity.Operation{Path: "create_wallet", Access: activity.AccessRoot, Prepare: activity.On(d.prepareCreateWallet), Execute: activity.On(createWallet)})
-	reg.Submit(activity.Operation{Path: "create_wallet_accounts", Access: activity.AccessRoot, Prepare: activity.On(d.prepareWalletAccounts), Execute: activity.On(createWalletAccounts)})
-	reg.Submit(activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)})
-	reg.Submit(activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: activity.On(deleteWallets)})
-	reg.Submit(activity.Operation{Path: "delete_wallet_accounts", Access: activity.AccessRoot, Execute: activity.On(deleteWalletAccounts)})
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_wallet",
+			Access:  activity.AccessRoot,
+			Prepare: activity.On(d.prepareCreateWallet),
+			Execute: activity.On(createWallet),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "create_wallet_accounts",
+			Access:  activity.AccessRoot,
+			Prepare: activity.On(d.prepareWalletAccounts),
+			Execute: activity.On(createWalletAccounts),
+		},
+	)
+	reg.Submit(
+		activity.Operation{Path: "update_wallet", Access: activity.AccessRoot, Execute: activity.On(updateWallet)},
+	)
+	reg.Submit(
+		activity.Operation{Path: "delete_wallets", Access: activity.AccessRoot, Execute: activity.On(deleteWallets)},
+	)
+	reg.Submit(
+		activity.Operation{
+			Path:    "delete_wallet_accounts",
+			Access:  activity.AccessRoot,
+			Execute: activity.On(deleteWalletAccounts),
+		},
+	)
 	reg.Query(activity.QueryOp{Path: "get_wallet", Execute: activity.Query(getWallet)})
 	reg.Query(activity.QueryOp{Path: "list_wallets", Execute: activity.Query(listWallets)})
 	reg.Query(activity.QueryOp{Path: "get_wallet_account", Execute: activity.Query(getWalletAccount)})
@@ -61,7 +85,12 @@ func ExportGuard(ctx context.Context, r store.Reader, orgID string) error {
 	}
 	for _, w := range ws {
 		if !w.Exported {
-			return apierr.New(apierr.FailedPrecondition, "WALLET_NOT_EXPORTED", "wallet %s has not been exported; export it first or pass deleteWithoutExport", w.ID)
+			return apierr.New(
+				apierr.FailedPrecondition,
+				"WALLET_NOT_EXPORTED",
+				"wallet %s has not been exported; export it first or pass deleteWithoutExport",
+				w.ID,
+			)
 		}
 	}
 	ks, err := listKind[PrivateKey](ctx, r, KindPrivateKey, orgID, store.ListOptions{})
@@ -70,7 +99,12 @@ func ExportGuard(ctx context.Context, r store.Reader, orgID string) error {
 	}
 	for _, k := range ks {
 		if !k.Exported {
-			return apierr.New(apierr.FailedPrecondition, "PRIVATE_KEY_NOT_EXPORTED", "private key %s has not been exported; export it first or pass deleteWithoutExport", k.ID)
+			return apierr.New(
+				apierr.FailedPrecondition,
+				"PRIVATE_KEY_NOT_EXPORTED",
+				"private key %s has not been exported; export it first or pass deleteWithoutExport",
+				k.ID,
+			)
 		}
 	}
 	return nil
@@ -89,7 +123,11 @@ func checkAccounts(field string, in []wire.WalletAccountParams) ([]accountSpec, 
 	for i, a := range in {
 		f := fieldIdx(field, i)
 		if a.PathFormat != "PATH_FORMAT_BIP32" {
-			return nil, apierr.Invalid(f+".pathFormat", "invalid path format %q: only PATH_FORMAT_BIP32 is supported", a.PathFormat)
+			return nil, apierr.Invalid(
+				f+".pathFormat",
+				"invalid path format %q: only PATH_FORMAT_BIP32 is supported",
+				a.PathFormat,
+			)
 		}
 		if err := address.CheckCurve(string(a.AddressFormat), string(a.Curve)); err != nil {
 			return nil, apierr.Invalid(f, "%v", err)
@@ -112,8 +150,18 @@ func (d Deps) deriveAccounts(x *activity.Exec, w *Wallet, specs []accountSpec) (
 	accts := make([]*Account, len(specs))
 	cs := make([]custody.AccountSpec, len(specs))
 	for i, s := range specs {
-		accts[i] = &Account{ID: id.New(), OrgID: w.OrgID, WalletID: w.ID, Name: s.Name, Curve: string(s.Curve), PathFormat: string(s.PathFormat),
-			Path: s.Path, AddressFormat: string(s.AddressFormat), CreatedAt: x.Now.Add(time.Duration(i)), UpdatedAt: x.Now}
+		accts[i] = &Account{
+			ID:            id.New(),
+			OrgID:         w.OrgID,
+			WalletID:      w.ID,
+			Name:          s.Name,
+			Curve:         string(s.Curve),
+			PathFormat:    string(s.PathFormat),
+			Path:          s.Path,
+			AddressFormat: string(s.AddressFormat),
+			CreatedAt:     x.Now.Add(time.Duration(i)),
+			UpdatedAt:     x.Now,
+		}
 		cs[i] = custody.AccountSpec{Curve: string(s.Curve), Path: s.Path, Binding: accts[i].binding()}
 	}
 	derived, err := d.Custodian.DeriveAccounts(w.SealedMnemonic, w.binding(), cs)
@@ -163,7 +211,13 @@ type MintedWallet struct {
 
 // MintWallet makes, outside the transaction, the wallet create_wallet or create_sub_organization
 // asks for in orgID. The wallet limit and the unique name are checked when it is saved.
-func (d Deps) MintWallet(x *activity.Exec, orgID, name string, mnemonicLength *int32, accounts []wire.WalletAccountParams, field string) (*MintedWallet, error) {
+func (d Deps) MintWallet(
+	x *activity.Exec,
+	orgID, name string,
+	mnemonicLength *int32,
+	accounts []wire.WalletAccountParams,
+	field string,
+) (*MintedWallet, error) {
 	name, err := directory.CheckName(field+".walletName", name)
 	if err != nil {
 		return nil, err
@@ -306,7 +360,13 @@ func deleteWallets(x *activity.Exec, in *wire.DeleteWalletsIntent) (any, error) 
 			return nil, apierr.Invalid(fieldIdx("parameters.walletIds", i), "no wallet %s in this organization", wid)
 		}
 		if !w.Exported && !force {
-			return nil, apierr.New(apierr.FailedPrecondition, "WALLET_NOT_EXPORTED", "%s: wallet %s has not been exported; export it first or pass deleteWithoutExport: true", fieldIdx("parameters.walletIds", i), wid)
+			return nil, apierr.New(
+				apierr.FailedPrecondition,
+				"WALLET_NOT_EXPORTED",
+				"%s: wallet %s has not been exported; export it first or pass deleteWithoutExport: true",
+				fieldIdx("parameters.walletIds", i),
+				wid,
+			)
 		}
 		accts, err := walletAccounts(x.Ctx, x.Tx, x.OrgID, w.ID)
 		if err != nil {
@@ -332,12 +392,22 @@ func deleteWalletAccounts(x *activity.Exec, in *wire.DeleteWalletAccountsIntent)
 	for i, aid := range in.WalletAccountIds {
 		a, err := load[Account](x.Ctx, x.Tx, KindAccount, x.OrgID, aid, "wallet account")
 		if err != nil {
-			return nil, apierr.Invalid(fieldIdx("parameters.walletAccountIds", i), "no wallet account %s in this organization", aid)
+			return nil, apierr.Invalid(
+				fieldIdx("parameters.walletAccountIds", i),
+				"no wallet account %s in this organization",
+				aid,
+			)
 		}
 		if !force && !a.Exported {
 			w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, a.WalletID, "wallet")
 			if err != nil || !w.Exported {
-				return nil, apierr.New(apierr.FailedPrecondition, "WALLET_ACCOUNT_NOT_EXPORTED", "%s: wallet account %s has not been exported; export it first or pass deleteWithoutExport: true", fieldIdx("parameters.walletAccountIds", i), aid)
+				return nil, apierr.New(
+					apierr.FailedPrecondition,
+					"WALLET_ACCOUNT_NOT_EXPORTED",
+					"%s: wallet account %s has not been exported; export it first or pass deleteWithoutExport: true",
+					fieldIdx("parameters.walletAccountIds", i),
+					aid,
+				)
 			}
 		}
 		if err := x.Tx.Delete(x.Ctx, KindAccount, a.ID); err != nil {
@@ -376,7 +446,8 @@ func getWalletAccount(q *activity.Read, in *wire.GetWalletAccountRequest) (any, 
 		return nil, err
 	}
 	for _, a := range accts {
-		if (in.Address != "" && address.Normalize(a.Address) == address.Normalize(in.Address)) || (in.Address == "" && a.Path == in.Path) {
+		if (in.Address != "" && address.Normalize(a.Address) == address.Normalize(in.Address)) ||
+			(in.Address == "" && a.Path == in.Path) {
 			return wire.GetWalletAccountResponse{Account: a.ToWire()}, nil
 		}
 	}
@@ -453,7 +524,10 @@ func page(accts []*Account, opts store.ListOptions) []*Account {
 // basePath/0 and the signing key the account at basePath/1 (ADDRESS_FORMAT_UNCOMPRESSED, so each
 // address is the uncompressed public key in hex); the operator signs manifest approvals with
 // sign_raw_payload on the signing account. basePath must be a valid BIP-32 path.
-func (d Deps) TVCOperatorAccounts(x *activity.Exec, walletName, walletID, basePath string) (string, [2]*Account, error) {
+func (d Deps) TVCOperatorAccounts(
+	x *activity.Exec,
+	walletName, walletID, basePath string,
+) (string, [2]*Account, error) {
 	params := make([]wire.WalletAccountParams, 2)
 	for i := range params {
 		params[i] = wire.WalletAccountParams{Curve: "CURVE_P256", PathFormat: "PATH_FORMAT_BIP32",
@@ -462,7 +536,10 @@ func (d Deps) TVCOperatorAccounts(x *activity.Exec, walletName, walletID, basePa
 	var accts []*Account
 	switch {
 	case walletID != "" && walletName != "":
-		return "", [2]*Account{}, apierr.Invalid("parameters.walletId", "give either walletId (reuse a wallet) or walletName (make one), not both")
+		return "", [2]*Account{}, apierr.Invalid(
+			"parameters.walletId",
+			"give either walletId (reuse a wallet) or walletName (make one), not both",
+		)
 	case walletID != "":
 		w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, walletID, "wallet")
 		if err != nil {
@@ -488,7 +565,10 @@ func (d Deps) TVCOperatorAccounts(x *activity.Exec, walletName, walletID, basePa
 		}
 		walletID, accts = m.w.ID, m.accts
 	default:
-		return "", [2]*Account{}, apierr.Invalid("parameters.walletName", "give walletName (make a wallet) or walletId (reuse one)")
+		return "", [2]*Account{}, apierr.Invalid(
+			"parameters.walletName",
+			"give walletName (make a wallet) or walletId (reuse one)",
+		)
 	}
 	return walletID, [2]*Account{accts[0], accts[1]}, nil
 }

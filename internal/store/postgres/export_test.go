@@ -13,7 +13,10 @@ import (
 func TestExportCoversEveryTable(t *testing.T) {
 	s := openFresh(t, Options{})
 	ctx := context.Background()
-	rows, _ := s.pool.Query(ctx, "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1")
+	rows, _ := s.pool.Query(
+		ctx,
+		"SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1",
+	)
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,9 @@ func testURL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("LATCHKEY_TEST_DATABASE_URL")
 	if url == "" {
-		t.Skip("LATCHKEY_TEST_DATABASE_URL not set: set it to a PostgreSQL URL (see README, Test it) to run the conformance suite on PostgreSQL")
+		t.Skip(
+			"LATCHKEY_TEST_DATABASE_URL not set: set it to a PostgreSQL URL (see README, Test it) to run the conformance suite on PostgreSQL",
+		)
 	}
 	return url
 }
@@ -110,7 +112,8 @@ func TestMigrations(t *testing.T) {
 	for _, table := range []string{"records", "record_keys", "activities"} {
 		var n int
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
-			schema, table).Scan(&n); err != nil || n != 1 {
+			schema, table).Scan(&n); err != nil ||
+			n != 1 {
 			t.Fatalf("table %s: %d, %v", table, n, err)
 		}
 	}

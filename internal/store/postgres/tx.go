@@ -57,7 +57,12 @@ const (
 // pgConn is the sqlcore.Conn of a querier.
 type pgConn struct{ q querier }
 
-func (c pgConn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+func (c pgConn) Query(
+	ctx context.Context,
+	query string,
+	args []any,
+	row func(scan func(dest ...any) error) error,
+) error {
 	rows, err := c.q.Query(ctx, query, args...)
 	if err != nil {
 		return err

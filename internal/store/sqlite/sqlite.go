@@ -102,7 +102,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// a larger page cache keeps hot index pages in memory. The writer checkpoints only as a
 	// backstop (10,000 pages); a background checkpointer on its own connection keeps the WAL
 	// short without taking the writer's time.
-	wdb, err := sql.Open("sqlite", common+"&_journal_mode=WAL&_synchronous=FULL&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)&_pragma=wal_autocheckpoint(10000)")
+	wdb, err := sql.Open(
+		"sqlite",
+		common+"&_journal_mode=WAL&_synchronous=FULL&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)&_pragma=wal_autocheckpoint(10000)",
+	)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}

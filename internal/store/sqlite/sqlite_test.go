@@ -88,7 +88,8 @@ func TestMigrations(t *testing.T) {
 	defer db.Close()
 	for _, table := range []string{"records", "record_keys", "activities"} {
 		var n int
-		if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&n); err != nil || n != 1 {
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&n); err != nil ||
+			n != 1 {
 			t.Fatalf("table %s: %d, %v", table, n, err)
 		}
 	}

@@ -309,19 +309,40 @@ func (t *tx) put(ctx context.Context, stmt string, rec store.Record, keys []stor
 				continue
 			}
 			var kind, id string
-			err := t.w.q.queryRow(ctx, func(rows *sql.Rows) error { return rows.Scan(&kind, &id) }, qUniqueOwner, k.Name, k.Value)
+			err := t.w.q.queryRow(
+				ctx,
+				func(rows *sql.Rows) error { return rows.Scan(&kind, &id) },
+				qUniqueOwner,
+				k.Name,
+				k.Value,
+			)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
 				return fmt.Errorf("sqlite: put %s/%s: key %q: %w", rec.Kind, rec.ID, k.Name, err)
 			case kind != rec.Kind || id != rec.ID:
-				return fmt.Errorf("%w: unique key %q for record %s/%s is taken", store.ErrAlreadyExists, k.Name, rec.Kind, rec.ID)
+				return fmt.Errorf(
+					"%w: unique key %q for record %s/%s is taken",
+					store.ErrAlreadyExists,
+					k.Name,
+					rec.Kind,
+					rec.ID,
+				)
 			}
 		}
 	}
 	if stmt == qUpsertRecord {
 		// Most Puts create: try a plain insert first, which needs no key replacement.
-		res, err := t.w.q.exec(ctx, qInsertOrIgnoreRecord, rec.Kind, rec.ID, rec.OrgID, sqlcore.Data(rec.Data), created, updated)
+		res, err := t.w.q.exec(
+			ctx,
+			qInsertOrIgnoreRecord,
+			rec.Kind,
+			rec.ID,
+			rec.OrgID,
+			sqlcore.Data(rec.Data),
+			created,
+			updated,
+		)
 		if err != nil {
 			return fmt.Errorf("sqlite: put %s/%s: %w", rec.Kind, rec.ID, err)
 		}
@@ -345,7 +366,13 @@ func (t *tx) put(ctx context.Context, stmt string, rec store.Record, keys []stor
 	for _, k := range keys {
 		if _, err := t.w.q.exec(ctx, qInsertKey, k.Name, k.Value, rec.Kind, rec.ID, rec.OrgID, k.Unique); err != nil {
 			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: unique key %q for record %s/%s is taken", store.ErrAlreadyExists, k.Name, rec.Kind, rec.ID)
+				return fmt.Errorf(
+					"%w: unique key %q for record %s/%s is taken",
+					store.ErrAlreadyExists,
+					k.Name,
+					rec.Kind,
+					rec.ID,
+				)
 			}
 			return fmt.Errorf("sqlite: put %s/%s: key %q: %w", rec.Kind, rec.ID, k.Name, err)
 		}

@@ -15,8 +15,20 @@ import (
 
 // activityJSON is a ~1.5 KB activity, about what a signing activity stores.
 var activityJSON = `{"activity":{"id":"%s","organizationId":"o","status":"ACTIVITY_STATUS_COMPLETED","type":"ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2","intent":{"signRawPayloadIntentV2":{"signWith":"0x5c2a1c4b0e4fd0cd1a2b7e8b2b2a3d1f2c4b5e6f","payload":"` +
-	strings.Repeat("ab", 400) + `","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_KECCAK256"}},"result":{"signRawPayloadResult":{"r":"` +
-	strings.Repeat("1", 64) + `","s":"` + strings.Repeat("2", 64) + `","v":"00"}},"votes":[],"fingerprint":"sha256:` + strings.Repeat("f", 64) + `","createdDate":{"seconds":"1","nanos":"0"}}}`
+	strings.Repeat(
+		"ab",
+		400,
+	) + `","encoding":"PAYLOAD_ENCODING_HEXADECIMAL","hashFunction":"HASH_FUNCTION_KECCAK256"}},"result":{"signRawPayloadResult":{"r":"` +
+	strings.Repeat(
+		"1",
+		64,
+	) + `","s":"` + strings.Repeat(
+	"2",
+	64,
+) + `","v":"00"}},"votes":[],"fingerprint":"sha256:` + strings.Repeat(
+	"f",
+	64,
+) + `","createdDate":{"seconds":"1","nanos":"0"}}}`
 
 // BenchmarkUpdates measures small durable Updates from about 32 concurrent callers: each
 // inserts a record with two keys (one unique) and a ~1.5 KB activity. It reports updates/s.

@@ -102,7 +102,11 @@ func testExport(t *testing.T, s store.Store) {
 	// An error from fn stops the iteration and is returned.
 	stop := errors.New("stop")
 	n := 0
-	if err := ex.EachRecord(ctx, "w", func(store.Record, []store.Key) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+	if err := ex.EachRecord(ctx, "w", func(store.Record, []store.Key) error { n++; return stop }); !errors.Is(
+		err,
+		stop,
+	) ||
+		n != 1 {
 		t.Fatalf("EachRecord with a failing fn: %v after %d", err, n)
 	}
 	n = 0
@@ -123,7 +127,8 @@ func testExport(t *testing.T, s store.Store) {
 			return fmt.Errorf("RecordKinds in the Update = %v, %v", kinds, err)
 		}
 		n := 0
-		if err := tex.EachRecord(ctx, "w", func(store.Record, []store.Key) error { n++; return nil }); err != nil || n != 6 {
+		if err := tex.EachRecord(ctx, "w", func(store.Record, []store.Key) error { n++; return nil }); err != nil ||
+			n != 6 {
 			return fmt.Errorf("EachRecord in the Update: %d, %v", n, err)
 		}
 		return nil

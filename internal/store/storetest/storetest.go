@@ -503,8 +503,18 @@ func testActivityFingerprints(t *testing.T, s store.Store) {
 		{"failed activity", activity("a1", "o", "fp", failed, "T", base), nil, ""},
 		{"second failed activity with the same bytes", activity("a2", "o", "fp", failed, "T", base), nil, ""},
 		{"completed activity takes the fingerprint", activity("a3", "o", "fp", completed, "T", base), nil, "a3"},
-		{"another completed one is refused", activity("a4", "o", "fp", pending, "T", base), store.ErrAlreadyExists, "a3"},
-		{"a failed one cannot be revived while it is held", activity("a1", "o", "fp", completed, "T", base), store.ErrAlreadyExists, "a3"},
+		{
+			"another completed one is refused",
+			activity("a4", "o", "fp", pending, "T", base),
+			store.ErrAlreadyExists,
+			"a3",
+		},
+		{
+			"a failed one cannot be revived while it is held",
+			activity("a1", "o", "fp", completed, "T", base),
+			store.ErrAlreadyExists,
+			"a3",
+		},
 		{"updating the holder keeps it", activity("a3", "o", "fp", pending, "T2", base.Add(time.Second)), nil, "a3"},
 		{"failing the holder frees it", activity("a3", "o", "fp", failed, "T2", base.Add(time.Second)), nil, ""},
 		{"then another may take it", activity("a4", "o", "fp", pending, "T", base), nil, "a4"},
@@ -575,7 +585,13 @@ func testListActivities(t *testing.T, s store.Store) {
 		{"one status", "o1", store.ActivityFilter{Statuses: []string{completed}}, "e,d,a", 3},
 		{"two statuses", "o1", store.ActivityFilter{Statuses: []string{pending, failed}}, "f,c,b", 3},
 		{"type", "o1", store.ActivityFilter{Types: []string{"CREATE_USER"}}, "d,c", 2},
-		{"status and type", "o1", store.ActivityFilter{Statuses: []string{completed}, Types: []string{"SIGN", "X"}}, "e,a", 2},
+		{
+			"status and type",
+			"o1",
+			store.ActivityFilter{Statuses: []string{completed}, Types: []string{"SIGN", "X"}},
+			"e,a",
+			2,
+		},
 		{"since is inclusive", "o1", store.ActivityFilter{Since: ms(2)}, "f,e,d,c", 4},
 		{"limit", "o1", store.ActivityFilter{Limit: 2}, "f,e", 6},
 		{"after", "o1", store.ActivityFilter{After: "d", Limit: 2}, "c,b", 6},
@@ -728,10 +744,16 @@ func testTxContinuesAfterConflict(t *testing.T, s store.Store) {
 		if err := tx.Insert(ctx, rec("r", "a", "o", base, "")); !errors.Is(err, store.ErrAlreadyExists) {
 			return fmt.Errorf("Insert = %v", err)
 		}
-		if err := tx.Insert(ctx, rec("r", "b", "o", base, ""), store.Key{Name: "k", Value: "v", Unique: true}); !errors.Is(err, store.ErrAlreadyExists) {
+		if err := tx.Insert(ctx, rec("r", "b", "o", base, ""), store.Key{Name: "k", Value: "v", Unique: true}); !errors.Is(
+			err,
+			store.ErrAlreadyExists,
+		) {
 			return fmt.Errorf("Insert with taken key = %v", err)
 		}
-		if err := tx.PutActivity(ctx, activity("act2", "o", "fp", completed, "T", base)); !errors.Is(err, store.ErrAlreadyExists) {
+		if err := tx.PutActivity(ctx, activity("act2", "o", "fp", completed, "T", base)); !errors.Is(
+			err,
+			store.ErrAlreadyExists,
+		) {
 			return fmt.Errorf("PutActivity = %v", err)
 		}
 		holder, err := tx.GetActivityByFingerprint(ctx, "fp")
@@ -1147,7 +1169,10 @@ func testErrorsDoNotLeakData(t *testing.T, s store.Store) {
 		if err := tx.Insert(ctx, rec("k", "1", "o", base, secret), store.Key{Name: "u", Value: "v", Unique: true}); err != nil {
 			return err
 		}
-		return tx.PutActivity(ctx, store.Activity{ID: "a", OrgID: "o", Fingerprint: "fp", Status: pending, Type: "T", Data: []byte(secret)})
+		return tx.PutActivity(
+			ctx,
+			store.Activity{ID: "a", OrgID: "o", Fingerprint: "fp", Status: pending, Type: "T", Data: []byte(secret)},
+		)
 	})
 	errs := []error{
 		s.Update(ctx, func(tx store.Tx) error { return tx.Insert(ctx, rec("k", "1", "o", base, secret)) }),
@@ -1155,7 +1180,17 @@ func testErrorsDoNotLeakData(t *testing.T, s store.Store) {
 			return tx.Insert(ctx, rec("k", "2", "o", base, secret), store.Key{Name: "u", Value: "v", Unique: true})
 		}),
 		s.Update(ctx, func(tx store.Tx) error {
-			return tx.PutActivity(ctx, store.Activity{ID: "b", OrgID: "o", Fingerprint: "fp", Status: pending, Type: "T", Data: []byte(secret)})
+			return tx.PutActivity(
+				ctx,
+				store.Activity{
+					ID:          "b",
+					OrgID:       "o",
+					Fingerprint: "fp",
+					Status:      pending,
+					Type:        "T",
+					Data:        []byte(secret),
+				},
+			)
 		}),
 	}
 	for i, err := range errs {
@@ -1289,7 +1324,11 @@ wait:
 		}
 	}
 	if s.Dialect() == "postgres" && finishedWhileHeld != readers {
-		t.Fatalf("only %d of %d NoLock reads finished while another transaction held the row: they queued behind its lock", finishedWhileHeld, readers)
+		t.Fatalf(
+			"only %d of %d NoLock reads finished while another transaction held the row: they queued behind its lock",
+			finishedWhileHeld,
+			readers,
+		)
 	}
 }
 
@@ -1298,7 +1337,14 @@ wait:
 // Lookup, held unique, and exported as it was put.
 func testKeyValuesHoldAnyString(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	values := []string{"https://issuer.example\x00subject\x00aud", "\x00", "\x01b64:AA==", "\x01b64:", "ünïcødé ✓", "plain"}
+	values := []string{
+		"https://issuer.example\x00subject\x00aud",
+		"\x00",
+		"\x01b64:AA==",
+		"\x01b64:",
+		"ünïcødé ✓",
+		"plain",
+	}
 	update(t, s, func(tx store.Tx) error {
 		for i, v := range values {
 			id := fmt.Sprintf("k%d", i)
@@ -1315,7 +1361,11 @@ func testKeyValuesHoldAnyString(t *testing.T, s store.Store) {
 		}
 	}
 	err := s.Update(ctx, func(tx store.Tx) error {
-		return tx.Insert(ctx, rec("ident", "dup", "o1", base, ""), store.Key{Name: "ident.subject", Value: values[0], Unique: true})
+		return tx.Insert(
+			ctx,
+			rec("ident", "dup", "o1", base, ""),
+			store.Key{Name: "ident.subject", Value: values[0], Unique: true},
+		)
 	})
 	if !errors.Is(err, store.ErrAlreadyExists) {
 		t.Fatalf("a taken unique key holding NUL: %v", err)

@@ -24,7 +24,13 @@ type gen struct {
 }
 
 func newGen(defs map[string]*schema, qual string, reserved []string) *gen {
-	g := &gen{defs: defs, names: map[string]string{}, qual: qual, emptyRefused: map[string]string{}, emptyAccepted: map[string]bool{}}
+	g := &gen{
+		defs:          defs,
+		names:         map[string]string{},
+		qual:          qual,
+		emptyRefused:  map[string]string{},
+		emptyAccepted: map[string]bool{},
+	}
 	taken := map[string]string{}
 	for _, r := range reserved {
 		taken[r] = "(hand-written)"
@@ -36,7 +42,10 @@ func newGen(defs map[string]*schema, qual string, reserved []string) *gen {
 			for taken[name+strconv.Itoa(n)] != "" {
 				n++
 			}
-			g.collisions = append(g.collisions, fmt.Sprintf("%s and %s both map to %s; %s becomes %s%d", other, def, name, def, name, n))
+			g.collisions = append(
+				g.collisions,
+				fmt.Sprintf("%s and %s both map to %s; %s becomes %s%d", other, def, name, def, name, n),
+			)
 			name += strconv.Itoa(n)
 		}
 		taken[name] = def
@@ -172,7 +181,9 @@ func (g *gen) typesFile(pkg, header string) []byte {
 // writeEmptyTables records the empty-string rule as applied: the required string members that
 // refuse "" (and why) and those that accept it, for the test over the whole swagger.
 func (g *gen) writeEmptyTables(b *bytes.Buffer) {
-	b.WriteString("// EmptyRefused are the required string members (definition.member) whose Validate refuses \"\", with\n")
+	b.WriteString(
+		"// EmptyRefused are the required string members (definition.member) whose Validate refuses \"\", with\n",
+	)
 	b.WriteString("// the reason (gen/empty.go); every other required string member accepts \"\" (EmptyAccepted).\n")
 	b.WriteString("var EmptyRefused = map[string]string{\n")
 	for _, m := range sortedKeys(g.emptyRefused) {
@@ -206,7 +217,12 @@ func (g *gen) writeType(b *bytes.Buffer, def string) {
 	case isMapDef(s):
 		// Its named properties (e.g. protobufAny's "@type") are kept in the map.
 		fmt.Fprintf(b, "// It keeps every member, named ones included, as raw JSON.\n")
-		fmt.Fprintf(b, "type %s %s\n\n", name, g.goType(&schema{Type: "object", AdditionalProperties: s.AdditionalProperties}, true))
+		fmt.Fprintf(
+			b,
+			"type %s %s\n\n",
+			name,
+			g.goType(&schema{Type: "object", AdditionalProperties: s.AdditionalProperties}, true),
+		)
 		fmt.Fprintf(b, "// Validate checks nothing: %s has no fixed shape.\n", name)
 		fmt.Fprintf(b, "func (x %s) Validate(path string) error { return nil }\n\n", name)
 	default:
@@ -248,7 +264,11 @@ func (g *gen) writeStruct(b *bytes.Buffer, def, name string, s *schema) {
 	if vars.Len() > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(b, "// Validate returns the first required field that is missing or enum value\n// that is not listed, as a *%sFieldError naming it under path.\n", g.qual)
+	fmt.Fprintf(
+		b,
+		"// Validate returns the first required field that is missing or enum value\n// that is not listed, as a *%sFieldError naming it under path.\n",
+		g.qual,
+	)
 	if checks.Len() == 0 {
 		fmt.Fprintf(b, "func (x *%s) Validate(path string) error { return nil }\n\n", name)
 		return
@@ -278,13 +298,25 @@ func (g *gen) check(s *schema, required bool, expr, pathExpr, values, member str
 		case required:
 			return fmt.Sprintf("if err := %s.Validate(%s); err != nil {\n\treturn err\n}\n", expr, pathExpr)
 		default:
-			return fmt.Sprintf("if %s != nil {\n\tif err := %s.Validate(%s); err != nil {\n\t\treturn err\n\t}\n}\n", expr, expr, pathExpr)
+			return fmt.Sprintf(
+				"if %s != nil {\n\tif err := %s.Validate(%s); err != nil {\n\t\treturn err\n\t}\n}\n",
+				expr,
+				expr,
+				pathExpr,
+			)
 		}
 	case s.Type == "string" && values != "":
 		invalid := fmt.Sprintf("\treturn %sInvalidValue(%s, %s)\n", q, pathExpr, expr)
 		if required {
 			g.emptyRefused[member] = "an enum: the empty string is not one of its values"
-			return fmt.Sprintf("if %s == \"\" {\n%s}\nif !slices.Contains(%s, %s) {\n%s}\n", expr, missing, values, expr, invalid)
+			return fmt.Sprintf(
+				"if %s == \"\" {\n%s}\nif !slices.Contains(%s, %s) {\n%s}\n",
+				expr,
+				missing,
+				values,
+				expr,
+				invalid,
+			)
 		}
 		return fmt.Sprintf("if %s != \"\" && !slices.Contains(%s, %s) {\n%s}\n", expr, values, expr, invalid)
 	case s.Type == "string" && required:
@@ -321,7 +353,13 @@ func (g *gen) elemCheck(s *schema, expr, pathExpr string) string {
 	def := g.defs[refName(s.Ref)]
 	switch {
 	case isEnum(def):
-		return fmt.Sprintf("if !%s.Valid() {\n\treturn %sInvalidValue(%s, string(%s))\n}\n", expr, g.qual, pathExpr, expr)
+		return fmt.Sprintf(
+			"if !%s.Valid() {\n\treturn %sInvalidValue(%s, string(%s))\n}\n",
+			expr,
+			g.qual,
+			pathExpr,
+			expr,
+		)
 	case isMapDef(def):
 		return ""
 	}

@@ -52,7 +52,8 @@ func NewToken(t testing.TB, label, soPIN, pin string) string {
 		t.Fatal(err)
 	}
 	t.Setenv("SOFTHSM2_CONF", conf)
-	out, err := exec.Command("softhsm2-util", "--init-token", "--free", "--label", label, "--so-pin", soPIN, "--pin", pin).CombinedOutput()
+	out, err := exec.Command("softhsm2-util", "--init-token", "--free", "--label", label, "--so-pin", soPIN, "--pin", pin).
+		CombinedOutput()
 	if err != nil {
 		t.Fatalf("softhsm2-util --init-token: %v\n%s", err, out)
 	}

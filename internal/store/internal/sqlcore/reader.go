@@ -26,11 +26,19 @@ type ReadQueries struct {
 // Queries returns the fixed queries of Reader with the dialect's parameter markers.
 func Queries(ph Placeholder) ReadQueries {
 	return ReadQueries{
-		GetRecord:       "SELECT " + RecordColumns + " FROM records WHERE kind = " + ph(1) + " AND id = " + ph(2),
-		CountRecords:    "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = " + ph(1) + " AND org_id = " + ph(2) + " LIMIT " + ph(3) + ") AS capped",
-		Lookup:          "SELECT kind, id, org_id FROM record_keys WHERE name = " + ph(1) + " AND value = " + ph(2),
-		GetActivity:     "SELECT " + ActivityColumns + " FROM activities WHERE id = " + ph(1),
-		GetActivityByFP: "SELECT " + ActivityColumns + " FROM activities WHERE fingerprint = " + ph(1) + " AND status <> '" + store.ActivityStatusFailed + "'",
+		GetRecord: "SELECT " + RecordColumns + " FROM records WHERE kind = " + ph(1) + " AND id = " + ph(2),
+		CountRecords: "SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = " + ph(
+			1,
+		) + " AND org_id = " + ph(
+			2,
+		) + " LIMIT " + ph(
+			3,
+		) + ") AS capped",
+		Lookup:      "SELECT kind, id, org_id FROM record_keys WHERE name = " + ph(1) + " AND value = " + ph(2),
+		GetActivity: "SELECT " + ActivityColumns + " FROM activities WHERE id = " + ph(1),
+		GetActivityByFP: "SELECT " + ActivityColumns + " FROM activities WHERE fingerprint = " + ph(
+			1,
+		) + " AND status <> '" + store.ActivityStatusFailed + "'",
 	}
 }
 
@@ -79,7 +87,13 @@ func ScanActivity(scan func(dest ...any) error) (store.Activity, error) {
 }
 
 // all runs query and reads every row with scan.
-func all[T any](ctx context.Context, c Conn, query string, args []any, scan func(func(...any) error) (T, error)) ([]T, error) {
+func all[T any](
+	ctx context.Context,
+	c Conn,
+	query string,
+	args []any,
+	scan func(func(...any) error) (T, error),
+) ([]T, error) {
 	var out []T
 	err := c.Query(ctx, query, args, func(s func(...any) error) error {
 		v, err := scan(s)
@@ -93,7 +107,13 @@ func all[T any](ctx context.Context, c Conn, query string, args []any, scan func
 }
 
 // one runs query and reads its first row with scan; found is false when there is none.
-func one[T any](ctx context.Context, c Conn, query string, args []any, scan func(func(...any) error) (T, error)) (v T, found bool, err error) {
+func one[T any](
+	ctx context.Context,
+	c Conn,
+	query string,
+	args []any,
+	scan func(func(...any) error) (T, error),
+) (v T, found bool, err error) {
 	err = c.Query(ctx, query, args, func(s func(...any) error) error {
 		if found {
 			return nil
@@ -153,10 +173,16 @@ func (r *Reader) Lookup(ctx context.Context, name, value string) ([]store.Ref, e
 	if r.KeyValue != nil {
 		value = r.KeyValue(value)
 	}
-	out, err := all(ctx, r.Conn, r.Queries.Lookup, []any{name, value}, func(scan func(...any) error) (ref store.Ref, err error) {
-		err = scan(&ref.Kind, &ref.ID, &ref.OrgID)
-		return ref, err
-	})
+	out, err := all(
+		ctx,
+		r.Conn,
+		r.Queries.Lookup,
+		[]any{name, value},
+		func(scan func(...any) error) (ref store.Ref, err error) {
+			err = scan(&ref.Kind, &ref.ID, &ref.OrgID)
+			return ref, err
+		},
+	)
 	if err != nil {
 		return nil, fmt.Errorf("%s: lookup %s: %w", r.Driver, name, err)
 	}
@@ -277,7 +303,12 @@ func (l Live) CountActivities(ctx context.Context, orgID string, f store.Activit
 
 // EachRow calls row with scan for each row of a driver's cursor (next, scan and rowsErr are
 // its Next, Scan and Err), stopping at the first error.
-func EachRow(next func() bool, scan func(dest ...any) error, rowsErr func() error, row func(scan func(dest ...any) error) error) error {
+func EachRow(
+	next func() bool,
+	scan func(dest ...any) error,
+	rowsErr func() error,
+	row func(scan func(dest ...any) error) error,
+) error {
 	for next() {
 		if err := row(scan); err != nil {
 			return err

@@ -88,7 +88,14 @@ func TestReader(t *testing.T) {
 		{"lookup broken", &fakeConn{err: broken}, func(r *Reader) error { _, err := r.Lookup(ctx, "user.email", "x"); return err }, "fake: lookup user.email", broken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Reader{Conn: tc.conn, Driver: "fake", Ph: Question, Queries: Queries(Question), GetSuffix: " FOR UPDATE", NoLimit: -1}
+			r := &Reader{
+				Conn:      tc.conn,
+				Driver:    "fake",
+				Ph:        Question,
+				Queries:   Queries(Question),
+				GetSuffix: " FOR UPDATE",
+				NoLimit:   -1,
+			}
 			err := tc.read(r)
 			switch {
 			case tc.want == "" && err != nil:
@@ -96,7 +103,8 @@ func TestReader(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is)):
 				t.Fatalf("err = %v, want %q wrapping %v", err, tc.want, tc.is)
 			}
-			if strings.HasPrefix(tc.name, "get") && (len(tc.conn.queries) != 1 || !strings.HasSuffix(tc.conn.queries[0], " FOR UPDATE")) {
+			if strings.HasPrefix(tc.name, "get") &&
+				(len(tc.conn.queries) != 1 || !strings.HasSuffix(tc.conn.queries[0], " FOR UPDATE")) {
 				t.Fatalf("queries %q: want the Get query with its suffix", tc.conn.queries)
 			}
 		})
@@ -108,7 +116,10 @@ func TestLiveChecksFirst(t *testing.T) {
 	ctx := context.Background()
 	conn := &fakeConn{}
 	done := errors.New("transaction done")
-	l := Live{R: &Reader{Conn: conn, Driver: "fake", Ph: Question, Queries: Queries(Question)}, Check: func(context.Context) error { return done }}
+	l := Live{
+		R:     &Reader{Conn: conn, Driver: "fake", Ph: Question, Queries: Queries(Question)},
+		Check: func(context.Context) error { return done },
+	}
 	reads := map[string]func() error{
 		"Get":                      func() error { _, err := l.Get(ctx, "k", "i"); return err },
 		"List":                     func() error { _, err := l.List(ctx, "k", "o", store.ListOptions{}); return err },

@@ -125,14 +125,23 @@ func activityWhere(b *builder, orgID string, f store.ActivityFilter) error {
 
 // ListActivities builds the query for store.Reader.ListActivities (newest first); reversed as
 // in ListRecords.
-func ListActivities(ph Placeholder, orgID string, f store.ActivityFilter) (query string, args []any, reversed bool, err error) {
+func ListActivities(
+	ph Placeholder,
+	orgID string,
+	f store.ActivityFilter,
+) (query string, args []any, reversed bool, err error) {
 	b := &builder{ph: ph}
 	b.sb.WriteString("SELECT " + ActivityColumns + " FROM activities")
 	if err := activityWhere(b, orgID, f); err != nil {
 		return "", nil, false, err
 	}
 	cursor := func(op, id string) {
-		fmt.Fprintf(&b.sb, " AND (created_at, id) %s (SELECT created_at, id FROM activities WHERE id = %s)", op, b.arg(id))
+		fmt.Fprintf(
+			&b.sb,
+			" AND (created_at, id) %s (SELECT created_at, id FROM activities WHERE id = %s)",
+			op,
+			b.arg(id),
+		)
 	}
 	// Newest first: "after" is older.
 	if f.After != "" {
