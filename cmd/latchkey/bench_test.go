@@ -34,7 +34,8 @@ func TestBenchEmbedded(t *testing.T) {
 	if r.Errors != 0 || r.Presigned != 40 || r.Requests != 40 || !r.Exhausted {
 		t.Fatalf("40 pre-signed activities, each sent once, then the run ends: %+v", r)
 	}
-	if r.Floor == nil || r.Floor.Cores < 1 || r.Floor.Curve != "secp256k1" || r.Floor.VerifyPerSecond <= 0 || r.Floor.VerifySignPerSecond <= 0 ||
+	if r.Floor == nil || r.Floor.Cores < 1 || r.Floor.Curve != "secp256k1" || r.Floor.VerifyPerSecond <= 0 ||
+		r.Floor.VerifySignPerSecond <= 0 ||
 		r.Ratio <= 0 ||
 		r.PeakRSSMiB <= 0 {
 		t.Fatalf("floor, ratio and memory: %+v %+v", r, r.Floor)

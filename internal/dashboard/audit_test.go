@@ -104,7 +104,8 @@ func TestAuditExport(t *testing.T) {
 		return resp, string(body)
 	}
 	resp, body := get("format=csv&operator=ops@example.com")
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), `attachment; filename="latchkey-audit-`) ||
+	if resp.StatusCode != 200 ||
+		!strings.HasPrefix(resp.Header.Get("Content-Disposition"), `attachment; filename="latchkey-audit-`) ||
 		!strings.HasSuffix(resp.Header.Get("Content-Disposition"), `.csv"`) ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
 		t.Fatalf("csv: %d %v", resp.StatusCode, resp.Header)
@@ -114,7 +115,8 @@ func TestAuditExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// header, the test's own sign-in (newest first), the proxy settings and the sign-in of the fixture
-	if len(rows) != 4 || strings.Join(rows[0], ",") != "id,at,operator,action,outcome,target,detail" || rows[2][3] != "auth proxy settings" ||
+	if len(rows) != 4 || strings.Join(rows[0], ",") != "id,at,operator,action,outcome,target,detail" ||
+		rows[2][3] != "auth proxy settings" ||
 		rows[2][6] != `'=HYPERLINK("x")` ||
 		rows[2][4] != "success" {
 		t.Fatalf("csv rows %q", rows)

@@ -166,8 +166,11 @@ func TestChainData(t *testing.T) {
 	wg.Wait()
 	for _, b := range results {
 		servertest.MustOK(t, b)
-		if b.Str("balances", "0", "balance") != "1000000000000000000" || b.Str("balances", "0", "symbol") != "ETH" || b.Str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
-			b.Str("balances", "1", "balance") != "1000000" || b.Str("balances", "1", "decimals") != "6" || b.Str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
+		if b.Str("balances", "0", "balance") != "1000000000000000000" || b.Str("balances", "0", "symbol") != "ETH" ||
+			b.Str("balances", "0", "caip19") != "eip155:11155111/slip44:60" ||
+			b.Str("balances", "1", "balance") != "1000000" ||
+			b.Str("balances", "1", "decimals") != "6" ||
+			b.Str("balances", "1", "caip19") != "eip155:11155111/erc20:"+usdcSepolia ||
 			len(b.Body["balances"].([]any)) != 2 ||
 			b.Str("balances", "1", "display", "crypto") != "1" ||
 			b.Str("balances", "0", "display", "usd") != "2500.50" ||
@@ -182,11 +185,16 @@ func TestChainData(t *testing.T) {
 	// Solana by its alias: SOL, the listed USDC, an unlisted mint by its id; the empty account left out.
 	s := balances(solAddr, "solana:devnet")
 	servertest.MustOK(t, s)
-	if s.Str("balances", "0", "balance") != "1500000000" || s.Str("balances", "0", "symbol") != "SOL" || s.Str("balances", "0", "display", "crypto") != "1.5" ||
+	if s.Str("balances", "0", "balance") != "1500000000" || s.Str("balances", "0", "symbol") != "SOL" ||
+		s.Str("balances", "0", "display", "crypto") != "1.5" ||
 		s.Str("balances", "0", "display", "usd") != "" ||
 		s.Str("balances", "1", "symbol") != "USDC" ||
 		s.Str("balances", "1", "balance") != "25000000" ||
-		s.Str("balances", "2", "caip19") != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" ||
+		s.Str(
+			"balances",
+			"2",
+			"caip19",
+		) != chaindata.SolanaDevnet+"/token:Gh9ZwEmdLJ8DscKNTkTqPbNwLNNBjuSzaG9Vp2KGtKJr" ||
 		s.Str("balances", "2", "decimals") != "2" ||
 		len(s.Body["balances"].([]any)) != 3 {
 		t.Fatalf("solana balances: %s", s.Raw)

@@ -117,7 +117,8 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 			continue
 		}
 		if e["operation"] == "submit/create_user_tag" {
-			found = e["organization_id"] == created.OrganizationID && e["status"] == float64(200) && e["level"] == "INFO" &&
+			found = e["organization_id"] == created.OrganizationID && e["status"] == float64(200) &&
+				e["level"] == "INFO" &&
 				e["request_id"] != "" &&
 				e["duration_ms"] != nil &&
 				e["listener"] == "api"

@@ -140,7 +140,8 @@ func TestTVCLifecycle(t *testing.T) {
 
 	g := root.Query("get_tvc_app", map[string]any{"tvcAppId": appID})
 	servertest.MustOK(t, g)
-	if g.Str("tvcApp", "name") != "signer" || g.Str("tvcApp", "quorumPublicKey") != op3.pub || g.Str("tvcApp", "enableEgress") != "true" ||
+	if g.Str("tvcApp", "name") != "signer" || g.Str("tvcApp", "quorumPublicKey") != op3.pub ||
+		g.Str("tvcApp", "enableEgress") != "true" ||
 		g.Str("tvcApp", "manifestSet", "operators", "1", "publicKey") != op2.pub ||
 		g.Str("tvcApp", "shareSet", "threshold") != "1" ||
 		g.Str("tvcApp", "publicDomain") != "app-"+appID+tvc.PublicDomainSuffix ||
@@ -186,8 +187,10 @@ func TestTVCLifecycle(t *testing.T) {
 		t.Fatalf("get_tvc_deployment: %s", gd.Raw)
 	}
 	var m tvc.Manifest
-	if err := json.Unmarshal(manifest, &m); err != nil || m.Format != tvc.ManifestFormat || m.DeploymentID != dep1 || m.Pivot.Digest != strings.Repeat("ab", 32) ||
-		len(m.ManifestSet.Members) != 2 || m.ManifestSet.Threshold != 2 ||
+	if err := json.Unmarshal(manifest, &m); err != nil || m.Format != tvc.ManifestFormat || m.DeploymentID != dep1 ||
+		m.Pivot.Digest != strings.Repeat("ab", 32) ||
+		len(m.ManifestSet.Members) != 2 ||
+		m.ManifestSet.Threshold != 2 ||
 		!m.Runtime.EnableEgress ||
 		m.Runtime.Replicas != 1 ||
 		m.Nonce != h.Now().Unix() {

@@ -44,8 +44,10 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(act["status"], &status)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	ok := rc.keys[kid] != nil && ed25519.Verify(rc.keys[kid], signed, sig) && h.Get("X-Turnkey-Event-Type") == "ACTIVITY_UPDATES" &&
-		h.Get("X-Turnkey-Signature-Algorithm") == "ed25519" && h.Get("X-Turnkey-Signature-Version") == "v1" &&
+	ok := rc.keys[kid] != nil && ed25519.Verify(rc.keys[kid], signed, sig) &&
+		h.Get("X-Turnkey-Event-Type") == "ACTIVITY_UPDATES" &&
+		h.Get("X-Turnkey-Signature-Algorithm") == "ed25519" &&
+		h.Get("X-Turnkey-Signature-Version") == "v1" &&
 		h.Get("X-Turnkey-Webhook-Version") == "1" &&
 		eid != ""
 	for _, member := range []string{"id", "organizationId", "status", "type", "fingerprint", "intent", "result", "votes"} {

@@ -25,7 +25,8 @@ func TestParseAttestationNoneAndPacked(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.CredentialID != auth.CredentialID() || r.PublicKey != auth.PublicKeyCompressed() || r.Alg != AlgES256 ||
+				if r.CredentialID != auth.CredentialID() || r.PublicKey != auth.PublicKeyCompressed() ||
+					r.Alg != AlgES256 ||
 					r.AttestationFormat != format ||
 					r.AAGUID != "1a7c4e2b-0000-4000-8000-6c617463686b" ||
 					string(r.COSEPublicKey) != string(auth.COSEPublicKey()) {

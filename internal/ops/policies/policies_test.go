@@ -680,7 +680,8 @@ func TestUpdatePolicy(t *testing.T) {
 			&res,
 		)
 		p := get(a.PolicyId)
-		if res.PolicyId != a.PolicyId || p.PolicyName != "gamma" || p.Effect != deny || p.Condition != before.Condition ||
+		if res.PolicyId != a.PolicyId || p.PolicyName != "gamma" || p.Effect != deny ||
+			p.Condition != before.Condition ||
 			p.Consensus != before.Consensus ||
 			p.Notes != before.Notes ||
 			p.CreatedAt != before.CreatedAt ||
@@ -1008,8 +1009,10 @@ func TestSmartContractInterfacesRoundTrip(t *testing.T) {
 		&got,
 	)
 	s := got.SmartContractInterface
-	if s.SmartContractInterfaceId != eth.SmartContractInterfaceId || s.OrganizationId != h.org.ID || s.SmartContractAddress != strings.ToLower(ethAddr) ||
-		s.SmartContractInterface != erc20ABI || s.Type != policies.InterfaceEthereum ||
+	if s.SmartContractInterfaceId != eth.SmartContractInterfaceId || s.OrganizationId != h.org.ID ||
+		s.SmartContractAddress != strings.ToLower(ethAddr) ||
+		s.SmartContractInterface != erc20ABI ||
+		s.Type != policies.InterfaceEthereum ||
 		s.Label != "ERC-20" ||
 		s.Notes != "token" ||
 		s.CreatedAt.Seconds == "" {
