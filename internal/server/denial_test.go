@@ -14,21 +14,8 @@ import (
 // policy evaluation, which used to be written in the transaction that was rolled back.
 func TestDeniedActivitiesKeepTheirPolicyEvaluation(t *testing.T) {
 	h := servertest.New(t)
-	root, created := h.RootOrg("Acme")
-	bobPriv, bobPub := h.NewKey()
-	u := root.Submit(
-		"create_users",
-		"ACTIVITY_TYPE_CREATE_USERS_V4",
-		map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
-			map[string]any{
-				"apiKeyName": "b",
-				"publicKey":  bobPub,
-				"curveType":  "API_KEY_CURVE_P256",
-			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
-	)
-	servertest.MustOK(t, u)
-	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
-	bob := h.Client(created.OrganizationID, bobPriv)
+	root, _ := h.RootOrg("Acme")
+	bobID, bob := h.NewUser(root, "bob", "bob@example.com")
 	w := root.Submit(
 		"create_wallet",
 		"ACTIVITY_TYPE_CREATE_WALLET",

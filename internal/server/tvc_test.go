@@ -786,22 +786,9 @@ func TestTVCValidation(t *testing.T) {
 // other, and a deleted sub-organization takes its TVC records with it.
 func TestTVCPoliciesAndSubOrganizations(t *testing.T) {
 	h := servertest.New(t)
-	root, created := h.RootOrg("Acme")
+	root, _ := h.RootOrg("Acme")
 	op := newTVCOperator(t)
-	bobPriv, bobPub := h.NewKey()
-	u := root.Submit(
-		"create_users",
-		"ACTIVITY_TYPE_CREATE_USERS_V4",
-		map[string]any{"users": []any{map[string]any{"userName": "bob", "apiKeys": []any{
-			map[string]any{
-				"apiKeyName": "b",
-				"publicKey":  bobPub,
-				"curveType":  "API_KEY_CURVE_P256",
-			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
-	)
-	servertest.MustOK(t, u)
-	bobID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
-	bob := h.Client(created.OrganizationID, bobPriv)
+	bobID, bob := h.NewUser(root, "bob", "bob@example.com")
 	app := map[string]any{"name": "a", "quorumPublicKey": op.pub,
 		"manifestSetParams": map[string]any{
 			"name":         "m",
