@@ -31,8 +31,8 @@ const (
 	kmsContextValue = "master-key"
 )
 
-// checkEndpoint refuses an endpoint override that is not an http(s) URL, or plain http towards
-// anything but loopback (emulators and tests).
+// checkEndpoint refuses a wrapping seal's server URL (--transit-addr, a KMS endpoint override)
+// that is not an http(s) URL, or plain http towards anything but loopback (emulators and tests).
 func checkEndpoint(flag, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" ||
@@ -48,8 +48,8 @@ func checkEndpoint(flag, raw string) error {
 	return nil
 }
 
-// masterKeyFrom copies a KMS's decrypted plaintext into a new master key and clears the
-// plaintext; anything but MasterKeySize bytes is refused (without echoing it).
+// masterKeyFrom copies a wrapping seal's decrypted plaintext (transit, a KMS) into a new master
+// key and clears the plaintext; anything but MasterKeySize bytes is refused (without echoing it).
 func masterKeyFrom(seal string, plaintext []byte) (*MasterKey, error) {
 	defer clear(plaintext)
 	if len(plaintext) != MasterKeySize {

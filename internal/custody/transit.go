@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -154,15 +153,8 @@ func (t Transit) Locate(rec *SealRecord) { rec.Addr, rec.Mount, rec.Key = t.Addr
 
 // Check refuses an incomplete or unsafe transit configuration (no request is made).
 func (t Transit) Check() error {
-	u, err := url.Parse(t.Addr)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" ||
-		u.Fragment != "" {
-		return fmt.Errorf("--transit-addr %q must be the https URL of an OpenBao or Vault server", t.Addr)
-	}
-	if u.Scheme == "http" {
-		if ip := net.ParseIP(u.Hostname()); !(u.Hostname() == "localhost" || ip != nil && ip.IsLoopback()) {
-			return fmt.Errorf("--transit-addr %q: plain http only towards loopback; use https", t.Addr)
-		}
+	if err := checkEndpoint("--transit-addr", t.Addr); err != nil {
+		return err
 	}
 	if t.Key == "" || strings.ContainsAny(t.Key, "/?#") {
 		return errors.New("--transit-key is required: the name of the transit key that wraps the master key")
@@ -210,18 +202,11 @@ func (t Transit) Unwrap(ctx context.Context, ciphertext string) (*MasterKey, err
 			Plaintext []byte `json:"plaintext"`
 		} `json:"data"`
 	}
-	err := t.call(ctx, "decrypt", map[string]string{"ciphertext": ciphertext}, &out)
-	raw := out.Data.Plaintext
-	defer clear(raw)
-	if err != nil {
+	if err := t.call(ctx, "decrypt", map[string]string{"ciphertext": ciphertext}, &out); err != nil {
+		clear(out.Data.Plaintext)
 		return nil, err
 	}
-	if len(raw) != MasterKeySize {
-		return nil, errors.New("custody: transit decrypt answered something that is not a master key")
-	}
-	m := newMasterKey()
-	copy(m.k[:], raw)
-	return m, nil
+	return masterKeyFrom(SealTransit, out.Data.Plaintext)
 }
 
 // call POSTs body to the engine's op endpoint. Errors name the status and the engine's own
