@@ -21,27 +21,14 @@ func masterSource(cfg Config, st store.Store) custody.MasterSource {
 		if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 			return nil, err
 		}
-		if cfg.fileSeal() {
-			if rec != nil {
-				return nil, fmt.Errorf(
-					"the master key is now held by a %s seal: restart with --seal %s",
-					rec.Type,
-					rec.Type,
-				)
-			}
-			return loadMasterKey(cfg)
-		}
-		w, err := cfg.wrapper()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil || rec.Type != w.Type() {
+		m, err := recordedMaster(ctx, cfg, rec, func() (*custody.MasterKey, error) { return loadMasterKey(cfg) })
+		if errors.Is(err, custody.ErrNoSealRecord) {
 			return nil, fmt.Errorf(
 				"the master key is no longer held by the %s seal: restart with the deployment's seal",
-				w.Type(),
+				cfg.Seal,
 			)
 		}
-		return w.Unwrap(ctx, rec.Ciphertext)
+		return m, err
 	}
 }
 

@@ -647,31 +647,14 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 	if cfg.Seal == custody.SealShamir || rec != nil && rec.Type == custody.SealShamir && cfg.fileSeal() {
 		return unsealShamir(ctx, cfg, st, rec)
 	}
-	if cfg.fileSeal() {
-		if rec != nil {
-			return nil, fmt.Errorf(
-				"this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
-				rec.Type,
-				rec.Key,
-				rec.Addr,
-				rec.Type,
-			)
-		}
-		return fromFile, nil
+	m, err := recordedMaster(ctx, cfg, rec, func() (*custody.MasterKey, error) { return fromFile, nil })
+	if !errors.Is(err, custody.ErrNoSealRecord) {
+		return m, err
 	}
+	// A wrapping seal and no seal record: a new deployment, unless it already has a keyring.
 	w, err := cfg.wrapper()
 	if err != nil {
 		return nil, err
-	}
-	if rec != nil {
-		if rec.Type != w.Type() {
-			return nil, fmt.Errorf("this deployment's seal is %q, not %s", rec.Type, w.Type())
-		}
-		m, err := w.Unwrap(ctx, rec.Ciphertext)
-		if err != nil {
-			return nil, fmt.Errorf("unsealing the master key through %s: %w", w.Type(), err)
-		}
-		return m, nil
 	}
 	exists, err := custody.KeyringExists(ctx, st)
 	if err != nil {
@@ -685,8 +668,7 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 			w.Type(),
 		)
 	}
-	m, err := custody.NewMasterKey()
-	if err != nil {
+	if m, err = custody.NewMasterKey(); err != nil {
 		return nil, err
 	}
 	ct, err := w.Wrap(ctx, m)
@@ -697,6 +679,46 @@ func unseal(ctx context.Context, cfg Config, st store.Store, fromFile *custody.M
 	w.Locate(rec)
 	if err := custody.SaveSealRecord(ctx, st, rec); err != nil {
 		return nil, err
+	}
+	return m, nil
+}
+
+// recordedMaster is the master key that cfg's seal and the deployment's seal record (nil: none)
+// give: a file seal's key from file (refused when the deployment has a seal record), or the
+// record unwrapped by cfg's wrapping seal; custody.ErrNoSealRecord when a wrapping seal finds no
+// record. A start (unseal) and a running server fetching the key again after a rewrap
+// (masterSource) both use it.
+func recordedMaster(
+	ctx context.Context,
+	cfg Config,
+	rec *custody.SealRecord,
+	file func() (*custody.MasterKey, error),
+) (*custody.MasterKey, error) {
+	if cfg.fileSeal() {
+		if rec != nil {
+			return nil, fmt.Errorf(
+				"this deployment's master key is held by a %s seal (key %q at %s): start it with --seal %s and that seal's flags (docs/operations.md, \"Production custody\")",
+				rec.Type,
+				rec.Key,
+				rec.Addr,
+				rec.Type,
+			)
+		}
+		return file()
+	}
+	w, err := cfg.wrapper()
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, custody.ErrNoSealRecord
+	}
+	if rec.Type != w.Type() {
+		return nil, fmt.Errorf("this deployment's seal is %q, not %s", rec.Type, w.Type())
+	}
+	m, err := w.Unwrap(ctx, rec.Ciphertext)
+	if err != nil {
+		return nil, fmt.Errorf("unsealing the master key through %s: %w", w.Type(), err)
 	}
 	return m, nil
 }
