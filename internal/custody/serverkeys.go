@@ -63,8 +63,10 @@ type ServerKeys struct {
 // keyState is one server key: the key in use, a pending next key and when it takes over, and
 // retired public keys that still verify until their time runs out. Never changed once built.
 type keyState struct {
-	cur, next   *ecdsa.PrivateKey
-	activatesAt time.Time
+	cur, next *ecdsa.PrivateKey
+	// curHex and nextHex are their public keys as clients are given them (publicHex), made once.
+	curHex, nextHex string
+	activatesAt     time.Time
 	// oldUntil is how long cur still verifies after next took over.
 	oldUntil time.Time
 	retired  []retiredKey
@@ -164,10 +166,12 @@ func readServerKey(ctx context.Context, st store.Store, kr *Keyring, name Server
 	if k.cur, err = open(sr.Sealed); err != nil {
 		return nil, err
 	}
+	k.curHex = publicHex(&k.cur.PublicKey)
 	if sr.Next != nil {
 		if k.next, err = open(sr.Next.Sealed); err != nil {
 			return nil, err
 		}
+		k.nextHex = publicHex(&k.next.PublicKey)
 		k.activatesAt, k.oldUntil = sr.Next.ActivatesAt, sr.Next.OldVerifyUntil
 	}
 	for _, r := range sr.Retired {
@@ -227,7 +231,13 @@ func loadOrCreateServerKey(ctx context.Context, st store.Store, kr *Keyring, nam
 
 // PublicKey returns a server key's public half in use now: uncompressed, lowercase hex — exactly
 // the string clients pass to @turnkey/crypto's override parameters.
-func (s *ServerKeys) PublicKey(name ServerKey) string { return publicHex(&s.key(name).PublicKey) }
+func (s *ServerKeys) PublicKey(name ServerKey) string {
+	k := (*s.state.Load())[name]
+	if k.inUse(s.now()) == k.next {
+		return k.nextHex
+	}
+	return k.curHex
+}
 
 func publicHex(k *ecdsa.PublicKey) string {
 	b, _ := k.Bytes()
@@ -299,9 +309,9 @@ func (s *ServerKeys) Rotations() []Rotation {
 		}
 		r := Rotation{Key: name, ActivatesAt: k.activatesAt.UTC()}
 		if now.Before(k.activatesAt) {
-			r.Current, r.Next = publicHex(&k.cur.PublicKey), publicHex(&k.next.PublicKey)
+			r.Current, r.Next = k.curHex, k.nextHex
 		} else if now.Before(k.oldUntil) {
-			r.Current, r.Previous, r.PreviousVerifiesUntil = publicHex(&k.next.PublicKey), publicHex(&k.cur.PublicKey), k.oldUntil.UTC()
+			r.Current, r.Previous, r.PreviousVerifiesUntil = k.nextHex, k.curHex, k.oldUntil.UTC()
 		} else {
 			continue
 		}
