@@ -1,6 +1,7 @@
 package custody
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -70,6 +71,8 @@ type keyState struct {
 	// oldUntil is how long cur still verifies after next took over.
 	oldUntil time.Time
 	retired  []retiredKey
+	// record is the stored record it was read from (sealed keys only, no secret).
+	record []byte
 }
 
 type retiredKey struct {
@@ -106,9 +109,13 @@ func LoadServerKeys(ctx context.Context, st store.Store, kr *Keyring) (*ServerKe
 // Reload reads the server keys again, to pick up a rotation made by another process (serve does
 // so periodically; a rotation's overlap is meant to be much longer than that period).
 func (s *ServerKeys) Reload(ctx context.Context, st store.Store, kr *Keyring) error {
+	var old map[ServerKey]*keyState
+	if p := s.state.Load(); p != nil {
+		old = *p
+	}
 	keys := make(map[ServerKey]*keyState, len(AllServerKeys))
 	for _, name := range AllServerKeys {
-		k, err := loadOrCreateServerKey(ctx, st, kr, name)
+		k, err := loadOrCreateServerKey(ctx, st, kr, name, old[name])
 		if err != nil {
 			return fmt.Errorf("server key %s: %w", name, err)
 		}
@@ -140,7 +147,15 @@ func (s *ServerKeys) key(name ServerKey) *ecdsa.PrivateKey {
 
 func serverKeyBinding(name ServerKey) Binding { return Binding{Kind: serverKeyKind, ID: string(name)} }
 
-func readServerKey(ctx context.Context, st store.Store, kr *Keyring, name ServerKey) (*keyState, error) {
+// readServerKey reads a server key's record; when it is the one prev was built from, prev is kept
+// (a periodic reload opens no key again and leaves no new copy of one in memory).
+func readServerKey(
+	ctx context.Context,
+	st store.Store,
+	kr *Keyring,
+	name ServerKey,
+	prev *keyState,
+) (*keyState, error) {
 	var rec store.Record
 	err := st.View(ctx, func(r store.Reader) error {
 		var err error
@@ -149,6 +164,9 @@ func readServerKey(ctx context.Context, st store.Store, kr *Keyring, name Server
 	})
 	if err != nil {
 		return nil, err
+	}
+	if prev != nil && bytes.Equal(prev.record, rec.Data) {
+		return prev, nil
 	}
 	var sr serverKeyRecord
 	if err := json.Unmarshal(rec.Data, &sr); err != nil {
@@ -162,7 +180,7 @@ func readServerKey(ctx context.Context, st store.Store, kr *Keyring, name Server
 		defer wipe(scalar)
 		return ecdsa.ParseRawPrivateKey(elliptic.P256(), scalar)
 	}
-	k := &keyState{}
+	k := &keyState{record: rec.Data}
 	if k.cur, err = open(sr.Sealed); err != nil {
 		return nil, err
 	}
@@ -205,8 +223,14 @@ func newSealedServerKey(kr *Keyring, name ServerKey) (pubHex string, sealed []by
 	return hex.EncodeToString(pub), sealed, nil
 }
 
-func loadOrCreateServerKey(ctx context.Context, st store.Store, kr *Keyring, name ServerKey) (*keyState, error) {
-	k, err := readServerKey(ctx, st, kr, name)
+func loadOrCreateServerKey(
+	ctx context.Context,
+	st store.Store,
+	kr *Keyring,
+	name ServerKey,
+	prev *keyState,
+) (*keyState, error) {
+	k, err := readServerKey(ctx, st, kr, name, prev)
 	if !errors.Is(err, store.ErrNotFound) {
 		return k, err
 	}
@@ -226,7 +250,7 @@ func loadOrCreateServerKey(ctx context.Context, st store.Store, kr *Keyring, nam
 		return nil, err
 	}
 	// Read what was stored (another process's key, if it was first).
-	return readServerKey(ctx, st, kr, name)
+	return readServerKey(ctx, st, kr, name, nil)
 }
 
 // PublicKey returns a server key's public half in use now: uncompressed, lowercase hex — exactly

@@ -46,6 +46,11 @@ func TestServerKeyRotationOverTime(t *testing.T) {
 	if err != nil || r1.Current != first || r1.Next == first {
 		t.Fatalf("rotate: %+v %v", r1, err)
 	}
+	// A reload that finds the records unchanged keeps the keys it has (it opens none again).
+	before := (*a.state.Load())[Signer]
+	if err := a.Reload(ctx, st, kr); err != nil || (*a.state.Load())[Signer] != before {
+		t.Fatalf("an unchanged record was read again: %v", err)
+	}
 	// b learns of it at its next reload; until then it knows one key, and signs with it.
 	if len(b.VerifyKeys(OTP)) != 1 || len(b.Rotations()) != 0 {
 		t.Fatal("b saw the rotation before reloading")
