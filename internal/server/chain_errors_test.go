@@ -70,29 +70,7 @@ func TestChainDataNodeErrors(t *testing.T) {
 		}
 	}))
 	root, created := h.RootOrg("Acme")
-	r := root.Submit(
-		"create_wallet",
-		"ACTIVITY_TYPE_CREATE_WALLET",
-		map[string]any{"walletName": "main", "accounts": []any{
-			map[string]any{
-				"curve":         "CURVE_SECP256K1",
-				"pathFormat":    "PATH_FORMAT_BIP32",
-				"path":          "m/44'/60'/0'/0/0",
-				"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
-			},
-			map[string]any{
-				"curve":         "CURVE_ED25519",
-				"pathFormat":    "PATH_FORMAT_BIP32",
-				"path":          "m/44'/501'/0'/0'",
-				"addressFormat": "ADDRESS_FORMAT_SOLANA",
-			}}},
-	)
-	servertest.MustOK(t, r)
-	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
-	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
-	balances := func(addr, caip2 string) servertest.Response {
-		return root.Query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
-	}
+	ethAddr, solAddr, balances := ethAndSolana(t, root)
 	grant := func(on bool) {
 		t.Helper()
 		if err := chaindata.SetGrant(t.Context(), h.Server.Store, created.OrganizationID, chaindata.FeatureWalletBalances, on, h.Now()); err != nil {

@@ -66,6 +66,28 @@ func newFakeNode(t *testing.T, results map[string]func([]json.RawMessage) string
 	return n
 }
 
+// ethAndSolana makes root a wallet with an Ethereum and a Solana account and returns their
+// addresses and a get_wallet_address_balances query of root's.
+func ethAndSolana(
+	t *testing.T,
+	root *servertest.Client,
+) (ethAddr, solAddr string, balances func(addr, caip2 string) servertest.Response) {
+	t.Helper()
+	r := root.MustSubmit(
+		"create_wallet",
+		"ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": []any{
+			map[string]any{"curve": "CURVE_SECP256K1", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/60'/0'/0/0",
+				"addressFormat": "ADDRESS_FORMAT_ETHEREUM"},
+			map[string]any{"curve": "CURVE_ED25519", "pathFormat": "PATH_FORMAT_BIP32", "path": "m/44'/501'/0'/0'",
+				"addressFormat": "ADDRESS_FORMAT_SOLANA"}}},
+	)
+	balances = func(addr, caip2 string) servertest.Response {
+		return root.Query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
+	}
+	return r.Result("createWalletResult", "addresses", "0"), r.Result("createWalletResult", "addresses", "1"), balances
+}
+
 func TestChainData(t *testing.T) {
 	usdcSepolia := strings.ToLower("0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238")
 	var mined atomic.Bool
@@ -125,29 +147,7 @@ func TestChainData(t *testing.T) {
 		c.PricesFile = prices
 	}))
 	root, created := h.RootOrg("Acme")
-	r := root.Submit(
-		"create_wallet",
-		"ACTIVITY_TYPE_CREATE_WALLET",
-		map[string]any{"walletName": "main", "accounts": []any{
-			map[string]any{
-				"curve":         "CURVE_SECP256K1",
-				"pathFormat":    "PATH_FORMAT_BIP32",
-				"path":          "m/44'/60'/0'/0/0",
-				"addressFormat": "ADDRESS_FORMAT_ETHEREUM",
-			},
-			map[string]any{
-				"curve":         "CURVE_ED25519",
-				"pathFormat":    "PATH_FORMAT_BIP32",
-				"path":          "m/44'/501'/0'/0'",
-				"addressFormat": "ADDRESS_FORMAT_SOLANA",
-			}}},
-	)
-	servertest.MustOK(t, r)
-	ethAddr := r.Str("activity", "result", "createWalletResult", "addresses", "0")
-	solAddr := r.Str("activity", "result", "createWalletResult", "addresses", "1")
-	balances := func(addr, caip2 string) servertest.Response {
-		return root.Query("get_wallet_address_balances", map[string]any{"address": addr, "caip2": caip2})
-	}
+	ethAddr, solAddr, balances := ethAndSolana(t, root)
 
 	// A beta: refused until the operator grants it.
 	servertest.WantError(t, balances(ethAddr, "eip155:11155111"), http.StatusForbidden, 7, "latchkey access grant")
