@@ -17,6 +17,10 @@ import (
 // a restart with that seal's flags, and the error says so.
 func masterSource(cfg Config, st store.Store) custody.MasterSource {
 	return func(ctx context.Context) (*custody.MasterKey, error) {
+		if cfg.Seal == custody.SealShamir {
+			return nil, errors.New("the master key was rewrapped, and a server unsealed from shares cannot fetch it: " +
+				"seal it (latchkey seal) and unseal it with the new shares")
+		}
 		rec, err := custody.LoadSealRecord(ctx, st)
 		if err != nil && !errors.Is(err, custody.ErrNoSealRecord) {
 			return nil, err
