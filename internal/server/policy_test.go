@@ -105,20 +105,7 @@ func TestPoliciesGateSigning(t *testing.T) {
 func TestRootQuorumConsensus(t *testing.T) {
 	h := servertest.New(t)
 	root, created := h.RootOrg("Acme")
-	alicePriv, alicePub := h.NewKey()
-	u := root.Submit(
-		"create_users",
-		"ACTIVITY_TYPE_CREATE_USERS_V4",
-		map[string]any{"users": []any{map[string]any{"userName": "alice", "apiKeys": []any{
-			map[string]any{
-				"apiKeyName": "a",
-				"publicKey":  alicePub,
-				"curveType":  "API_KEY_CURVE_P256",
-			}}, "authenticators": []any{}, "oauthProviders": []any{}, "userTags": []any{}}}},
-	)
-	servertest.MustOK(t, u)
-	aliceID := u.Str("activity", "result", "createUsersResult", "userIds", "0")
-	alice := h.Client(created.OrganizationID, alicePriv)
+	aliceID, alice := h.NewUser(root, "alice", "alice@example.com")
 	servertest.MustOK(
 		t,
 		root.Submit(
