@@ -225,6 +225,9 @@ func parseShare(text []byte, sh *share) error {
 type ShareError struct {
 	X      int
 	Reason string
+	// Repeated is set for a share already given in this round: it is refused without resetting
+	// the progress (the others are wrong shares, which do reset it).
+	Repeated bool
 }
 
 func (e *ShareError) Error() string {
@@ -289,7 +292,7 @@ func (u *ShamirUnsealer) Add(text []byte) (*MasterKey, error) {
 	}
 	for _, have := range u.xs {
 		if have == sh.x {
-			return nil, &ShareError{X: x, Reason: "it was already given; give a different share"}
+			return nil, &ShareError{X: x, Reason: "it was already given; give a different share", Repeated: true}
 		}
 	}
 	u.xs = append(u.xs, sh.x)

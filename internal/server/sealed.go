@@ -513,7 +513,7 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 	z.progress.Store(int32(z.unsealer.Progress()))
 	if err != nil {
 		var se *custody.ShareError
-		if !errors.As(err, &se) || !strings.Contains(se.Reason, "already given") {
+		if !errors.As(err, &se) || !se.Repeated {
 			z.failures[client] = append(z.failures[client], now)
 			z.log.Warn(
 				"unseal: a wrong share was refused; the unseal progress is reset",
