@@ -84,15 +84,16 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 		return nil, apierr.Internalf(err, "encoding intent")
 	}
 	c := req.Caller
+	now := e.svc.Now()
 	a := &attempt{req: req, op: op, intent: intent, voteBody: voteMessage(req.Raw, op, shown),
 		member: resultMember(version.IntentMember, w.ResultMember)}
 	a.x = Exec{
 		Caller:            c,
 		OrgID:             req.Env.OrganizationId,
-		ActivityID:        id.New(),
+		ActivityID:        id.NewOrdered(now),
 		GenerateAppProofs: wantsAppProofs(req.Env),
 		Type:              actType,
-		Now:               e.svc.Now(),
+		Now:               now,
 		Services:          e.svc,
 		mfaDone:           []AuthMethod{MethodOf(c)},
 	}
