@@ -33,6 +33,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// MaxBatch caps how many Updates share one transaction and one fsync. Default: 512.
 	MaxBatch int
+	// MaxLinger is how long, in all, the writer may wait for more Updates before committing
+	// a batch when the batch before it carried more than one (concurrent load); a lone Update
+	// is committed at once. Negative: never wait. Default: 500µs.
+	MaxLinger time.Duration
 	// QueueLength is how many Updates may wait for the writer before Update blocks on
 	// enqueueing. Default: 4 * MaxBatch.
 	QueueLength int
@@ -53,6 +57,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 512
+	}
+	if o.MaxLinger == 0 {
+		o.MaxLinger = 500 * time.Microsecond
 	}
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = 250 * time.Millisecond

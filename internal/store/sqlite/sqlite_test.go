@@ -185,6 +185,79 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestLinger: after a batch of more than one Update (concurrent load) the writer waits, up to
+// MaxLinger, for the next Update before committing, so it joins the same transaction; a lone
+// Update after a lone Update is committed at once.
+func TestLinger(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Options{MaxBatch: 2, MaxLinger: time.Hour})
+	put := func(id string) func(store.Tx) error {
+		return func(tx store.Tx) error { return tx.Put(ctx, store.Record{Kind: "r", ID: id, OrgID: "o"}) }
+	}
+	// A lone Update on an idle store does not wait (with an hour's linger, this would hang).
+	if err := s.Update(ctx, put("alone")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.w.lingerFor(); got != 0 {
+		t.Fatalf("after a batch of one, lingerFor = %v, want 0", got)
+	}
+	// A batch of two: x holds the writer until y is queued behind it.
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 2)
+	go func() {
+		done <- s.Update(ctx, func(tx store.Tx) error {
+			select {
+			case <-entered:
+			default:
+				close(entered)
+			}
+			<-release
+			return put("x")(tx)
+		})
+	}()
+	<-entered
+	go func() { done <- s.Update(ctx, put("y")) }()
+	for len(s.w.jobs) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.w.lingerFor(); got != time.Hour {
+		t.Fatalf("after a batch of two, lingerFor = %v, want the hour", got)
+	}
+	// Now a lone Update waits in the writer's open transaction for the next one: both are
+	// committed together.
+	before, taken := s.w.commits.Load(), s.w.taken.Load()
+	go func() { done <- s.Update(ctx, put("a")) }()
+	for s.w.taken.Load() == taken {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the Update after a batch of two returned (%v) before the next one came", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if err := s.Update(ctx, put("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.w.commits.Load() - before; got != 1 {
+		t.Fatalf("%d commits for a and b, want 1", got)
+	}
+	// A negative MaxLinger never waits.
+	s2 := openTemp(t, Options{MaxLinger: -1})
+	s2.w.lastBatch = 10
+	if got := s2.w.lingerFor(); got != 0 {
+		t.Fatalf("MaxLinger -1: lingerFor = %v, want 0", got)
+	}
+}
+
 // TestUpdateCancelledInQueue: a caller that gives up while queued returns at once and its fn
 // never runs.
 func TestUpdateCancelledInQueue(t *testing.T) {

@@ -47,8 +47,13 @@ type writer struct {
 	onCommit func(n int, d time.Duration)
 	foreign  foreignWatch // other processes' commits (foreign.go)
 
+	maxLinger time.Duration // Options.MaxLinger
+	lastBatch int           // jobs in the last batch run
+	timer     *time.Timer   // next's, reused
+
 	// Statistics, for tests and metrics.
 	commits  atomic.Int64 // committed batch transactions
+	taken    atomic.Int64 // jobs taken off the queue
 	jobsRun  atomic.Int64 // jobs run in committed batches (succeeded or rolled back to their savepoint)
 	restarts atomic.Int64 // batches re-run in savepoint mode after a job failed
 }
@@ -70,14 +75,15 @@ func newWriter(ctx context.Context, conn *sql.Conn, opts Options) (*writer, erro
 		}
 	}
 	return &writer{
-		onCommit: opts.OnCommit,
-		conn:     conn,
-		q:        q,
-		r:        newReader(q),
-		jobs:     make(chan *job, opts.QueueLength),
-		quit:     make(chan struct{}),
-		stopped:  make(chan struct{}),
-		maxBatch: opts.MaxBatch,
+		onCommit:  opts.OnCommit,
+		conn:      conn,
+		q:         q,
+		r:         newReader(q),
+		jobs:      make(chan *job, opts.QueueLength),
+		quit:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		maxBatch:  opts.MaxBatch,
+		maxLinger: opts.MaxLinger,
 	}, nil
 }
 
@@ -117,6 +123,7 @@ func (w *writer) runBatch(first *job) {
 	if !first.state.CompareAndSwap(jobQueued, jobTaken) {
 		return // abandoned by its caller
 	}
+	w.taken.Add(1)
 	batch := append(w.batch[:0], first)
 	// Jobs run optimistically, without a savepoint each: most succeed, and a savepoint costs two
 	// statements on the serial path. The first job that fails makes the batch start over:
@@ -133,18 +140,16 @@ func (w *writer) runBatch(first *job) {
 			guarded, fatal = true, w.restart(batch)
 		}
 	}
+	linger := w.lingerFor()
 	for fatal == nil && len(batch) < w.maxBatch {
-		var j *job
-		select {
-		case j = <-w.jobs:
-		default:
-		}
+		j := w.next(&linger)
 		if j == nil {
 			break
 		}
 		if !j.state.CompareAndSwap(jobQueued, jobTaken) {
 			continue
 		}
+		w.taken.Add(1)
 		batch = append(batch, j)
 		fatal = w.runJob(j, guarded)
 		if fatal == nil && !guarded && j.failed() {
@@ -172,11 +177,55 @@ func (w *writer) runBatch(first *job) {
 		w.commits.Add(1)
 		w.jobsRun.Add(int64(len(batch)))
 	}
+	w.lastBatch = len(batch)
 	for i, j := range batch {
 		close(j.done)
 		batch[i] = nil
 	}
 	w.batch = batch[:0]
+}
+
+// lingerFor is how long the batch about to be built may wait, in all, for jobs that are not
+// queued yet. An fsync costs the same for one job as for a hundred, and so do BEGIN and
+// COMMIT, and the pages every activity shares (the end of the activity table and of its
+// indexes) are written once per commit: under concurrent load it pays to let a few more
+// callers reach the queue before committing. Concurrent load is what the last batch showed
+// (it carried more than one job); a lone caller never waits.
+func (w *writer) lingerFor() time.Duration {
+	if w.maxLinger <= 0 || w.lastBatch < 2 {
+		return 0
+	}
+	return w.maxLinger
+}
+
+// next takes the next queued job, waiting for one up to *linger (which it spends) when none
+// is queued; nil when none came.
+func (w *writer) next(linger *time.Duration) *job {
+	select {
+	case j := <-w.jobs:
+		return j
+	default:
+	}
+	if *linger <= 0 {
+		return nil
+	}
+	start := time.Now()
+	if w.timer == nil {
+		w.timer = time.NewTimer(*linger)
+	} else {
+		w.timer.Reset(*linger)
+	}
+	defer func() { *linger -= time.Since(start) }()
+	select {
+	case j := <-w.jobs:
+		w.timer.Stop()
+		return j
+	case <-w.timer.C:
+		return nil
+	case <-w.quit:
+		w.timer.Stop()
+		return nil
+	}
 }
 
 // restart undoes the optimistic part of a batch whose last job failed and re-runs the jobs
