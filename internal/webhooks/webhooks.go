@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -356,9 +357,15 @@ func EnqueueEvent(
 		if err := records.Save(ctx, tx, KindDelivery, d.ID, outboxOwner, now, now, d); err != nil {
 			return err
 		}
+		enqueued.Add(1)
 	}
 	return nil
 }
+
+// enqueued counts the deliveries written in this process (their transactions may still have
+// been undone): Wake does nothing unless it moved since the deliverer last looked, so the
+// activities of organizations without endpoints, nearly all of them, cost the outbox nothing.
+var enqueued atomic.Uint64
 
 // Deliverer drains the outbox.
 type Deliverer struct {
@@ -376,11 +383,13 @@ type Deliverer struct {
 	Backlog func(n int)
 	Failed  func()
 	wake    chan struct{}
+	seen    atomic.Uint64 // enqueued as the last round began
 }
 
-// Wake asks the deliverer to look at the outbox now (after an activity was enqueued).
+// Wake asks the deliverer to look at the outbox now, if a delivery was written since it last
+// looked (Committed calls it after every activity).
 func (d *Deliverer) Wake() {
-	if d.wake == nil {
+	if d.wake == nil || enqueued.Load() == d.seen.Load() {
 		return
 	}
 	select {
@@ -426,6 +435,23 @@ func (d *Deliverer) round() int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := d.Now()
+	d.seen.Store(enqueued.Load())
+	// Look before taking the writer: an empty outbox (the usual case) costs a read, not a write
+	// transaction. Deliveries written by another process are found here too.
+	var waiting []store.Record
+	if err := d.Store.View(ctx, func(r store.Reader) (err error) {
+		waiting, err = r.List(ctx, KindDelivery, outboxOwner, store.ListOptions{Limit: 1})
+		return err
+	}); err != nil {
+		d.Log.Warn("webhook outbox", "err", err)
+		return 0
+	}
+	if len(waiting) == 0 {
+		if d.Backlog != nil {
+			d.Backlog(0)
+		}
+		return 0
+	}
 	var due []*Delivery
 	err := d.Store.Update(ctx, func(tx store.Tx) error {
 		due = due[:0]
