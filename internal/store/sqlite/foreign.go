@@ -22,15 +22,18 @@ type foreignWatch struct {
 	began atomic.Int64 // when the writer last began a transaction (Unix ns)
 }
 
-// check runs on the writer goroutine inside BEGIN IMMEDIATE.
-func (f *foreignWatch) check(conn *sql.Conn) {
+// qDataVersion is prepared with the writer's statements.
+const qDataVersion = "PRAGMA data_version"
+
+// check runs on the writer goroutine inside BEGIN IMMEDIATE; q runs the writer's statements.
+func (f *foreignWatch) check(q *queries) {
 	f.began.Store(time.Now().UnixNano())
 	fn := f.fn.Load()
 	if fn == nil {
 		return
 	}
 	var v int64
-	if err := conn.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
+	if err := q.queryRow(context.Background(), func(r *sql.Rows) error { return r.Scan(&v) }, qDataVersion); err != nil {
 		// Unknown: assume the worst.
 		(*fn)()
 		return

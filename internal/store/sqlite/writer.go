@@ -63,7 +63,7 @@ var writerStatements = []string{
 	qUpsertActivity, readQueries.GetActivity, readQueries.GetActivityByFP, readQueries.Lookup, readQueries.CountRecords,
 	qSavepointWrite, qRollbackToWrite, qReleaseWrite, qUniqueOwner,
 	qSavepointJob, qRollbackToJob, qReleaseJob,
-	qBeginImmediate, qCommit, qRollback,
+	qBeginImmediate, qCommit, qRollback, qDataVersion,
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn, opts Options) (*writer, error) {
@@ -134,7 +134,7 @@ func (w *writer) runBatch(first *job) {
 	if err := w.exec(qBeginImmediate); err != nil {
 		fatal = fmt.Errorf("sqlite: begin: %w", err)
 	} else {
-		w.foreign.check(w.conn)
+		w.foreign.check(w.q)
 		fatal = w.runJob(first, false)
 		if fatal == nil && first.failed() {
 			guarded, fatal = true, w.restart(batch)
