@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the measurements behind issue 14's targets (docs/performance.md, "Against the targets")
+# Runs the measurements behind issue 14's targets (docs/performance.md, "Against the targets (latest run)")
 # and prints one line per run: durable sign_raw_payload and whoami at 32 clients on SQLite and
 # PostgreSQL, one client, create_sub_organization, and (FULL=1) the same against a store of
 # 100,000 organizations. Each run starts its own Latchkey in the bench process on a fresh
