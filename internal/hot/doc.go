@@ -21,9 +21,11 @@
 //     shared by the requests waiting): PostgreSQL signals the listening backend before the
 //     notifying commit returns, and the backend sends the notification before it answers the
 //     round trip, so a change committed by another process before the request came is applied
-//     before the request is answered. While the connection is down, or has not completed a
-//     round trip within the last second, nothing is served or stored; on reconnection
-//     everything cached is dropped (notifications sent meanwhile are lost).
+//     before the request is answered. A request (Versions.PerRequest) waits at the barrier
+//     once, before its first cached read; its later reads need no second round trip. While
+//     the connection is down, or has not completed a round trip within the last second,
+//     nothing is served or stored; on reconnection everything cached is dropped
+//     (notifications sent meanwhile are lost).
 //   - On SQLite, the commands that write beside a running serve (latchkey proxy, access,
 //     operator, keyring) are other processes with their own connections. The store's writer
 //     reads PRAGMA data_version on its own connection at the start of every transaction it

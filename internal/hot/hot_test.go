@@ -3,8 +3,11 @@ package hot
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,4 +359,60 @@ func TestOptionalCapabilities(t *testing.T) {
 			t.Fatalf("RecordKinds = %v, %v", kinds, err)
 		}
 	})
+}
+
+// TestBarrierOncePerRequest: a request (PerRequest) waits at the barrier before its first cached
+// read only; reads outside a request each wait; without a barrier PerRequest changes nothing.
+func TestBarrierOncePerRequest(t *testing.T) {
+	v := NewVersions()
+	plain := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	if got := v.PerRequest(plain); reflect.ValueOf(got).Pointer() != reflect.ValueOf(plain).Pointer() {
+		t.Fatal("PerRequest wrapped the handler of versions without a barrier")
+	}
+	var waits atomic.Int64
+	v.barrier = func(context.Context) error { waits.Add(1); return nil }
+	c := NewCache[int](v, 0)
+	c.Put("a", v.Token(org), 1)
+	c.Put("b", v.Token("org-2"), 2)
+	read := func(ctx context.Context) {
+		for _, k := range []string{"a", "b", "a"} {
+			if _, ok := c.Get(ctx, k); !ok {
+				t.Fatalf("%s not served", k)
+			}
+		}
+	}
+	read(context.Background())
+	if n := waits.Swap(0); n != 3 {
+		t.Fatalf("three reads outside a request waited %d times, want 3", n)
+	}
+	v.PerRequest(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { read(r.Context()) })).
+		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if n := waits.Swap(0); n != 1 {
+		t.Fatalf("three reads in one request waited %d times, want 1", n)
+	}
+	// A failed wait settles nothing: the next read waits again (and is served once it passes).
+	fail := true
+	v.barrier = func(context.Context) error {
+		waits.Add(1)
+		if fail {
+			fail = false
+			return errors.New("listener down")
+		}
+		return nil
+	}
+	v.PerRequest(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if _, ok := c.Get(r.Context(), "a"); ok {
+			t.Error("served although the barrier failed")
+		}
+		c.Put("a", v.Token(org), 1)
+		if _, ok := c.Get(r.Context(), "a"); !ok {
+			t.Error("not served after the barrier passed")
+		}
+		if _, ok := c.Get(r.Context(), "a"); !ok {
+			t.Error("not served on the third read")
+		}
+	})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if n := waits.Load(); n != 2 {
+		t.Fatalf("a failed wait then two reads waited %d times, want 2", n)
+	}
 }

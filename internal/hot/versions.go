@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,12 +150,39 @@ func (v *Versions) LiveUntil(deadline time.Time) {
 // BarrierTimeout bounds how long a read waits at the barrier before it reads the store instead.
 const BarrierTimeout = time.Second
 
-// settled waits at the barrier, if there is one; false when it could not.
+// settled waits at the barrier, if there is one; false when it could not. Within a request
+// (PerRequest) it waits once: the first wait already applied every change committed before
+// the request came, which is all the barrier promises; a change committed while the request
+// runs may or may not be seen by its later reads, as with reads of the store.
 func (v *Versions) settled(ctx context.Context) bool {
 	if v.barrier == nil {
 		return true
 	}
+	once, _ := ctx.Value(requestKey{}).(*atomic.Bool)
+	if once != nil && once.Load() {
+		return true
+	}
 	ctx, cancel := context.WithTimeout(ctx, BarrierTimeout)
 	defer cancel()
-	return v.barrier(ctx) == nil
+	if v.barrier(ctx) != nil {
+		return false
+	}
+	if once != nil {
+		once.Store(true)
+	}
+	return true
+}
+
+type requestKey struct{}
+
+// PerRequest wraps the API's handler so that each request waits at the barrier at most once,
+// however many cached values it reads (its caller's records, then the key it signs with).
+// Without a barrier (SQLite, one process) it returns h.
+func (v *Versions) PerRequest(h http.Handler) http.Handler {
+	if v == nil || v.barrier == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, new(atomic.Bool))))
+	})
 }

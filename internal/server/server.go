@@ -858,8 +858,8 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 // handlers are the store-backed handlers of the API, auth proxy and dashboard listeners.
 func (s *Server) handlers() map[string]http.Handler {
 	return map[string]http.Handler{
-		"api":       s.Dashboard.Observe(s.API.Handler()),
-		"proxy":     s.ProxyServer.Handler(),
+		"api":       s.Hot.PerRequest(s.Dashboard.Observe(s.API.Handler())),
+		"proxy":     s.Hot.PerRequest(s.ProxyServer.Handler()),
 		"dashboard": s.Dashboard.Handler(),
 	}
 }
