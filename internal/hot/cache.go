@@ -43,18 +43,25 @@ func (c *Cache[V]) Hits() int64 { return c.hits.Load() }
 // Get returns the value under key if its token is still valid, once every change committed
 // before the call is known (the barrier, across PostgreSQL processes).
 func (c *Cache[V]) Get(ctx context.Context, key string) (V, bool) {
+	if e := c.get(ctx, key); e != nil {
+		return e.val, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *Cache[V]) get(ctx context.Context, key string) *entry[V] {
 	if e, ok := c.m.Load(key); ok {
 		e := e.(*entry[V])
 		if c.v.Valid(&e.t) && c.v.settled(ctx) && c.v.Valid(&e.t) {
 			c.hits.Add(1)
-			return e.val, true
+			return e
 		}
 		if c.m.CompareAndDelete(key, e) {
 			c.n.Add(-1)
 		}
 	}
-	var zero V
-	return zero, false
+	return nil
 }
 
 // Put stores val under key, read under t (taken before the reads). A token already invalid
@@ -80,14 +87,24 @@ func (c *Cache[V]) Put(key string, t Token, val V) {
 // first organization is read), before the reads that depend on it; org is captured before
 // read is called. Errors are returned and never cached.
 func (c *Cache[V]) Load(ctx context.Context, key, org string, read func(also func(org string)) (V, error)) (V, error) {
-	if v, ok := c.Get(ctx, key); ok {
-		return v, nil
+	v, _, err := c.LoadToken(ctx, key, org, read)
+	return v, err
+}
+
+// LoadToken is Load that also returns the Token the value was read under, for Unchanged.
+func (c *Cache[V]) LoadToken(
+	ctx context.Context,
+	key, org string,
+	read func(also func(org string)) (V, error),
+) (V, Token, error) {
+	if e := c.get(ctx, key); e != nil {
+		return e.val, e.t, nil
 	}
 	t := c.v.Token(org)
 	v, err := read(func(o string) { t.Add(c.v, o) })
 	if err != nil {
-		return v, err
+		return v, Token{bad: true}, err
 	}
 	c.Put(key, t, v)
-	return v, nil
+	return v, t, nil
 }

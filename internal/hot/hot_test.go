@@ -416,3 +416,22 @@ func TestBarrierOncePerRequest(t *testing.T) {
 		t.Fatalf("a failed wait then two reads waited %d times, want 2", n)
 	}
 }
+
+// TestUnchangedOnlyInOneProcess: a transaction may trust a valid Token instead of reading only
+// where no other process can commit unseen (no barrier: SQLite).
+func TestUnchangedOnlyInOneProcess(t *testing.T) {
+	v := NewVersions()
+	tok := v.Token(org)
+	if !v.Unchanged(&tok) {
+		t.Fatal("a valid token without a barrier is not Unchanged")
+	}
+	v.Changed(org)
+	if v.Unchanged(&tok) {
+		t.Fatal("Unchanged after the organization changed")
+	}
+	tok = v.Token(org)
+	v.barrier = func(context.Context) error { return nil }
+	if v.Unchanged(&tok) {
+		t.Fatal("Unchanged with a barrier (another process may have committed unseen)")
+	}
+}

@@ -109,6 +109,17 @@ func (v *Versions) Valid(t *Token) bool {
 	return t.gen == v.gen.Load() && v.isLive()
 }
 
+// Unchanged reports whether a value read under t is certainly what a read inside the write
+// transaction running now would return, so that transaction may skip the read. Only where
+// no other process can commit unseen while it runs: on SQLite, whose one writer checks for
+// other processes' commits when its transaction begins (dropping every Token if one did) and
+// then holds the write lock, and where a write to the organization by an earlier Update of
+// the same batch has already moved its version. Never on PostgreSQL (a barrier is set):
+// another process's commit may not have been heard yet.
+func (v *Versions) Unchanged(t *Token) bool {
+	return v.barrier == nil && v.Valid(t)
+}
+
 // begin marks org as being written (until end), which invalidates every Token of it.
 func (v *Versions) begin(org string) *atomic.Uint64 {
 	s := v.state(org)

@@ -19,11 +19,28 @@ func NewSigners(v *hot.Versions) *Signers { return hot.NewCache[*SigningKey](v, 
 // reads may include its own uncommitted writes, which are never cached). The key returned is
 // shared: nothing modifies a SigningKey after it is resolved, and the custodian opens the
 // sealed key into a new buffer.
-func (d Deps) resolveSigner(ctx context.Context, r store.Reader, orgID, signWith string) (*SigningKey, error) {
+// It also returns what the key's existence can be checked with later, in the activity's
+// transaction (stillThere).
+func (d Deps) resolveSigner(
+	ctx context.Context,
+	r store.Reader,
+	orgID, signWith string,
+) (*SigningKey, unchanged, error) {
 	if _, inTx := r.(store.Tx); d.Signers == nil || inTx {
-		return ResolveSigner(ctx, r, orgID, signWith)
+		k, err := ResolveSigner(ctx, r, orgID, signWith)
+		return k, nil, err
 	}
-	return d.Signers.Load(ctx, orgID+"\x00"+signWith, orgID, func(func(string)) (*SigningKey, error) {
+	k, t, err := d.Signers.LoadToken(ctx, orgID+"\x00"+signWith, orgID, func(func(string)) (*SigningKey, error) {
 		return ResolveSigner(ctx, r, orgID, signWith)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	v := d.Signers.Versions()
+	return k, func() bool { return v.Unchanged(&t) }, nil
 }
+
+// unchanged reports, inside the activity's transaction, that nothing of the organization a
+// key was resolved in has been written since (hot.Versions.Unchanged): the key is still there.
+// nil: unknown, read the store.
+type unchanged func() bool

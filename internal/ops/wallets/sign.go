@@ -142,7 +142,10 @@ func privKey(k *PrivateKey, format string) *SigningKey {
 
 // stillThere checks, inside the activity's transaction, that the key signed with in Prepare
 // has not been deleted since.
-func (k *SigningKey) stillThere(x *activity.Exec) error {
+func (k *SigningKey) stillThere(x *activity.Exec, same unchanged) error {
+	if same != nil && same() {
+		return nil // nothing of its organization was written since it was read
+	}
 	// Read without a lock: signing activities of one key must not queue behind each other.
 	if _, err := x.Tx.NoLock().Get(x.Ctx, k.Kind, k.ID); err != nil {
 		return apierr.NotFoundf("parameters.signWith: the key was deleted while signing")
@@ -287,6 +290,7 @@ func rawResult(sig custody.Signature) wire.SignRawPayloadResult {
 
 type signed struct {
 	key    *SigningKey
+	same   unchanged // whether key is certainly still there (nil: read the store)
 	result any
 	env    map[string]policy.Value // the parsed payload, for policies
 }
@@ -306,7 +310,7 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 	if len(payloads) == 0 {
 		return nil, apierr.Invalid("parameters.payloads", "at least one payload is required")
 	}
-	k, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
+	k, same, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
 	}
@@ -317,9 +321,9 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if single {
-		return signed{key: k, result: sigs[0], env: env}, nil
+		return signed{key: k, same: same, result: sigs[0], env: env}, nil
 	}
-	return signed{key: k, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
+	return signed{key: k, same: same, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
 }
 
 // signPayloads digests and signs each payload, returning the signatures and the policy view of
@@ -379,7 +383,7 @@ func endSign(span trace.Span, err error) {
 // executeSigned completes a signing activity whose signature Prepare made.
 func executeSigned(x *activity.Exec, _ any) (any, error) {
 	s := x.Prepared.(signed)
-	if err := s.key.stillThere(x); err != nil {
+	if err := s.key.stillThere(x, s.same); err != nil {
 		return nil, err
 	}
 	return s.result, nil

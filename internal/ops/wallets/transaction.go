@@ -137,7 +137,7 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 	if err != nil || len(raw) == 0 {
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "must be the hex of the unsigned transaction")
 	}
-	k, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
+	k, same, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,8 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 		}
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "%v", err)
 	}
-	return signed{key: k, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)}, env: env}, nil
+	return signed{key: k, same: same, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)},
+		env: env}, nil
 }
 
 // SignEthereum signs an unsigned Ethereum transaction with the key signWith names in x's
