@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/hot"
+	"github.com/latchkey/latchkey/internal/ops/mfa"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -10,7 +11,7 @@ import (
 // hotKinds are the record kinds held in memory between requests (package hot): what caller
 // resolution and the signing path read.
 var hotKinds = []string{directory.KindOrganization, directory.KindUser, directory.KindAPIKey,
-	wallets.KindWallet, wallets.KindAccount, wallets.KindPrivateKey}
+	wallets.KindWallet, wallets.KindAccount, wallets.KindPrivateKey, mfa.KindMFAPolicy}
 
 // hotStore puts st behind the write tracking that keeps the in-memory records exact, and
 // starts watching other processes' writes (stopped by the store's Close).

@@ -435,7 +435,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		Custodian:    s.Custodian,
 		Policies:     policies.NewSource(),
 		SessionScope: profiles.Scope,
-		MFA:          mfa.Requirement,
+		MFA:          mfa.Source(mfa.NewPolicies(s.Hot)),
 		OnActivity:   webhooks.Enqueue,
 		Committed:    s.Webhooks.Wake,
 		Log:          cfg.Log,

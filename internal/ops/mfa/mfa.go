@@ -11,6 +11,7 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/records"
@@ -374,7 +375,41 @@ func Requirement(
 	orgID, userID string,
 	env policy.Env,
 ) (*activity.MFARequirement, error) {
-	ps, err := userPolicies(ctx, r, orgID, userID)
+	return Source(nil)(ctx, r, orgID, userID, env)
+}
+
+// Policies holds each user's MFA policies, per (organization, user), for the activities'
+// transactions (package hot; KindMFAPolicy must be among the kinds the store's hot.Wrap
+// watches). The slices are shared: nothing modifies them.
+type Policies = hot.Cache[[]*Policy]
+
+// NewPolicies returns an empty cache over v.
+func NewPolicies(v *hot.Versions) *Policies { return hot.NewCache[[]*Policy](v, 0) }
+
+// Source is Requirement reading the user's policies through c where that is exact
+// (hot.Cache.LoadInTx: on SQLite every activity's MFA check was a query in the one writer);
+// nil c always reads the store.
+func Source(c *Policies) activity.MFASource {
+	return func(ctx context.Context, r store.Reader, orgID, userID string, env policy.Env) (*activity.MFARequirement, error) {
+		return requirement(ctx, c, r, orgID, userID, env)
+	}
+}
+
+func requirement(
+	ctx context.Context,
+	c *Policies,
+	r store.Reader,
+	orgID, userID string,
+	env policy.Env,
+) (*activity.MFARequirement, error) {
+	read := func() ([]*Policy, error) { return userPolicies(ctx, r, orgID, userID) }
+	var ps []*Policy
+	var err error
+	if c == nil {
+		ps, err = read()
+	} else {
+		ps, err = c.LoadInTx(ctx, orgID+"\x00"+userID, orgID, read)
+	}
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
