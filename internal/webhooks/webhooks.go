@@ -22,6 +22,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -304,12 +305,48 @@ func listEndpoints(q *activity.Read, _ *wire.ListWebhookEndpointsRequest) (any, 
 // parent and all sub-organizations"), in the activity's transaction. The body is the activity
 // itself, as get_activity returns it. Organizations without endpoints cost one lookup.
 func Enqueue(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
+	return enqueue(ctx, nil, tx, org, now, activityJSON)
+}
+
+// Parents holds the parent organizations Enqueue reads for sub-organizations' activities
+// (package hot). Shared: nothing modifies them.
+type Parents = hot.Cache[*directory.Organization]
+
+// NewParents returns an empty cache over v.
+func NewParents(v *hot.Versions) *Parents { return hot.NewCache[*directory.Organization](v, 0) }
+
+// EnqueueVia is Enqueue reading a sub-organization's parent through c where that is exact
+// (hot.Cache.LoadInTx): on SQLite every activity of a sub-organization, the usual signer of an
+// embedded wallet, read its parent in the one writer.
+func EnqueueVia(
+	c *Parents,
+) func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
+	return func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
+		return enqueue(ctx, c, tx, org, now, activityJSON)
+	}
+}
+
+func enqueue(
+	ctx context.Context,
+	c *Parents,
+	tx store.Tx,
+	org *directory.Organization,
+	now time.Time,
+	activityJSON []byte,
+) error {
 	if org == nil {
 		return nil
 	}
 	owners := []*directory.Organization{org}
 	if org.ParentID != "" {
-		parent, err := directory.LoadOrganization(ctx, tx, org.ParentID)
+		read := func() (*directory.Organization, error) { return directory.LoadOrganization(ctx, tx, org.ParentID) }
+		var parent *directory.Organization
+		var err error
+		if c == nil {
+			parent, err = read()
+		} else {
+			parent, err = c.LoadInTx(ctx, org.ParentID, org.ParentID, read)
+		}
 		if err != nil {
 			return err
 		}
