@@ -79,9 +79,9 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 	if op.Redact.set() {
 		shown = op.Redact.call(intent)
 	}
-	intentJSON, err := json.Marshal(map[string]any{version.IntentMember: shown})
+	intentJSON, err := encodeIntent(version.IntentMember, shown)
 	if err != nil {
-		return nil, apierr.Internalf(err, "encoding intent")
+		return nil, err
 	}
 	c := req.Caller
 	a := &attempt{req: req, op: op, intent: intent, voteBody: voteMessage(req.Raw, op, shown),

@@ -545,9 +545,22 @@ func (w Wire) with(status string, result json.RawMessage, failure *apierr.Status
 
 // encode is w's JSON, as stored and answered.
 func (w *Wire) encode() ([]byte, error) {
-	b, err := json.Marshal(w)
+	size := 512 + len(w.Intent) + len(w.Result)
+	for i := range w.Votes {
+		size += 768 + len(w.Votes[i].Message)*5/4
+	}
+	b, err := appendWire(make([]byte, 0, size), w)
 	if err != nil {
 		return nil, apierr.Internalf(err, "encoding activity")
+	}
+	return b, nil
+}
+
+// encodeIntent is an activity's intent: the (possibly redacted) intent as member of it.
+func encodeIntent(member string, intent any) (json.RawMessage, error) {
+	b, err := encodeMember(member, intent)
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding intent")
 	}
 	return b, nil
 }
@@ -557,11 +570,22 @@ func encodeResult(member string, result any) (json.RawMessage, error) {
 	if result == nil {
 		result = struct{}{}
 	}
-	b, err := json.Marshal(map[string]any{member: result})
+	b, err := encodeMember(member, result)
 	if err != nil {
 		return nil, apierr.Internalf(err, "encoding result")
 	}
 	return b, nil
+}
+
+// encodeMember is json.Marshal(map[string]any{member: v}) without the map.
+func encodeMember(member string, v any) ([]byte, error) {
+	m, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(member)+len(m)+5)
+	b = append(appendString(append(b, '{'), member), ':')
+	return append(append(b, m...), '}'), nil
 }
 
 // voteMessage is the request body as the initiator's vote keeps it: as stamped, except for an
