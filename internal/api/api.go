@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -281,19 +282,26 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if err != nil {
 			return 0, apierr.Internalf(err, "encoding response")
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
+		writeJSON(w, body)
 		return http.StatusOK, nil
 	}
 }
 
 func writeActivity(w http.ResponseWriter, data []byte) {
-	w.Header().Set("Content-Type", "application/json")
 	buf := make([]byte, 0, len(data)+14)
 	buf = append(buf, `{"activity":`...)
 	buf = append(buf, data...)
 	buf = append(buf, '}')
-	_, _ = w.Write(buf)
+	writeJSON(w, buf)
+}
+
+// writeJSON writes a 200 answer with its length: net/http sends an answer larger than its
+// 2 KiB buffer (a signing activity is just over) chunked otherwise, in more pieces.
+func writeJSON(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
 }
 
 // authProof is a verified stamp before the caller is known.
