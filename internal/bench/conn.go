@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"time"
@@ -18,11 +20,11 @@ const requestTimeout = 30 * time.Second
 
 // conn is one worker's keep-alive HTTP/1.1 connection for the measured window. Each request is
 // written whole in one write (request line, headers and body, built in a buffer the worker
-// reuses) and its response read in full with net/http's parser. It spares the load generator
-// net/http.Transport's per-request machinery (a writer and a reader goroutine per connection and
-// the channel handoffs between them, a timer goroutine for the client timeout, the header map
-// built for every request), which took about a quarter of the CPU of a whoami run; the server
-// sees the same HTTP/1.1 requests over the same kind of TCP connections.
+// reuses) and its response read in full. It spares the load generator net/http.Transport's
+// per-request machinery (a writer and a reader goroutine per connection and the channel handoffs
+// between them, a timer goroutine for the client timeout, the header maps built for every
+// request and response), which took about a quarter of the CPU of a whoami run; the server sees
+// the same HTTP/1.1 requests over the same kind of TCP connections.
 type conn struct {
 	ctx    context.Context
 	target *url.URL
@@ -134,22 +136,105 @@ func (c *conn) roundTrip(r stamped) error {
 	if _, err := c.c.Write(b); err != nil {
 		return err
 	}
-	resp, err := http.ReadResponse(c.br, nil)
+	status, closing, err := c.readResponse()
 	if err != nil {
 		return err
 	}
-	c.body, err = readAll(resp.Body, c.body[:0])
-	resp.Body.Close()
-	if err != nil {
-		return err
+	if status != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", status, truncate(c.body, 300))
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, truncate(c.body, 300))
-	}
-	if resp.Close {
+	if closing {
 		c.Close()
 	}
 	return nil
+}
+
+// readResponse reads one response: its status, whether the server closes the connection after
+// it, and its whole body, into c.body (by Content-Length, chunks, or up to the connection's end).
+// Only the three headers that frame the body are looked at: building net/http's header map of
+// each response was most of what remained of the client's own CPU.
+func (c *conn) readResponse() (status int, closing bool, err error) {
+	line, err := c.line()
+	if err != nil {
+		return 0, false, err
+	}
+	// HTTP/1.1 200 OK
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, false, fmt.Errorf("malformed HTTP status line %q", truncate(line, 100))
+	}
+	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, false, fmt.Errorf("malformed HTTP status line %q", truncate(line, 100))
+	}
+	closing = line[7] == '0' // HTTP/1.0
+	length, chunked := int64(-1), false
+	for {
+		if line, err = c.line(); err != nil {
+			return 0, false, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, false, fmt.Errorf("malformed HTTP header line %q", truncate(line, 100))
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+				return 0, false, fmt.Errorf("malformed Content-Length %q", truncate(value, 100))
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			closing = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	body := c.body[:0]
+	switch {
+	case status/100 == 1 || status == http.StatusNoContent || status == http.StatusNotModified:
+	case chunked:
+		if body, err = readAll(httputil.NewChunkedReader(c.br), body); err != nil {
+			return 0, false, err
+		}
+		for { // the trailer, up to its empty line
+			if line, err = c.line(); err != nil {
+				return 0, false, err
+			}
+			if len(line) == 0 {
+				break
+			}
+		}
+	case length >= 0:
+		if int64(cap(body)) < length {
+			body = make([]byte, 0, length)
+		}
+		body = body[:length]
+		if _, err = io.ReadFull(c.br, body); err != nil {
+			return 0, false, err
+		}
+	default: // the body ends with the connection
+		body, err = readAll(c.br, body)
+		closing = true
+	}
+	c.body = body
+	return status, closing, err
+}
+
+// line reads a line of the response head, without its line ending.
+func (c *conn) line() ([]byte, error) {
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
 }
 
 // readAll is io.ReadAll into b's storage.

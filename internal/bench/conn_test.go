@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -27,6 +28,12 @@ func TestConnSend(t *testing.T) {
 			_, _ = w.Write(b)
 		case "/base/big": // chunked
 			_, _ = w.Write(big)
+		case "/base/trailer": // chunked, with a trailer
+			w.Header().Set("Trailer", "X-Done")
+			_, _ = w.Write(b)
+			w.(http.Flusher).Flush()
+			_, _ = w.Write(b)
+			w.Header().Set("X-Done", "yes")
 		case "/base/close":
 			w.Header().Set("Connection", "close")
 			_, _ = w.Write(b)
@@ -56,6 +63,9 @@ func TestConnSend(t *testing.T) {
 		}
 		if err := send("/big"); err != nil || !bytes.Equal(c.body, big) {
 			t.Fatalf("big: %v, %d bytes", err, len(c.body))
+		}
+		if err := send("/trailer"); err != nil || string(c.body) != `{"a":1}{"a":1}` {
+			t.Fatalf("trailer: %v %q", err, c.body)
 		}
 	}
 	if n := conns.Load(); n != 1 {
@@ -90,5 +100,36 @@ func TestConnEndsWithContext(t *testing.T) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a request cut off by its context succeeded")
+	}
+}
+
+// TestConnBodyToEOF reads an answer whose body ends with the connection.
+func TestConnBodyToEOF(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = http.ReadRequest(bufio.NewReader(nc))
+			_, _ = io.WriteString(nc, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"to\":\"eof\"}")
+			nc.Close()
+		}
+	}()
+	c, err := newConn(context.Background(), "http://"+ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 2 {
+		if err := c.send(stamped{path: "/", header: "X-Stamp", value: "v", body: []byte("{}")}); err != nil ||
+			string(c.body) != `{"to":"eof"}` || c.c != nil {
+			t.Fatalf("%v %q, open %v", err, c.body, c.c != nil)
+		}
 	}
 }
