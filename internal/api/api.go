@@ -287,21 +287,27 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 	}
 }
 
+// writeActivity answers {"activity": data}, in three writes rather than a copy of data (the
+// response writer buffers them).
 func writeActivity(w http.ResponseWriter, data []byte) {
-	buf := make([]byte, 0, len(data)+14)
-	buf = append(buf, `{"activity":`...)
-	buf = append(buf, data...)
-	buf = append(buf, '}')
-	writeJSON(w, buf)
+	setJSON(w.Header(), len(activityPrefix)+len(data)+len(activitySuffix))
+	_, _ = w.Write(activityPrefix)
+	_, _ = w.Write(data)
+	_, _ = w.Write(activitySuffix)
 }
 
-// writeJSON writes a 200 answer with its length: net/http sends an answer larger than its
-// 2 KiB buffer (a signing activity is just over) chunked otherwise, in more pieces.
+var activityPrefix, activitySuffix = []byte(`{"activity":`), []byte(`}`)
+
 func writeJSON(w http.ResponseWriter, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	setJSON(w.Header(), len(body))
 	_, _ = w.Write(body)
+}
+
+// setJSON sets the headers of a 200 JSON answer of n bytes. Its length is given: net/http sends
+// an answer larger than its 2 KiB buffer (a signing activity is just over) chunked otherwise.
+func setJSON(h http.Header, n int) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(n))
 }
 
 // authProof is a verified stamp before the caller is known.
