@@ -96,9 +96,10 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 		Services:          e.svc,
 		mfaDone:           []AuthMethod{MethodOf(c)},
 	}
+	now := Timestamp(a.x.Now)
 	a.act = Wire{ID: a.x.ActivityID, OrganizationID: a.x.OrgID, Type: actType, Intent: intentJSON,
 		Votes: []wire.Vote{initiatorVote(&a.x, a.voteBody)}, Fingerprint: Fingerprint(req.Raw),
-		CreatedAt: Timestamp(a.x.Now), UpdatedAt: Timestamp(a.x.Now)}
+		CreatedAt: now, UpdatedAt: now}
 	a.pend = pending{Path: req.Path, Type: version.Type, IntentMember: version.IntentMember, ResultMember: a.member,
 		GenerateAppProofs: a.x.GenerateAppProofs, UserID: c.User.ID, CredentialID: c.CredentialID, CredentialType: c.CredentialType,
 		PublicKey: c.PublicKey, Scheme: c.Scheme, Signature: c.Signature}
