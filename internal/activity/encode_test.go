@@ -64,13 +64,24 @@ func BenchmarkWireEncode(b *testing.B) {
 	})
 }
 
+// BenchmarkParseEnvelope compares ParseEnvelope with json.Unmarshal alone, on a signing body.
 func BenchmarkParseEnvelope(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseEnvelope(signBody); err != nil {
-			b.Fatal(err)
+	b.Run("ParseEnvelope", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseEnvelope(signBody); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseEnvelopeSlow(signBody); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkNewAttempt(b *testing.B) {
@@ -190,5 +201,64 @@ func TestEncodeMemberMatchesMarshal(t *testing.T) {
 	}
 	if _, err := encodeMember("m", func() {}); err == nil {
 		t.Error("encodeMember encoded a func")
+	}
+}
+
+// parseEnvelopeSlow is ParseEnvelope's decoding by json.Unmarshal alone.
+func parseEnvelopeSlow(raw []byte) (*wire.SubmitEnvelope, error) {
+	var full struct {
+		wire.SubmitEnvelope
+		TimestampMs json.RawMessage `json:"timestampMs"`
+	}
+	if err := json.Unmarshal(raw, &full); err != nil {
+		return nil, err
+	}
+	full.SubmitEnvelope.TimestampMs = strings.Trim(string(full.TimestampMs), `"`)
+	return &full.SubmitEnvelope, nil
+}
+
+// FuzzParseEnvelope holds the direct reading of an envelope to json.Unmarshal's.
+func FuzzParseEnvelope(f *testing.F) {
+	for _, s := range []string{
+		string(signBody),
+		`{"type":"T","timestampMs":1,"organizationId":"o","parameters":{"a":[1,"}"]},"generateAppProofs":true}`,
+		` {"parameters" : "x" , "generateAppProofs":false,"type":"é","organizationId":"","timestampMs":"\"1\""} `,
+		`{"type":"T","type":"U"}`, `{"Type":"T"}`, `{"type":"\u0054"}`, `{"type":null}`, `{"type":1}`,
+		`{"organizationId":"a\xffb"}`, `{"parameters":null}`, `{"generateAppProofs":1}`, `{"x":1}`, `[]`, `{}`,
+		`{"parameters":[{"k":"v\\\""}, 2.5e3, true]}`, `{"timestampMs":{"a":"}"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := envelopeDirect(raw)
+		if !ok {
+			return
+		}
+		want, err := parseEnvelopeSlow(raw)
+		if err != nil {
+			t.Fatalf("read %q, which json.Unmarshal refuses: %v", raw, err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if !bytes.Equal(g, w) || !bytes.Equal(got.Parameters, want.Parameters) {
+			t.Fatalf("read %q as %s, json.Unmarshal as %s", raw, g, w)
+		}
+	})
+}
+
+func TestParseEnvelopeDirect(t *testing.T) {
+	for raw, want := range map[string]bool{
+		string(signBody): true,
+		`{"type":"T","timestampMs":1,"organizationId":"o","parameters":{},"generateAppProofs":true}`: true,
+		`{"type":"T","type":"U"}`:    false,
+		`{"Type":"T"}`:               false,
+		`{"type":"\u0054"}`:          false,
+		`{"parameters":null}`:        false,
+		`{"x":1}`:                    false,
+		`{"organizationId":"a\xff"}`: false,
+	} {
+		if _, ok := envelopeDirect([]byte(raw)); ok != want {
+			t.Errorf("envelopeDirect(%s): %v, want %v", raw, ok, want)
+		}
 	}
 }
