@@ -79,9 +79,9 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 	if op.Redact.set() {
 		shown = op.Redact.call(intent)
 	}
-	intentJSON, err := json.Marshal(map[string]any{version.IntentMember: shown})
+	intentJSON, err := encodeIntent(version.IntentMember, shown)
 	if err != nil {
-		return nil, apierr.Internalf(err, "encoding intent")
+		return nil, err
 	}
 	c := req.Caller
 	now := e.svc.Now()
@@ -97,9 +97,10 @@ func (e *Engine) newAttempt(req SubmitRequest) (*attempt, error) {
 		Services:          e.svc,
 		mfaDone:           []AuthMethod{MethodOf(c)},
 	}
+	ts := Timestamp(now)
 	a.act = Wire{ID: a.x.ActivityID, OrganizationID: a.x.OrgID, Type: actType, Intent: intentJSON,
 		Votes: []wire.Vote{initiatorVote(&a.x, a.voteBody)}, Fingerprint: Fingerprint(req.Raw),
-		CreatedAt: Timestamp(a.x.Now), UpdatedAt: Timestamp(a.x.Now)}
+		CreatedAt: ts, UpdatedAt: ts}
 	a.pend = pending{Path: req.Path, Type: version.Type, IntentMember: version.IntentMember, ResultMember: a.member,
 		GenerateAppProofs: a.x.GenerateAppProofs, UserID: c.User.ID, CredentialID: c.CredentialID, CredentialType: c.CredentialType,
 		PublicKey: c.PublicKey, Scheme: c.Scheme, Signature: c.Signature}

@@ -130,20 +130,62 @@ func Fingerprint(raw []byte) string {
 
 // ParseEnvelope decodes and checks a submit body's envelope.
 func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
-	var env struct {
-		wire.SubmitEnvelope
-		TimestampMs json.RawMessage `json:"timestampMs"`
+	env, ok := envelopeDirect(raw)
+	if !ok {
+		var full struct {
+			wire.SubmitEnvelope
+			TimestampMs json.RawMessage `json:"timestampMs"`
+		}
+		if err := json.Unmarshal(raw, &full); err != nil {
+			return nil, jsonError("", err)
+		}
+		// SDKs send timestampMs as a string; accept a JSON number too.
+		full.SubmitEnvelope.TimestampMs = strings.Trim(string(full.TimestampMs), `"`)
+		env = &full.SubmitEnvelope
 	}
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, jsonError("", err)
-	}
-	// SDKs send timestampMs as a string; accept a JSON number too.
-	ts := strings.Trim(string(env.TimestampMs), `"`)
-	env.SubmitEnvelope.TimestampMs = ts
-	if err := env.SubmitEnvelope.Validate(""); err != nil {
+	if err := env.Validate(""); err != nil {
 		return nil, fieldError(err)
 	}
-	return &env.SubmitEnvelope, nil
+	return env, nil
+}
+
+// envelopeDirect reads an envelope as the SDKs send it (valid JSON, the envelope's members once
+// each and no others, strings without escapes) as ParseEnvelope's json.Unmarshal reads it, without
+// its reflection; ok is false for anything else, which is left to json.Unmarshal.
+func envelopeDirect(raw []byte) (env *wire.SubmitEnvelope, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	env = &wire.SubmitEnvelope{}
+	var seen [5]bool
+	ok = wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
+		if escaped || string(v) == "null" {
+			return false
+		}
+		k, good := 0, true
+		switch string(name) {
+		case "type":
+			env.Type, good = wire.PlainString(v)
+		case "timestampMs":
+			k, env.TimestampMs = 1, strings.Trim(string(v), `"`)
+		case "organizationId":
+			k = 2
+			env.OrganizationId, good = wire.PlainString(v)
+		case "parameters":
+			k, env.Parameters = 3, bytes.Clone(v)
+		case "generateAppProofs":
+			b := string(v) == "true"
+			k, env.GenerateAppProofs, good = 4, &b, b || string(v) == "false"
+		default:
+			return false
+		}
+		if !good || seen[k] {
+			return false
+		}
+		seen[k] = true
+		return true
+	})
+	return env, ok
 }
 
 // decodeIntent decodes and validates the parameters as the submitted version's intent. When they
@@ -545,9 +587,22 @@ func (w Wire) with(status string, result json.RawMessage, failure *apierr.Status
 
 // encode is w's JSON, as stored and answered.
 func (w *Wire) encode() ([]byte, error) {
-	b, err := json.Marshal(w)
+	size := 512 + len(w.Intent) + len(w.Result)
+	for i := range w.Votes {
+		size += 768 + len(w.Votes[i].Message)*5/4
+	}
+	b, err := appendWire(make([]byte, 0, size), w)
 	if err != nil {
 		return nil, apierr.Internalf(err, "encoding activity")
+	}
+	return b, nil
+}
+
+// encodeIntent is an activity's intent: the (possibly redacted) intent as member of it.
+func encodeIntent(member string, intent any) (json.RawMessage, error) {
+	b, err := encodeMember(member, intent)
+	if err != nil {
+		return nil, apierr.Internalf(err, "encoding intent")
 	}
 	return b, nil
 }
@@ -557,11 +612,22 @@ func encodeResult(member string, result any) (json.RawMessage, error) {
 	if result == nil {
 		result = struct{}{}
 	}
-	b, err := json.Marshal(map[string]any{member: result})
+	b, err := encodeMember(member, result)
 	if err != nil {
 		return nil, apierr.Internalf(err, "encoding result")
 	}
 	return b, nil
+}
+
+// encodeMember is json.Marshal(map[string]any{member: v}) without the map.
+func encodeMember(member string, v any) ([]byte, error) {
+	m, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(member)+len(m)+5)
+	b = append(appendString(append(b, '{'), member), ':')
+	return append(append(b, m...), '}'), nil
 }
 
 // voteMessage is the request body as the initiator's vote keeps it: as stamped, except for an

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -256,20 +258,18 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		writeActivity(w, data)
 		return http.StatusOK, nil
 	default:
-		var head struct {
-			OrganizationID string `json:"organizationId"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
+		orgID, err := queryOrganization(raw)
+		if err != nil {
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
-		metrics.SetOrganization(ctx, head.OrganizationID)
+		metrics.SetOrganization(ctx, orgID)
 		if span := tracing.SpanFrom(ctx); span.IsRecording() {
-			span.SetAttributes(attribute.String("latchkey.organization_id", head.OrganizationID))
+			span.SetAttributes(attribute.String("latchkey.organization_id", orgID))
 		}
 		if auth.attested != nil {
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
 		}
-		caller, err := s.resolve(ctx, auth, head.OrganizationID, raw)
+		caller, err := s.resolve(ctx, auth, orgID, raw)
 		if err != nil {
 			return 0, err
 		}
@@ -281,19 +281,73 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if err != nil {
 			return 0, apierr.Internalf(err, "encoding response")
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
+		writeJSON(w, body)
 		return http.StatusOK, nil
 	}
 }
 
+// queryOrganization is a query body's organizationId as json.Unmarshal into
+// struct{OrganizationID string `json:"organizationId"`} reads it. A body as the SDKs send it (valid
+// JSON, organizationId once, a string without escapes) is read without the decoder's reflection.
+func queryOrganization(raw []byte) (string, error) {
+	if json.Valid(raw) {
+		org, found := "", false
+		if wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
+			if escaped || !isASCII(name) {
+				return false
+			}
+			if string(name) != "organizationId" {
+				// The decoder matches member names regardless of case.
+				return !strings.EqualFold(string(name), "organizationId")
+			}
+			if found {
+				return false
+			}
+			var ok bool
+			org, ok = wire.PlainString(v)
+			found = ok
+			return ok
+		}) {
+			return org, nil
+		}
+	}
+	var head struct {
+		OrganizationID string `json:"organizationId"`
+	}
+	err := json.Unmarshal(raw, &head)
+	return head.OrganizationID, err
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// writeActivity answers {"activity": data}, in three writes rather than a copy of data (the
+// response writer buffers them).
 func writeActivity(w http.ResponseWriter, data []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	buf := make([]byte, 0, len(data)+14)
-	buf = append(buf, `{"activity":`...)
-	buf = append(buf, data...)
-	buf = append(buf, '}')
-	_, _ = w.Write(buf)
+	setJSON(w.Header(), len(activityPrefix)+len(data)+len(activitySuffix))
+	_, _ = w.Write(activityPrefix)
+	_, _ = w.Write(data)
+	_, _ = w.Write(activitySuffix)
+}
+
+var activityPrefix, activitySuffix = []byte(`{"activity":`), []byte(`}`)
+
+func writeJSON(w http.ResponseWriter, body []byte) {
+	setJSON(w.Header(), len(body))
+	_, _ = w.Write(body)
+}
+
+// setJSON sets the headers of a 200 JSON answer of n bytes. Its length is given: net/http sends
+// an answer larger than its 2 KiB buffer (a signing activity is just over) chunked otherwise.
+func setJSON(h http.Header, n int) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(n))
 }
 
 // authProof is a verified stamp before the caller is known.

@@ -194,6 +194,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	cycle := cfg.Op == "whoami"
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	// Each worker's connection is opened before the window, as a warm client pool would be.
+	conns := make([]*conn, cfg.Concurrency)
+	for w := range conns {
+		if conns[w], err = newConn(ctx, base); err == nil {
+			err = conns[w].dial()
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("connecting to %s: %w", base, err)
+		}
+		defer conns[w].Close()
+	}
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
@@ -220,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					n = 0
 				}
 				t0 := time.Now()
-				_, err := send(ctx, client, base, pool[n])
+				err := conns[w].send(pool[n])
 				if ctx.Err() != nil {
 					break
 				}
@@ -416,10 +427,6 @@ func presign(cfg Config, st stamp.Stamper) ([][]stamped, int, error) {
 	close(next)
 	wg.Wait()
 	return pools, per * cfg.Concurrency, firstErr
-}
-
-func send(ctx context.Context, client *http.Client, base string, r stamped) ([]byte, error) {
-	return roundTrip(ctx, client, base+r.path, r.body, r.header, r.value)
 }
 
 func post(ctx context.Context, client *http.Client, base, path string, b []byte, st stamp.Stamper) ([]byte, error) {

@@ -433,3 +433,22 @@ func TestNormalizePublicKey(t *testing.T) {
 		t.Fatalf("33-byte ed25519 key: %v", err)
 	}
 }
+
+// TestParseAPIKeyStampDirect checks that stamps as clients make them are read without
+// json.Unmarshal, and the rest are not.
+func TestParseAPIKeyStampDirect(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"publicKey":"02ab","scheme":"SIGNATURE_SCHEME_TK_API_P256","signature":"3044"}`: true,
+		` { "signature" : "3044" ,	"scheme":"s","publicKey":""}` + "\n":                   true,
+		`{"publicKey":"a","scheme":"b","signature":"c","publicKey":"d"}`:                  false,
+		`{"publicKey":"a","scheme":"b","signature":"c"}x`:                                 false,
+		`{"publicKey":"a","scheme":"b"}`:                                                  false,
+		`{"publicKey":"a","scheme":"b","signature":"c","x":1}`:                            false,
+		`{"PublicKey":"a","scheme":"b","signature":"c"}`:                                  false,
+		`{"publicKey":"a\u0041","scheme":"b","signature":"c"}`:                            false,
+	} {
+		if _, ok := parseSimpleStamp([]byte(raw)); ok != want {
+			t.Errorf("parseSimpleStamp(%s): %v, want %v", raw, ok, want)
+		}
+	}
+}

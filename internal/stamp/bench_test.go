@@ -1,6 +1,7 @@
 package stamp
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/stamp/stamptest"
@@ -61,4 +62,29 @@ func BenchmarkParseAttestation(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkParseAPIKeyStamp compares reading an X-Stamp's JSON directly with json.Unmarshal.
+func BenchmarkParseAPIKeyStamp(b *testing.B) {
+	priv, _, _ := GenerateKey(CurveP256)
+	st, _ := NewP256Stamper(priv)
+	_, h, _ := st.Stamp(benchBody)
+	raw, _ := decodeBase64(h)
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseAPIKeyStamp(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s apiKeyStampJSON
+			if err := json.Unmarshal(raw, &s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package stamp
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -125,5 +126,46 @@ func FuzzVerifyAttested(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		_, err := VerifyAttested(header, body)
 		checkErr(t, err)
+	})
+}
+
+// FuzzParseAPIKeyStamp holds the direct reading of a stamp's JSON to json.Unmarshal's.
+func FuzzParseAPIKeyStamp(f *testing.F) {
+	for _, s := range []string{
+		`{"publicKey":"02ab","scheme":"SIGNATURE_SCHEME_TK_API_P256","signature":"3044"}`,
+		` { "signature" : "3044" ,	"scheme":"s","publicKey":""}` + "\n",
+		`{"publicKey":"a","scheme":"b","signature":"c","publicKey":"d"}`,
+		`{"publicKey":"a","scheme":"b","signature":"c"}x`,
+		`{"publicKey":"a","scheme":"b"}`,
+		`{"PublicKey":"a","scheme":"b","signature":"c"}`,
+		`{"publicKey":"a\u0041","scheme":"b","signature":"c"}`,
+		`{"publicKey":null,"scheme":"b","signature":"c"}`,
+		`{"publicKey":"a","scheme":"b","signature":"c",}`,
+		`{"publicKey":"é","scheme":"b","signature":"c"}`,
+		``, `{`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := parseSimpleStamp(raw)
+		if !ok {
+			return
+		}
+		var want apiKeyStampJSON
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("read %q, which json.Unmarshal refuses: %v", raw, err)
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return "<nil>"
+			}
+			return *p
+		}
+		for _, pair := range [][2]*string{{got.PublicKey, want.PublicKey}, {got.Scheme, want.Scheme},
+			{got.Signature, want.Signature}} {
+			if str(pair[0]) != str(pair[1]) {
+				t.Fatalf("read %q as %q, json.Unmarshal as %q", raw, str(pair[0]), str(pair[1]))
+			}
+		}
 	})
 }

@@ -3,6 +3,9 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,10 +68,14 @@ func FuzzDecodeValidate(f *testing.F) {
 					t.Fatalf("%T.Validate returned %T", v, err)
 				}
 			}
-			if err := CheckText(v, "parameters"); err != nil {
+			err := CheckText(v, "parameters")
+			if err != nil {
 				if _, ok := err.(*FieldError); !ok {
 					t.Fatalf("CheckText returned %T", err)
 				}
+			}
+			if want := checkTextEager(reflect.ValueOf(v), "parameters", ""); fmt.Sprint(err) != fmt.Sprint(want) {
+				t.Fatalf("CheckText = %v, the eager walk's %v", err, want)
 			}
 		}
 	})
@@ -157,4 +164,57 @@ func countMembers(v any) int {
 		return n
 	}
 	return 0
+}
+
+// checkTextEager is CheckText as it was written first, building each field's path on the way
+// down: the reference the lazy walk is held to.
+func checkTextEager(v reflect.Value, path, member string) *FieldError {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return checkTextEager(v.Elem(), path, member)
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if fe := checkTextEager(v.Field(i), FieldPath(path, name), name); fe != nil {
+				return fe
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := 0; i < v.Len(); i++ {
+			if fe := checkTextEager(v.Index(i), path+"["+strconv.Itoa(i)+"]", member); fe != nil {
+				return fe
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if fe := checkTextEager(iter.Value(), FieldPath(path, iter.Key().String()), member); fe != nil {
+				return fe
+			}
+		}
+	case reflect.String:
+		rule, ok := textRuleOf(member)
+		if !ok {
+			return nil
+		}
+		return rule.check(path, v.String())
+	}
+	return nil
 }

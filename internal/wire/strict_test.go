@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -96,4 +99,63 @@ func BenchmarkCheckJSON(b *testing.B) {
 			b.Fatal("refused")
 		}
 	}
+}
+
+// TestCheckTextPaths compares the refused field's name with the eager walk's, through structs,
+// lists, maps and pointers, under a path and under none.
+func TestCheckTextPaths(t *testing.T) {
+	type inner struct {
+		UserName string            `json:"userName"`
+		Tags     map[string]string `json:"tagName"`
+	}
+	type req struct {
+		Users [][]*inner       `json:"users"`
+		Extra map[string]inner `json:"extra"`
+		Name  *string          `json:"name,omitempty"`
+	}
+	bad := "x\x00"
+	for _, v := range []req{
+		{Users: [][]*inner{{{UserName: "a"}, nil, {UserName: bad}}}},
+		{Users: [][]*inner{{}, {{Tags: map[string]string{"k": bad}}}}},
+		{Extra: map[string]inner{"e": {UserName: bad}}},
+		{Name: &bad},
+		{Users: [][]*inner{{{UserName: "fine"}}}},
+	} {
+		for _, path := range []string{"parameters", ""} {
+			got := CheckText(&v, path)
+			want := checkTextEager(reflect.ValueOf(&v), path, "")
+			if fmt.Sprint(got) != fmt.Sprint(want) || (want != nil) != (got != nil) {
+				t.Errorf("CheckText(%+v, %q) = %v, want %v", v, path, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkCheckText checks a create_sub_organization intent, against the eager walk.
+func BenchmarkCheckText(b *testing.B) {
+	op, _ := Lookup(Submit, "create_sub_organization")
+	v := op.Versions[0].NewIntent()
+	var env struct{ Parameters json.RawMessage }
+	if err := json.Unmarshal([]byte(subOrgV8), &env); err != nil {
+		b.Fatal(err)
+	}
+	if err := json.Unmarshal(env.Parameters, v); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("lazy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := CheckText(v, "parameters"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("eager", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := checkTextEager(reflect.ValueOf(v), "parameters", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -47,34 +48,35 @@ func textRuleOf(member string) (textRule, bool) {
 // another control character (notes may hold line breaks and tabs). Such values would be stored
 // and shown to operators and other users as given.
 func CheckText(v any, path string) error {
-	if fe := checkText(reflect.ValueOf(v), path, ""); fe != nil {
+	if fe := checkText(reflect.ValueOf(v), ""); fe != nil {
+		// fe.Field holds the steps down from v (".member", "[i]"), as FieldPath and IndexPath
+		// would have joined them.
+		if path == "" {
+			fe.Field = strings.TrimPrefix(fe.Field, ".")
+		} else {
+			fe.Field = path + fe.Field
+		}
 		return fe
 	}
 	return nil
 }
 
-func checkText(v reflect.Value, path, member string) *FieldError {
+// checkText returns the refusal of the first bad free-text field under v, its Field the steps
+// from v down to that field, built only when a field is refused.
+func checkText(v reflect.Value, member string) *FieldError {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return checkText(v.Elem(), path, member)
+		return checkText(v.Elem(), member)
 	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
+		for i, name := range memberNames(v.Type()) {
 			if name == "" {
-				name = f.Name
+				continue
 			}
-			if fe := checkText(v.Field(i), FieldPath(path, name), name); fe != nil {
+			if fe := checkText(v.Field(i), name); fe != nil {
+				fe.Field = "." + name + fe.Field
 				return fe
 			}
 		}
@@ -83,14 +85,16 @@ func checkText(v reflect.Value, path, member string) *FieldError {
 			return nil
 		}
 		for i := 0; i < v.Len(); i++ {
-			if fe := checkText(v.Index(i), path+"["+strconv.Itoa(i)+"]", member); fe != nil {
+			if fe := checkText(v.Index(i), member); fe != nil {
+				fe.Field = "[" + strconv.Itoa(i) + "]" + fe.Field
 				return fe
 			}
 		}
 	case reflect.Map:
 		iter := v.MapRange()
 		for iter.Next() {
-			if fe := checkText(iter.Value(), FieldPath(path, iter.Key().String()), member); fe != nil {
+			if fe := checkText(iter.Value(), member); fe != nil {
+				fe.Field = "." + iter.Key().String() + fe.Field
 				return fe
 			}
 		}
@@ -99,10 +103,37 @@ func checkText(v reflect.Value, path, member string) *FieldError {
 		if !ok {
 			return nil
 		}
-		return rule.check(path, v.String())
+		return rule.check("", v.String())
 	}
 	return nil
 }
+
+// memberNames are the JSON member names of a struct type's fields, by field index ("" for a field
+// that is not exported or not encoded), worked out once per type.
+func memberNames(t reflect.Type) []string {
+	if names, ok := structNames.Load(t); ok {
+		return names.([]string)
+	}
+	names := make([]string, t.NumField())
+	for i := range names {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[i] = name
+	}
+	structNames.Store(t, names)
+	return names
+}
+
+var structNames sync.Map // reflect.Type -> []string
 
 func (r textRule) check(path, s string) *FieldError {
 	if len(s) > r.max {
