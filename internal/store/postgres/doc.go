@@ -15,6 +15,16 @@
 // same (kind, id) or of the same unique key queue on the index and exactly one wins; the
 // others get store.ErrAlreadyExists.
 //
+// # Round trips
+//
+// A session (session.go) sends BEGIN in one pipeline with the transaction's first statement,
+// and defers the writes whose only failure is one the caller does not act on (an activity's
+// upsert, a Put without unique keys, a notification) to the pipeline of the next statement or of
+// the COMMIT. A signing activity (a look-up, a read, the activity) is three round trips instead
+// of five. When a deferred write is refused, the server skips the rest of its pipeline (COMMIT
+// included), and Update runs fn again with every write sent on its own, so fn sees the failure
+// where it made the write; that re-run is not one of the MaxAttempts.
+//
 // # Retries
 //
 // A serialization failure (40001) or a deadlock (40P01) anywhere in fn's error chain rolls
