@@ -331,3 +331,61 @@ func TestConcurrentDeferredWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoStoresOneFingerprint: two stores on one schema (two processes) race to write
+// activities with the same fingerprints, each write deferred to its COMMIT; exactly one per
+// fingerprint is acknowledged and kept, the other told ErrAlreadyExists and not written.
+func TestTwoStoresOneFingerprint(t *testing.T) {
+	url, schema := freshSchema(t)
+	ctx := context.Background()
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, url, Options{Schema: schema, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	const n = 40
+	errs := make([][2]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		for j, s := range stores {
+			wg.Go(func() {
+				id := fmt.Sprintf("a%d-%d", i, j)
+				errs[i][j] = s.Update(ctx, func(tx store.Tx) error {
+					if err := tx.Put(ctx, store.Record{Kind: "r", ID: id, OrgID: "o"}); err != nil {
+						return err
+					}
+					return tx.PutActivity(ctx, act(id, "fp"+strconv.Itoa(i)))
+				})
+			})
+		}
+	}
+	wg.Wait()
+	for i := range n {
+		won := -1
+		for j, err := range errs[i] {
+			switch {
+			case err == nil:
+				if won >= 0 {
+					t.Fatalf("fingerprint %d: both won", i)
+				}
+				won = j
+			case !errors.Is(err, store.ErrAlreadyExists):
+				t.Fatalf("fingerprint %d, store %d: %v", i, j, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("fingerprint %d: neither won: %v", i, errs[i])
+		}
+		for j := range 2 {
+			id := fmt.Sprintf("a%d-%d", i, j)
+			err := stores[1-j].View(ctx, func(r store.Reader) error { _, err := r.Get(ctx, "r", id); return err })
+			if (j == won) != (err == nil) {
+				t.Errorf("record %s (winner %d): %v", id, won, err)
+			}
+		}
+	}
+}
