@@ -177,7 +177,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	sess := &session{c: conn.Conn(), deferWrites: deferWrites}
-	t := newTx(newReader(sess, true), sess, 0, nil)
+	t := newTx(sess, 0, nil)
 	committed := false
 	defer func() {
 		t.finished.Store(true)

@@ -14,8 +14,9 @@ import (
 // wake-up of the server's backend and of the Go side, which on a busy machine is most of an
 // Update's latency and much of both sides' CPU. A session saves two of them:
 //
-//   - BEGIN is not sent on its own: it goes in the same pipeline as the transaction's first
-//     statement (a pgx batch: one network write, one Sync).
+//   - BEGIN is not sent on its own: it goes in the same pipeline as the first statement that
+//     needs the transaction (a pgx batch: one network write, one Sync). Plain reads before that
+//     run on their own (see Query), so an Update that only reads sends no BEGIN nor COMMIT.
 //   - A write whose only possible failure is one the caller does not act on (an activity's
 //     upsert, a Put without unique keys, a notification) is deferred when the attempt allows it:
 //     Tx returns nil at once and the statements go in the pipeline of the next statement, or of
@@ -47,10 +48,11 @@ type session struct {
 var _ querier = (*session)(nil)
 
 // prefix returns a batch of what must run before the next statement and how many statements it
-// holds, and marks them sent.
-func (s *session) prefix() (*pgx.Batch, int) {
+// holds, and marks them sent. inTx tells whether the statement needs the transaction begun;
+// deferred writes always do.
+func (s *session) prefix(inTx bool) (*pgx.Batch, int) {
 	b := &pgx.Batch{}
-	if !s.begun {
+	if !s.begun && (inTx || len(s.pending) > 0) {
 		b.Queue(beginSQL)
 		s.begun = true
 	}
@@ -59,7 +61,9 @@ func (s *session) prefix() (*pgx.Batch, int) {
 	return b, b.Len()
 }
 
-func (s *session) owes() bool { return !s.begun || len(s.pending) > 0 }
+// owes tells whether something must be sent before a statement (inTx: one that needs the
+// transaction begun).
+func (s *session) owes(inTx bool) bool { return (inTx && !s.begun) || len(s.pending) > 0 }
 
 // readPrefix reads the results of the first n statements of br, which prefix returned. A
 // failed BEGIN is returned as it is. A deferred write the server refused is kept in deferErr and
@@ -116,10 +120,10 @@ func (s *session) write(ctx context.Context, b *pgx.Batch) error {
 	return err
 }
 
-// sendWith sends what is owed followed by the statement q (nil: none) in one pipeline and reads
-// the owed results.
-func (s *session) sendWith(ctx context.Context, q *pgx.Batch) (pgx.BatchResults, error) {
-	b, n := s.prefix()
+// sendWith sends what is owed followed by the statements of q in one pipeline and reads the
+// owed results.
+func (s *session) sendWith(ctx context.Context, inTx bool, q *pgx.Batch) (pgx.BatchResults, error) {
+	b, n := s.prefix(inTx)
 	if q != nil {
 		b.QueuedQueries = append(b.QueuedQueries, q.QueuedQueries...)
 	}
@@ -131,16 +135,24 @@ func (s *session) sendWith(ctx context.Context, q *pgx.Batch) (pgx.BatchResults,
 	return br, nil
 }
 
+// Query runs a read that needs no transaction: before anything else needs one (a write, a
+// lock, a savepoint), it runs on its own. Under READ COMMITTED every statement sees what was
+// committed when it started, in a transaction or not, and a plain read takes no lock, so it
+// sees and does the same either way; an Update that only reads then needs no BEGIN nor COMMIT.
 func (s *session) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return s.query(ctx, false, sql, args)
+}
+
+func (s *session) query(ctx context.Context, inTx bool, sql string, args []any) (pgx.Rows, error) {
 	if err := s.deferred(); err != nil {
 		return nil, err
 	}
-	if !s.owes() {
+	if !s.owes(inTx) {
 		return s.c.Query(ctx, sql, args...)
 	}
 	q := &pgx.Batch{}
 	q.Queue(sql, args...)
-	br, err := s.sendWith(ctx, q)
+	br, err := s.sendWith(ctx, inTx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +195,17 @@ func (r *batchRows) Next() bool {
 	return false
 }
 
+// QueryRow runs a statement that needs the transaction (Insert's).
 func (s *session) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := s.Query(ctx, sql, args...)
+	rows, err := s.query(ctx, true, sql, args)
 	return row{rows, err}
+}
+
+// locking is the querier of reads that need the transaction (SELECT ... FOR UPDATE).
+type locking struct{ *session }
+
+func (l locking) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return l.query(ctx, true, sql, args)
 }
 
 // row is the pgx.Row of Query's first row.
@@ -216,12 +236,12 @@ func (s *session) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 	if err := s.deferred(); err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	if !s.owes() {
+	if !s.owes(true) {
 		return s.c.Exec(ctx, sql, args...)
 	}
 	q := &pgx.Batch{}
 	q.Queue(sql, args...)
-	br, err := s.sendWith(ctx, q)
+	br, err := s.sendWith(ctx, true, q)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -236,10 +256,10 @@ func (s *session) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults 
 	if err := s.deferred(); err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	if !s.owes() {
+	if !s.owes(true) {
 		return s.c.SendBatch(ctx, b)
 	}
-	br, err := s.sendWith(ctx, b)
+	br, err := s.sendWith(ctx, true, b)
 	if err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
@@ -265,8 +285,8 @@ func (s *session) run(ctx context.Context, stmts ...string) error {
 	return err
 }
 
-// commit sends what is owed and COMMIT in one pipeline. A transaction that sent nothing has
-// nothing to commit.
+// commit sends what is owed and COMMIT in one pipeline. A transaction that never began (it
+// only read) has nothing to commit.
 func (s *session) commit(ctx context.Context) error {
 	if err := s.deferred(); err != nil {
 		return err
@@ -276,7 +296,7 @@ func (s *session) commit(ctx context.Context) error {
 	}
 	q := &pgx.Batch{}
 	q.Queue("commit")
-	br, err := s.sendWith(ctx, q)
+	br, err := s.sendWith(ctx, true, q)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,10 @@ func act(id, fp string) store.Activity {
 		CreatedAt: at, UpdatedAt: at, Data: []byte(`{"id":"` + id + `"}`)}
 }
 
-// TestRoundTrips: BEGIN rides with the first statement and the writes at the end ride with
-// COMMIT, so a signing activity (a look-up, a read, the activity) is three round trips.
+// TestRoundTrips: plain reads before anything needs the transaction run on their own, BEGIN
+// rides with the first statement that needs it and the writes at the end ride with COMMIT, so
+// a signing activity (a look-up, a read, the activity) is three round trips and an Update that
+// only reads has no BEGIN nor COMMIT.
 func TestRoundTrips(t *testing.T) {
 	rt := &roundTrips{}
 	s := openFresh(t, Options{MaxConns: 1, tracer: rt})
@@ -69,6 +71,17 @@ func TestRoundTrips(t *testing.T) {
 		{"nothing", func(store.Tx) error { return nil }, 0, 0, false},
 		{"one read", func(tx store.Tx) error {
 			_, err := tx.NoLock().Get(ctx, "r", "a")
+			return err
+		}, 1, 1, false},
+		{"reads", func(tx store.Tx) error {
+			if _, err := tx.Lookup(ctx, "k", "v"); err != nil {
+				return err
+			}
+			_, err := tx.List(ctx, "r", "o", store.ListOptions{})
+			return err
+		}, 2, 2, false},
+		{"one locking read", func(tx store.Tx) error {
+			_, err := tx.Get(ctx, "r", "a")
 			return err
 		}, 2, 3, false},
 		{"one activity", func(tx store.Tx) error {

@@ -77,8 +77,9 @@ func (c pgConn) Query(
 	return sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row)
 }
 
-// reader implements store.Reader: on the pool in View, on the transaction in Update, where
-// Get locks the row it reads (newReader with forUpdate). q is kept for the export queries.
+// reader implements store.Reader: on the pool in View, on the session in Update, where the
+// Get of tx locks the row it reads (newReader with forUpdate). q is kept for the export
+// queries.
 type reader struct {
 	sqlcore.Reader
 	q querier
@@ -100,9 +101,9 @@ var errTxDone = errors.New("postgres: transaction used after its Update fn retur
 
 // tx is the store.Tx of one Update attempt.
 type tx struct {
-	sqlcore.Live // the reads, on reader, each after check
-	reader       *reader
-	plain        *reader // reader without FOR UPDATE, for NoLock
+	sqlcore.Live         // the reads, on reader, each after check; Get is tx's own
+	reader       *reader // plain reads (no FOR UPDATE), which need no BEGIN (session.Query)
+	locking      *reader // Get: SELECT ... FOR UPDATE, in the transaction
 	s            *session
 	depth        int
 	parent       *tx
@@ -111,15 +112,23 @@ type tx struct {
 
 var _ store.Tx = (*tx)(nil)
 
-func newTx(r *reader, s *session, depth int, parent *tx) *tx {
-	t := &tx{reader: r, s: s, depth: depth, parent: parent}
+func newTx(s *session, depth int, parent *tx) *tx {
+	t := &tx{s: s, depth: depth, parent: parent}
 	if parent != nil {
-		t.plain = parent.plain
+		t.reader, t.locking = parent.reader, parent.locking
 	} else {
-		t.plain = newReader(r.q, false)
+		t.reader, t.locking = newReader(s, false), newReader(locking{s}, true)
 	}
-	t.Live = sqlcore.Live{R: r, Check: t.check}
+	t.Live = sqlcore.Live{R: t.reader, Check: t.check}
 	return t
+}
+
+// Get locks the row it reads until the transaction ends.
+func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Record{}, err
+	}
+	return t.locking.Get(ctx, kind, id)
 }
 
 func (t *tx) check(ctx context.Context) error {
@@ -330,7 +339,7 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	if _, err := t.s.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("postgres: savepoint: %w", err)
 	}
-	child := newTx(t.reader, t.s, t.depth+1, t)
+	child := newTx(t.s, t.depth+1, t)
 	normal := false
 	defer func() {
 		child.finished.Store(true)
@@ -373,7 +382,7 @@ func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
-	return n.plain.Get(ctx, kind, id)
+	return n.reader.Get(ctx, kind, id)
 }
 
 func (t *tx) Lock(ctx context.Context, name string) error {
