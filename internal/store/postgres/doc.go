@@ -15,6 +15,18 @@
 // same (kind, id) or of the same unique key queue on the index and exactly one wins; the
 // others get store.ErrAlreadyExists.
 //
+// # Round trips
+//
+// A session (session.go) runs the plain reads that come before anything needs the transaction
+// on their own (under READ COMMITTED they see and lock the same either way), sends BEGIN in one
+// pipeline with the first statement that needs it (a write, Get's FOR UPDATE, a lock, a
+// savepoint), and defers the writes whose only failure is one the caller does not act on (an
+// activity's upsert, a Put without unique keys, a notification) to the pipeline of the next
+// statement or of the COMMIT. A signing activity (a look-up, a read, the activity) is three
+// round trips instead of five; an Update that only reads sends neither BEGIN nor COMMIT. When a deferred write is refused, the server skips the rest of its pipeline (COMMIT
+// included), and Update runs fn again with every write sent on its own, so fn sees the failure
+// where it made the write; that re-run is not one of the MaxAttempts.
+//
 // # Retries
 //
 // A serialization failure (40001) or a deadlock (40P01) anywhere in fn's error chain rolls

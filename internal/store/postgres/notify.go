@@ -25,7 +25,9 @@ func (t *tx) Notify(ctx context.Context, payload string) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	if _, err := t.tx.Exec(ctx, "SELECT pg_notify("+channelSQL+", $1)", payload); err != nil {
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_notify("+channelSQL+", $1)", payload)
+	if err := t.s.write(ctx, b); err != nil {
 		return fmt.Errorf("postgres: notify: %w", err)
 	}
 	return nil

@@ -45,6 +45,8 @@ type Options struct {
 	MaxAttempts int
 	// OnCommit, when set, is told of every commit (one Update each) and how long it took.
 	OnCommit func(n int, d time.Duration)
+
+	tracer pgx.QueryTracer // tests: sees every statement and batch sent
 }
 
 func (o Options) withDefaults() Options {
@@ -83,6 +85,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	// Update promises an fsync-durable commit whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	cfg.ConnConfig.Tracer = opts.tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -130,11 +133,19 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // failure or a deadlock the whole transaction is rolled back and fn runs again, up to
 // MaxAttempts times, after a short jittered pause.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	deferWrites := true
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return store.ErrClosed
 		}
-		err := s.attempt(ctx, fn)
+		err := s.attempt(ctx, fn, deferWrites)
+		if errors.Is(err, errRerun) {
+			// A deferred write failed: run fn again, each write on its own, so that it sees
+			// the failure where it made the write. This is not a retry: it does not count.
+			deferWrites = false
+			attempt--
+			continue
+		}
 		if err == nil || !retryable(err) || attempt >= s.opts.MaxAttempts {
 			return err
 		}
@@ -151,33 +162,51 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 }
 
-func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (err error) {
+// errRerun is what attempt returns when a deferred write failed.
+var errRerun = errors.New("postgres: re-run without deferred writes")
+
+func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrites bool) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		if s.closed.Load() {
 			return store.ErrClosed
 		}
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
-	t := newTx(newReader(ptx, true), ptx, 0, nil)
+	sess := &session{c: conn.Conn(), deferWrites: deferWrites}
+	t := newTx(sess, 0, nil)
 	committed := false
 	defer func() {
 		t.finished.Store(true)
 		if !committed {
 			// Also on a panic in fn, which then carries on up the caller's stack.
-			_ = ptx.Rollback(context.WithoutCancel(ctx))
+			sess.rollback(context.WithoutCancel(ctx))
 		}
+		conn.Release()
 	}()
-	if err := fn(t); err != nil {
+	err = fn(t)
+	if err != nil && len(sess.pending) > 0 {
+		// fn may have failed on what a deferred write seemed to answer (nil): its failure
+		// holds only if they all succeed. Send them, with the ROLLBACK, to find out.
+		_, _ = sess.Exec(context.WithoutCancel(ctx), "rollback")
+	}
+	if sess.deferErr != nil {
+		// What fn saw after the failed write is not what the database holds.
+		return errRerun
+	}
+	if err != nil {
 		return err
 	}
 	// The commit must not be cut off half-way by the caller's context: its outcome would be
 	// unknown.
 	start := time.Now()
-	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+	if err := sess.commit(context.WithoutCancel(ctx)); err != nil {
+		if sess.deferErr != nil {
+			return errRerun
+		}
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	if s.opts.OnCommit != nil {

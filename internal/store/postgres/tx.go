@@ -50,6 +50,12 @@ const (
 	// tells them apart.
 	qInsertActivity = `INSERT INTO activities (id, org_id, fingerprint, status, type, created_at, updated_at, data)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`
+	// qUpsertActivity is the deferred form of both: it fails (23505) only on a fingerprint held
+	// by another activity.
+	qUpsertActivity = `INSERT INTO activities (id, org_id, fingerprint, status, type, created_at, updated_at, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO UPDATE SET org_id = excluded.org_id,
+		fingerprint = excluded.fingerprint, status = excluded.status, type = excluded.type,
+		created_at = excluded.created_at, updated_at = excluded.updated_at, data = excluded.data`
 	qUpdateActivity = `UPDATE activities SET org_id = $2, fingerprint = $3, status = $4, type = $5,
 		created_at = $6, updated_at = $7, data = $8 WHERE id = $1`
 )
@@ -71,8 +77,9 @@ func (c pgConn) Query(
 	return sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row)
 }
 
-// reader implements store.Reader: on the pool in View, on the transaction in Update, where
-// Get locks the row it reads (newReader with forUpdate). q is kept for the export queries.
+// reader implements store.Reader: on the pool in View, on the session in Update, where the
+// Get of tx locks the row it reads (newReader with forUpdate). q is kept for the export
+// queries.
 type reader struct {
 	sqlcore.Reader
 	q querier
@@ -94,10 +101,10 @@ var errTxDone = errors.New("postgres: transaction used after its Update fn retur
 
 // tx is the store.Tx of one Update attempt.
 type tx struct {
-	sqlcore.Live // the reads, on reader, each after check
-	reader       *reader
-	plain        *reader // reader without FOR UPDATE, for NoLock
-	tx           pgx.Tx
+	sqlcore.Live         // the reads, on reader, each after check; Get is tx's own
+	reader       *reader // plain reads (no FOR UPDATE), which need no BEGIN (session.Query)
+	locking      *reader // Get: SELECT ... FOR UPDATE, in the transaction
+	s            *session
 	depth        int
 	parent       *tx
 	finished     atomic.Bool
@@ -105,15 +112,23 @@ type tx struct {
 
 var _ store.Tx = (*tx)(nil)
 
-func newTx(r *reader, ptx pgx.Tx, depth int, parent *tx) *tx {
-	t := &tx{reader: r, tx: ptx, depth: depth, parent: parent}
+func newTx(s *session, depth int, parent *tx) *tx {
+	t := &tx{s: s, depth: depth, parent: parent}
 	if parent != nil {
-		t.plain = parent.plain
+		t.reader, t.locking = parent.reader, parent.locking
 	} else {
-		t.plain = newReader(r.q, false)
+		t.reader, t.locking = newReader(s, false), newReader(locking{s}, true)
 	}
-	t.Live = sqlcore.Live{R: r, Check: t.check}
+	t.Live = sqlcore.Live{R: t.reader, Check: t.check}
 	return t
+}
+
+// Get locks the row it reads until the transaction ends.
+func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := t.check(ctx); err != nil {
+		return store.Record{}, err
+	}
+	return t.locking.Get(ctx, kind, id)
 }
 
 func (t *tx) check(ctx context.Context) error {
@@ -136,7 +151,7 @@ func (t *tx) guarded(ctx context.Context, guard bool, b *pgx.Batch, results func
 		b.QueuedQueries = append(b.QueuedQueries, stmts...)
 		b.Queue("RELEASE SAVEPOINT lk_write")
 	}
-	br := t.tx.SendBatch(ctx, b)
+	br := t.s.SendBatch(ctx, b)
 	err := func() error {
 		if guard {
 			if _, err := br.Exec(); err != nil {
@@ -157,7 +172,7 @@ func (t *tx) guarded(ctx context.Context, guard bool, b *pgx.Batch, results func
 		err = cerr
 	}
 	if err != nil && guard {
-		if _, rerr := t.tx.Exec(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT lk_write; RELEASE SAVEPOINT lk_write"); rerr != nil {
+		if rerr := t.s.run(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT lk_write", "RELEASE SAVEPOINT lk_write"); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -198,7 +213,7 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 	data := sqlcore.Data(rec.Data)
 	if insert {
 		var inserted, keyed int
-		err := t.tx.QueryRow(ctx, qInsertRecord, rec.Kind, rec.ID, rec.OrgID, data, created, updated, names, values, uniq).
+		err := t.s.QueryRow(ctx, qInsertRecord, rec.Kind, rec.ID, rec.OrgID, data, created, updated, names, values, uniq).
 			Scan(&inserted, &keyed)
 		if err != nil {
 			return fmt.Errorf("postgres: insert %s/%s: %w", rec.Kind, rec.ID, err)
@@ -207,7 +222,7 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 			return fmt.Errorf("%w: record %s/%s", store.ErrAlreadyExists, rec.Kind, rec.ID)
 		}
 		if keyed < len(keys) {
-			if _, err := t.tx.Exec(ctx, qDeleteRecord, rec.Kind, rec.ID); err != nil {
+			if _, err := t.s.Exec(ctx, qDeleteRecord, rec.Kind, rec.ID); err != nil {
 				return fmt.Errorf("postgres: insert %s/%s: undo: %w", rec.Kind, rec.ID, err)
 			}
 			return fmt.Errorf("%w: a unique key of record %s/%s is taken", store.ErrAlreadyExists, rec.Kind, rec.ID)
@@ -219,6 +234,14 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 	b.Queue(qDeleteKeys, rec.Kind, rec.ID)
 	if len(keys) > 0 {
 		b.Queue(qInsertKeys, rec.Kind, rec.ID, rec.OrgID, names, values, uniq)
+	}
+	if !anyUnique {
+		// Nothing here can fail but the database itself: the write may wait for the next
+		// statement's round trip (see session).
+		if err := t.s.write(ctx, b); err != nil {
+			return fmt.Errorf("postgres: put %s/%s: %w", rec.Kind, rec.ID, err)
+		}
+		return nil
 	}
 	n := b.Len()
 	// Only a unique key can fail once the record is written: a savepoint then undoes the
@@ -244,7 +267,7 @@ func (t *tx) Delete(ctx context.Context, kind, id string) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(ctx, qDeleteRecord, kind, id)
+	tag, err := t.s.Exec(ctx, qDeleteRecord, kind, id)
 	if err != nil {
 		return fmt.Errorf("postgres: delete %s/%s: %w", kind, id, err)
 	}
@@ -270,8 +293,18 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 		fp = &a.Fingerprint
 	}
 	args := []any{a.ID, a.OrgID, fp, a.Status, a.Type, created, updated, sqlcore.Data(a.Data)}
+	if t.s.deferWrites {
+		// One upsert, which fails only when another activity holds the fingerprint: that
+		// failure re-runs the attempt with writes sent on their own, below (see session).
+		b := &pgx.Batch{}
+		b.Queue(qUpsertActivity, args...)
+		if err := t.s.write(ctx, b); err != nil {
+			return fmt.Errorf("postgres: put activity %s: %w", a.ID, err)
+		}
+		return nil
+	}
 	// The common case, a new activity, needs one statement and no savepoint.
-	tag, err := t.tx.Exec(ctx, qInsertActivity, args...)
+	tag, err := t.s.Exec(ctx, qInsertActivity, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: put activity %s: %w", a.ID, err)
 	}
@@ -303,20 +336,19 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 		return err
 	}
 	name := "lk_s" + strconv.Itoa(t.depth+1)
-	if _, err := t.tx.Exec(ctx, "SAVEPOINT "+name); err != nil {
+	if _, err := t.s.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("postgres: savepoint: %w", err)
 	}
-	child := newTx(t.reader, t.tx, t.depth+1, t)
+	child := newTx(t.s, t.depth+1, t)
 	normal := false
 	defer func() {
 		child.finished.Store(true)
-		var q string
+		q := []string{"RELEASE SAVEPOINT " + name}
 		if !normal || err != nil {
-			q = "ROLLBACK TO SAVEPOINT " + name + "; RELEASE SAVEPOINT " + name
-		} else {
-			q = "RELEASE SAVEPOINT " + name
+			q = append([]string{"ROLLBACK TO SAVEPOINT " + name}, q...)
 		}
-		if _, rerr := t.tx.Exec(context.WithoutCancel(ctx), q); rerr != nil {
+		// Writes deferred in the savepoint go first: fn's failure holds only if they succeed.
+		if rerr := t.s.run(context.WithoutCancel(ctx), q...); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("postgres: end savepoint: %w", rerr))
 		}
 	}()
@@ -350,7 +382,7 @@ func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
-	return n.plain.Get(ctx, kind, id)
+	return n.reader.Get(ctx, kind, id)
 }
 
 func (t *tx) Lock(ctx context.Context, name string) error {
@@ -359,7 +391,7 @@ func (t *tx) Lock(ctx context.Context, name string) error {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	if _, err := t.reader.q.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+	if _, err := t.s.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
 		return fmt.Errorf("postgres: taking lock: %w", err)
 	}
 	return nil
