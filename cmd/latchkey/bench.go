@@ -202,6 +202,9 @@ func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, std
 		stop()
 		return nil, err
 	}
+	if databaseURL == "" {
+		cfg.FsyncDir = dir
+	}
 	cfg.APIURL = s.APIURL()
 	cfg.Creds = &bench.Credentials{
 		OrganizationID: c.OrganizationID,

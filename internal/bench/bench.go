@@ -70,6 +70,10 @@ type Config struct {
 	// FloorDuration is how long the crypto floor is measured before the load (0: 2 s; negative:
 	// not measured).
 	FloorDuration time.Duration
+	// FsyncDir, when set, is the directory of the server's data on this machine (latchkey
+	// bench --embedded): the run measures how long the disk takes to make a small write durable
+	// there, the floor of one client's latency.
+	FsyncDir string
 	// OnStart, when set, is called as the measured window opens (a profiler starts there).
 	OnStart func()
 	// Seed, when > 0, first creates that many sub-organizations of the bench's organization,
@@ -104,6 +108,10 @@ type Result struct {
 	// plus signature for sign_raw_payload, verification alone otherwise.
 	Floor *Floor  `json:"floor,omitempty"`
 	Ratio float64 `json:"ratioToFloor,omitempty"`
+	// FsyncP50 is the median time to write 4 KiB and fsync it in Config.FsyncDir (0: not
+	// measured): a durable request on one client cannot answer faster.
+	FsyncP50   time.Duration `json:"-"`
+	FsyncP50ms float64       `json:"fsyncP50Ms,omitempty"`
 	// PeakRSSMiB is the peak resident memory of a process that ran the server in process
 	// (latchkey bench --embedded / --database-url), client included; 0 otherwise.
 	PeakRSSMiB float64 `json:"peakRssMiB,omitempty"`
@@ -131,6 +139,10 @@ func (r Result) String() string {
 	if r.Floor != nil {
 		s += fmt.Sprintf("\nfloor (%d cores): p256-verify=%.0f/s p256-verify+%s-sign=%.0f/s; ratio=%.3f",
 			r.Floor.Cores, r.Floor.VerifyPerSecond, r.Floor.Curve, r.Floor.VerifySignPerSecond, r.Ratio)
+	}
+	if r.FsyncP50 > 0 {
+		s += fmt.Sprintf("\ndisk: 4 KiB write+fsync p50=%.3fms (one client's p50 above it: %.3fms)",
+			r.FsyncP50ms, r.P50ms-r.FsyncP50ms)
 	}
 	return s
 }
@@ -186,6 +198,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 		floor = &f
+	}
+	var fsyncP50 time.Duration
+	if cfg.FsyncDir != "" {
+		if fsyncP50, err = MeasureFsync(cfg.FsyncDir, 200); err != nil {
+			return Result{}, err
+		}
 	}
 	pools, total, err := presign(cfg, st)
 	if err != nil {
@@ -262,6 +280,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	r.RPS = float64(len(lat)) / elapsed.Seconds()
 	r.P50, r.P99 = pct(lat, 0.50), pct(lat, 0.99)
 	r.P50ms, r.P99ms = ms(r.P50), ms(r.P99)
+	r.FsyncP50, r.FsyncP50ms = fsyncP50, ms(fsyncP50)
 	if floor != nil {
 		f := floor.VerifyPerSecond
 		if cfg.Op == "sign_raw_payload" {

@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,4 +102,30 @@ func onAllCores(ctx context.Context, n int, d time.Duration, op func()) float64 
 	}
 	wg.Wait()
 	return float64(count.Load()) / time.Since(start).Seconds()
+}
+
+// MeasureFsync writes 4 KiB and fsyncs it n times in a new file in dir (appending, as a
+// write-ahead log does), and returns the median: the time the disk takes to make a small write
+// durable. The file is removed.
+func MeasureFsync(dir string, n int) (time.Duration, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 4096)
+	times := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if _, err := f.Write(page); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
 }
