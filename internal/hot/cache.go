@@ -92,13 +92,11 @@ func (c *Cache[V]) Load(ctx context.Context, key, org string, read func(also fun
 }
 
 // LoadInTx is Load for a read inside a write transaction, through the transaction's reader
-// read: a cached value is used, and a value read is cached, only where Unchanged holds (one
-// process: SQLite). A value read while an earlier write of the same transaction or batch to
-// org is not yet committed is never cached: org is then being written, so its Token is bad.
+// read: a cached value stands for the read as Versions.Unchanged says (exactly on SQLite; as
+// of the request's arrival on PostgreSQL). A value read while an earlier write of the same
+// transaction or batch to org is not yet committed is never cached: org is then being
+// written, so its Token is bad.
 func (c *Cache[V]) LoadInTx(ctx context.Context, key, org string, read func() (V, error)) (V, error) {
-	if c.v.barrier != nil {
-		return read()
-	}
 	v, _, err := c.LoadToken(ctx, key, org, func(func(string)) (V, error) { return read() })
 	return v, err
 }

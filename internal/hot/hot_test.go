@@ -417,21 +417,53 @@ func TestBarrierOncePerRequest(t *testing.T) {
 	}
 }
 
-// TestUnchangedOnlyInOneProcess: a transaction may trust a valid Token instead of reading only
-// where no other process can commit unseen (no barrier: SQLite).
-func TestUnchangedOnlyInOneProcess(t *testing.T) {
+// TestUnchanged: a transaction may trust a valid Token instead of reading; with a barrier
+// (PostgreSQL) only once the barrier was passed, for the request or now.
+func TestUnchanged(t *testing.T) {
+	ctx := context.Background()
 	v := NewVersions()
 	tok := v.Token(org)
-	if !v.Unchanged(&tok) {
+	if !v.Unchanged(ctx, &tok) {
 		t.Fatal("a valid token without a barrier is not Unchanged")
 	}
 	v.Changed(org)
-	if v.Unchanged(&tok) {
+	if v.Unchanged(ctx, &tok) {
 		t.Fatal("Unchanged after the organization changed")
 	}
 	tok = v.Token(org)
-	v.barrier = func(context.Context) error { return nil }
-	if v.Unchanged(&tok) {
-		t.Fatal("Unchanged with a barrier (another process may have committed unseen)")
+	var waits atomic.Int64
+	down := false
+	v.barrier = func(context.Context) error {
+		waits.Add(1)
+		if down {
+			return errors.New("listener down")
+		}
+		return nil
+	}
+	if !v.Unchanged(ctx, &tok) || waits.Load() != 1 {
+		t.Fatalf("outside a request: Unchanged after %d waits, want true after 1", waits.Load())
+	}
+	down = true
+	if v.Unchanged(ctx, &tok) {
+		t.Fatal("Unchanged although the barrier could not be passed")
+	}
+	down = false
+	waits.Store(0)
+	v.PerRequest(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if _, ok := NewCache[int](v, 0).Get(r.Context(), "x"); ok { // a read that misses: no wait
+			t.Error("served from an empty cache")
+		}
+		for range 3 {
+			if !v.Unchanged(r.Context(), &tok) {
+				t.Error("not Unchanged in a request")
+			}
+		}
+	})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if n := waits.Load(); n != 1 {
+		t.Fatalf("three checks in one request waited %d times, want 1", n)
+	}
+	v.Changed(org)
+	if v.Unchanged(ctx, &tok) {
+		t.Fatal("Unchanged after the organization changed (with a barrier)")
 	}
 }

@@ -109,15 +109,20 @@ func (v *Versions) Valid(t *Token) bool {
 	return t.gen == v.gen.Load() && v.isLive()
 }
 
-// Unchanged reports whether a value read under t is certainly what a read inside the write
-// transaction running now would return, so that transaction may skip the read. Only where
-// no other process can commit unseen while it runs: on SQLite, whose one writer checks for
-// other processes' commits when its transaction begins (dropping every Token if one did) and
-// then holds the write lock, and where a write to the organization by an earlier Update of
-// the same batch has already moved its version. Never on PostgreSQL (a barrier is set):
-// another process's commit may not have been heard yet.
-func (v *Versions) Unchanged(t *Token) bool {
-	return v.barrier == nil && v.Valid(t)
+// Unchanged reports whether a value read under t may stand, inside a write transaction, for
+// a read the transaction would make, so the transaction may skip the read.
+//
+// On SQLite (no barrier) it is exact: the one writer checks for other processes' commits when
+// its transaction begins (dropping every Token if one did) and then holds the write lock, and a
+// write to the organization by an earlier Update of the same batch has already moved its
+// version. On PostgreSQL it holds once the barrier has been passed for ctx's request
+// (PerRequest; outside a request, it waits now): every change committed before the request
+// came has then been applied, so the value is what a read at that moment returned. A change
+// another process commits while the request runs may be missed, as a READ COMMITTED read made
+// earlier in the same transaction would miss it: neither locks what it read. Changes made in
+// this process are never missed (they move the version before their commit returns).
+func (v *Versions) Unchanged(ctx context.Context, t *Token) bool {
+	return v.Valid(t) && v.settled(ctx) && v.Valid(t)
 }
 
 // begin marks org as being written (until end), which invalidates every Token of it.

@@ -315,9 +315,10 @@ type Parents = hot.Cache[*directory.Organization]
 // NewParents returns an empty cache over v.
 func NewParents(v *hot.Versions) *Parents { return hot.NewCache[*directory.Organization](v, 0) }
 
-// EnqueueVia is Enqueue reading a sub-organization's parent through c where that is exact
-// (hot.Cache.LoadInTx): on SQLite every activity of a sub-organization, the usual signer of an
-// embedded wallet, read its parent in the one writer.
+// EnqueueVia is Enqueue reading a sub-organization's parent through c (hot.Cache.LoadInTx:
+// exact on SQLite, as of the request's arrival on PostgreSQL): every activity of a
+// sub-organization, the usual signer of an embedded wallet, read its parent in its
+// transaction (in SQLite's one writer).
 func EnqueueVia(
 	c *Parents,
 ) func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {

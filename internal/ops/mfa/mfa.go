@@ -386,9 +386,9 @@ type Policies = hot.Cache[[]*Policy]
 // NewPolicies returns an empty cache over v.
 func NewPolicies(v *hot.Versions) *Policies { return hot.NewCache[[]*Policy](v, 0) }
 
-// Source is Requirement reading the user's policies through c where that is exact
-// (hot.Cache.LoadInTx: on SQLite every activity's MFA check was a query in the one writer);
-// nil c always reads the store.
+// Source is Requirement reading the user's policies through c (hot.Cache.LoadInTx: exact on
+// SQLite, as of the request's arrival on PostgreSQL), where every activity's MFA check was a
+// query in its transaction (in SQLite's one writer); nil c always reads the store.
 func Source(c *Policies) activity.MFASource {
 	return func(ctx context.Context, r store.Reader, orgID, userID string, env policy.Env) (*activity.MFARequirement, error) {
 		return requirement(ctx, c, r, orgID, userID, env)

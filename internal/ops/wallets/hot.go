@@ -37,10 +37,10 @@ func (d Deps) resolveSigner(
 		return nil, nil, err
 	}
 	v := d.Signers.Versions()
-	return k, func() bool { return v.Unchanged(&t) }, nil
+	return k, func(ctx context.Context) bool { return v.Unchanged(ctx, &t) }, nil
 }
 
 // unchanged reports, inside the activity's transaction, that nothing of the organization a
 // key was resolved in has been written since (hot.Versions.Unchanged): the key is still there.
 // nil: unknown, read the store.
-type unchanged func() bool
+type unchanged func(ctx context.Context) bool

@@ -143,7 +143,7 @@ func privKey(k *PrivateKey, format string) *SigningKey {
 // stillThere checks, inside the activity's transaction, that the key signed with in Prepare
 // has not been deleted since.
 func (k *SigningKey) stillThere(x *activity.Exec, same unchanged) error {
-	if same != nil && same() {
+	if same != nil && same(x.Ctx) {
 		return nil // nothing of its organization was written since it was read
 	}
 	// Read without a lock: signing activities of one key must not queue behind each other.
