@@ -35,7 +35,7 @@ type Options struct {
 	MaxBatch int
 	// MaxLinger is how long, in all, the writer may wait for more Updates before committing
 	// a batch when the batch before it carried more than one (concurrent load); a lone Update
-	// is committed at once. Negative: never wait. Default: 500µs.
+	// is committed at once. Negative: never wait. Default: 1ms.
 	MaxLinger time.Duration
 	// QueueLength is how many Updates may wait for the writer before Update blocks on
 	// enqueueing. Default: 4 * MaxBatch.
@@ -59,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.MaxBatch = 512
 	}
 	if o.MaxLinger == 0 {
-		o.MaxLinger = 500 * time.Microsecond
+		o.MaxLinger = time.Millisecond
 	}
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = 250 * time.Millisecond
