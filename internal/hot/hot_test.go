@@ -467,3 +467,38 @@ func TestUnchanged(t *testing.T) {
 		t.Fatal("Unchanged after the organization changed (with a barrier)")
 	}
 }
+
+// TestUnchangedSeesAnotherProcess: a transaction's check (Unchanged) with a Token taken before
+// another process committed a write to the organization fails in a request that came after
+// that commit: on PostgreSQL the request's barrier applies the other process's notification
+// first; on SQLite the writer's look-out drops every Token within SQLitePoll.
+func TestUnchangedSeesAnotherProcess(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx := context.Background()
+		f := cached(t, open, 1)
+		v := f.cache.Versions()
+		tok := v.Token(org)
+		if !v.Unchanged(ctx, &tok) {
+			t.Fatal("a fresh token is not Unchanged")
+		}
+		other := newFixture(t, open())
+		other.put(kindThing, 2)
+		if f.st.Dialect() == "postgres" {
+			var got bool
+			v.PerRequest(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				got = v.Unchanged(r.Context(), &tok)
+			})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil))
+			if got {
+				t.Fatal("Unchanged in a request that came after another process's commit")
+			}
+			return
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for v.Unchanged(ctx, &tok) {
+			if time.Now().After(deadline) {
+				t.Fatal("another process's commit never made the token stale")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
