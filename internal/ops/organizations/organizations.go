@@ -36,32 +36,23 @@ type Deps struct {
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
+	// Every version of the intent, for Prepare and Execute alike.
+	subOrgIntents := []any{
+		(*wire.CreateSubOrganizationIntentV8)(nil),
+		(*wire.CreateSubOrganizationIntentV7)(nil),
+		(*wire.CreateSubOrganizationIntentV6)(nil),
+		(*wire.CreateSubOrganizationIntentV5)(nil),
+		(*wire.CreateSubOrganizationIntentV4)(nil),
+		(*wire.CreateSubOrganizationIntentV3)(nil),
+		(*wire.CreateSubOrganizationIntentV2)(nil),
+		(*wire.CreateSubOrganizationIntent)(nil),
+	}
 	reg.Submit(
 		activity.Operation{
-			Path:   "create_sub_organization",
-			Access: activity.AccessRoot,
-			Prepare: activity.OnAny(
-				d.prepareSubOrganization,
-				(*wire.CreateSubOrganizationIntentV8)(nil),
-				(*wire.CreateSubOrganizationIntentV7)(nil),
-				(*wire.CreateSubOrganizationIntentV6)(nil),
-				(*wire.CreateSubOrganizationIntentV5)(nil),
-				(*wire.CreateSubOrganizationIntentV4)(nil),
-				(*wire.CreateSubOrganizationIntentV3)(nil),
-				(*wire.CreateSubOrganizationIntentV2)(nil),
-				(*wire.CreateSubOrganizationIntent)(nil),
-			),
-			Execute: activity.OnAny(
-				d.createSubOrganization,
-				(*wire.CreateSubOrganizationIntentV8)(nil),
-				(*wire.CreateSubOrganizationIntentV7)(nil),
-				(*wire.CreateSubOrganizationIntentV6)(nil),
-				(*wire.CreateSubOrganizationIntentV5)(nil),
-				(*wire.CreateSubOrganizationIntentV4)(nil),
-				(*wire.CreateSubOrganizationIntentV3)(nil),
-				(*wire.CreateSubOrganizationIntentV2)(nil),
-				(*wire.CreateSubOrganizationIntent)(nil),
-			),
+			Path:    "create_sub_organization",
+			Access:  activity.AccessRoot,
+			Prepare: activity.OnAny(d.prepareSubOrganization, subOrgIntents...),
+			Execute: activity.OnAny(d.createSubOrganization, subOrgIntents...),
 		},
 	)
 	reg.Submit(

@@ -23,25 +23,14 @@ import (
 )
 
 func (d Deps) registerSigning(reg *activity.Registry) {
+	rawIntents := []any{(*wire.SignRawPayloadIntentV2)(nil), (*wire.SignRawPayloadIntent)(nil)}
 	reg.Submit(
 		activity.Operation{
-			Path:   "sign_raw_payload",
-			Access: activity.AccessRoot,
-			Prepare: activity.OnAny(
-				d.prepareSignRaw,
-				(*wire.SignRawPayloadIntentV2)(nil),
-				(*wire.SignRawPayloadIntent)(nil),
-			),
-			Execute: activity.OnAny(
-				executeSigned,
-				(*wire.SignRawPayloadIntentV2)(nil),
-				(*wire.SignRawPayloadIntent)(nil),
-			),
-			PolicyEnv: activity.EnvAny(
-				signedEnv,
-				(*wire.SignRawPayloadIntentV2)(nil),
-				(*wire.SignRawPayloadIntent)(nil),
-			),
+			Path:      "sign_raw_payload",
+			Access:    activity.AccessRoot,
+			Prepare:   activity.OnAny(d.prepareSignRaw, rawIntents...),
+			Execute:   activity.OnAny(executeSigned, rawIntents...),
+			PolicyEnv: activity.EnvAny(signedEnv, rawIntents...),
 		},
 	)
 	reg.Submit(
