@@ -505,13 +505,23 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid JSON payload received.")
 		return
 	}
-	aad, _ := base64.StdEncoding.DecodeString(in.AdditionalAuthenticatedData)
-	if in.AdditionalAuthenticatedDataCrc32c != crc32cString(aad) {
-		fail(
-			http.StatusBadRequest,
-			"INVALID_ARGUMENT",
-			"The checksum in field additional_authenticated_data_crc32c did not match the data in field additional_authenticated_data.",
-		)
+	// checked decodes a base64 field and checks it against its CRC32C, answering as Cloud KMS
+	// does when they disagree.
+	checked := func(b64, crc, field string) ([]byte, bool) {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || crc != crc32cString(b) {
+			fail(http.StatusBadRequest, "INVALID_ARGUMENT",
+				"The checksum in field "+field+"_crc32c did not match the data in field "+field+".")
+			return nil, false
+		}
+		return b, true
+	}
+	aad, ok := checked(
+		in.AdditionalAuthenticatedData,
+		in.AdditionalAuthenticatedDataCrc32c,
+		"additional_authenticated_data",
+	)
+	if !ok {
 		return
 	}
 	st.mu.Lock()
@@ -519,13 +529,8 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st.mu.Unlock()
 	switch op {
 	case "encrypt":
-		pt, err := base64.StdEncoding.DecodeString(in.Plaintext)
-		if err != nil || in.PlaintextCrc32c != crc32cString(pt) {
-			fail(
-				http.StatusBadRequest,
-				"INVALID_ARGUMENT",
-				"The checksum in field plaintext_crc32c did not match the data in field plaintext.",
-			)
+		pt, ok := checked(in.Plaintext, in.PlaintextCrc32c, "plaintext")
+		if !ok {
 			return
 		}
 		nonce := make([]byte, aead.NonceSize())
@@ -539,16 +544,12 @@ func (st *gcpKMSStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				), "verifiedPlaintextCrc32c": true, "verifiedAdditionalAuthenticatedDataCrc32c": true, "protectionLevel": 1},
 		)
 	case "decrypt":
-		ct, err := base64.StdEncoding.DecodeString(in.Ciphertext)
-		if err != nil || in.CiphertextCrc32c != crc32cString(ct) {
-			fail(
-				http.StatusBadRequest,
-				"INVALID_ARGUMENT",
-				"The checksum in field ciphertext_crc32c did not match the data in field ciphertext.",
-			)
+		ct, ok := checked(in.Ciphertext, in.CiphertextCrc32c, "ciphertext")
+		if !ok {
 			return
 		}
 		var pt []byte
+		var err error
 		if len(ct) >= aead.NonceSize() {
 			pt, err = aead.Open(nil, ct[:aead.NonceSize()], ct[aead.NonceSize():], aad)
 		}

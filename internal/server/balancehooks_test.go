@@ -65,15 +65,7 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 	watched.Store(addr)
 	servertest.MustOK(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recv.URL, "name": "balances",
-				"subscriptions": []any{
-					map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"},
-					map[string]any{"eventType": "BALANCE_FINALIZED_UPDATES"},
-				}},
-		),
+		createEndpoint(root, recv.URL, "balances", "BALANCE_CONFIRMED_UPDATES", "BALANCE_FINALIZED_UPDATES"),
 	)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -172,12 +164,7 @@ func TestSolanaBalanceWebhooks(t *testing.T) {
 	watched.Store(addr)
 	servertest.MustOK(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recv.URL, "name": "sol",
-				"subscriptions": []any{map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"}}},
-		),
+		createEndpoint(root, recv.URL, "sol", "BALANCE_CONFIRMED_UPDATES"),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -51,12 +51,7 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	root, created := h.RootOrg("Acme")
 	servertest.MustOK(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recv.URL, "name": "sends",
-				"subscriptions": []any{map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"}}},
-		),
+		createEndpoint(root, recv.URL, "sends", "SEND_TRANSACTION_STATUS_UPDATES"),
 	)
 	key, _ := crypto.GenerateKey()
 	to := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
@@ -117,14 +112,7 @@ func TestSendTransactionStatusWebhooks(t *testing.T) {
 	sub := h.Client(s.Str("activity", "result", "createSubOrganizationResultV7", "subOrganizationId"), subPriv)
 	servertest.WantError(
 		t,
-		sub.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recv.URL, "name": "x",
-				"subscriptions": []any{
-					map[string]any{"eventType": "SEND_TRANSACTION_STATUS_UPDATES"},
-				}},
-		),
+		createEndpoint(sub, recv.URL, "x", "SEND_TRANSACTION_STATUS_UPDATES"),
 		http.StatusForbidden,
 		7,
 		"billing",

@@ -392,22 +392,17 @@ func TestTVCLifecycle(t *testing.T) {
 		t.Fatalf("restored status: %s", st.Raw)
 	}
 
+	// unseen: the app and its first deployment are not found by c.
+	unseen := func(c *servertest.Client) {
+		t.Helper()
+		servertest.WantError(t, c.Query("get_tvc_app", map[string]any{"tvcAppId": appID}), http.StatusNotFound, 5,
+			"TVC app not found")
+		servertest.WantError(t, c.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}),
+			http.StatusNotFound, 5, "TVC deployment not found")
+	}
 	// Another organization sees none of it and cannot deploy to it.
 	other, _ := h.RootOrg("Other")
-	servertest.WantError(
-		t,
-		other.Query("get_tvc_app", map[string]any{"tvcAppId": appID}),
-		http.StatusNotFound,
-		5,
-		"TVC app not found",
-	)
-	servertest.WantError(
-		t,
-		other.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}),
-		http.StatusNotFound,
-		5,
-		"TVC deployment not found",
-	)
+	unseen(other)
 	servertest.WantError(
 		t,
 		other.Submit("create_tvc_deployment", "ACTIVITY_TYPE_CREATE_TVC_DEPLOYMENT", tvcDeploymentParams(appID)),
@@ -465,20 +460,7 @@ func TestTVCLifecycle(t *testing.T) {
 	if da.Str("activity", "result", "deleteTvcAppAndDeploymentsResult", "appId") != appID {
 		t.Fatalf("delete app: %s", da.Raw)
 	}
-	servertest.WantError(
-		t,
-		root.Query("get_tvc_app", map[string]any{"tvcAppId": appID}),
-		http.StatusNotFound,
-		5,
-		"TVC app not found",
-	)
-	servertest.WantError(
-		t,
-		root.Query("get_tvc_deployment", map[string]any{"deploymentId": dep1}),
-		http.StatusNotFound,
-		5,
-		"TVC deployment not found",
-	)
+	unseen(root)
 	servertest.WantError(
 		t,
 		root.Query("list_tvc_app_deployments", map[string]any{"appId": appID}),

@@ -112,39 +112,21 @@ func TestWebhooksDeliverEveryEventOnceAcrossARestart(t *testing.T) {
 	root, created := a.RootOrg("Acme")
 	servertest.WantError(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recvSrv.URL, "name": "r",
-				"subscriptions": []any{
-					map[string]any{"eventType": "BALANCE_CONFIRMED_UPDATES"},
-				}},
-		),
+		createEndpoint(root, recvSrv.URL, "r", "BALANCE_CONFIRMED_UPDATES"),
 		http.StatusBadRequest,
 		3,
 		"needs a chain provider",
 	)
 	servertest.WantError(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recvSrv.URL, "name": "r",
-				"subscriptions": []any{
-					map[string]any{"eventType": "PIZZA_UPDATES"},
-				}},
-		),
+		createEndpoint(root, recvSrv.URL, "r", "PIZZA_UPDATES"),
 		http.StatusBadRequest,
 		3,
 		"unknown event type",
 	)
 	servertest.MustOK(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recvSrv.URL, "name": "r"},
-		),
+		createEndpoint(root, recvSrv.URL, "r"),
 	)
 	l := root.Query("list_webhook_endpoints", nil)
 	if l.Str("webhookEndpoints", "0", "url") != recvSrv.URL || l.Str("webhookEndpoints", "0", "isActive") != "true" {
@@ -221,12 +203,7 @@ func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
 	root, parent := h.RootOrg("Parent")
 	servertest.MustOK(
 		t,
-		root.Submit(
-			"create_webhook_endpoint",
-			"ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
-			map[string]any{"url": recvSrv.URL, "name": "co-signer",
-				"subscriptions": []any{map[string]any{"eventType": "ACTIVITY_UPDATES"}}},
-		),
+		createEndpoint(root, recvSrv.URL, "co-signer", "ACTIVITY_UPDATES"),
 	)
 	// A sub-organization whose two root users must both approve.
 	priv1, pub1 := h.NewKey()
@@ -277,4 +254,18 @@ func TestParentEndpointReceivesSubOrganizationActivities(t *testing.T) {
 	if rc.seen[pending.Str("activity", "id")] != 1 {
 		t.Fatalf("the sub-organization's activity was delivered %d times", rc.seen[pending.Str("activity", "id")])
 	}
+}
+
+// createEndpoint submits create_webhook_endpoint for url, subscribed to events (none: the member
+// left out, as a client taking the default sends it).
+func createEndpoint(c *servertest.Client, url, name string, events ...string) servertest.Response {
+	p := map[string]any{"url": url, "name": name}
+	if len(events) > 0 {
+		subs := make([]any, len(events))
+		for i, e := range events {
+			subs[i] = map[string]any{"eventType": e}
+		}
+		p["subscriptions"] = subs
+	}
+	return c.Submit("create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT", p)
 }
