@@ -436,7 +436,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		Policies:     policies.NewSource(),
 		SessionScope: profiles.Scope,
 		MFA:          mfa.Source(mfa.NewPolicies(s.Hot)),
-		OnActivity:   webhooks.EnqueueVia(webhooks.NewParents(s.Hot)),
+		OnActivity:   webhooks.Enqueuer(webhooks.NewParents(s.Hot)),
 		Committed:    s.Webhooks.Wake,
 		Log:          cfg.Log,
 		Recorded: func(typ, status, decision string) {

@@ -1,8 +1,9 @@
 // Package webhooks delivers activity events to the HTTP endpoints an organization subscribes.
 //
 // Endpoints are records of the organization (create/update/delete/list_webhook_endpoints).
-// When an activity of an organization with endpoints reaches a new status, Enqueue writes one
-// delivery per active endpoint into an outbox, in the same transaction as the activity: an event
+// When an activity of an organization with endpoints reaches a new status, the engine's
+// OnActivity (Enqueuer) writes one delivery per active endpoint into an outbox, in the same
+// transaction as the activity: an event
 // exists exactly when its activity does, and nothing is lost if the process stops. The
 // Deliverer drains the outbox in the background, never in the request's path: it leases a
 // delivery (so several processes over one database do not send it twice), POSTs it, deletes it

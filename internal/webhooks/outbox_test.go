@@ -40,13 +40,14 @@ func TestEmptyOutboxCostsNoWrite(t *testing.T) {
 	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	d := &Deliverer{Store: cs, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return clock }}
 	d.Prepare()
+	enqueue := Enqueuer(NewParents(hot.NewVersions()))
 
 	if n := d.round(); n != 0 || cs.updates.Load() != 0 {
 		t.Fatalf("round over an empty outbox: sent %d, %d write transactions; want 0, 0", n, cs.updates.Load())
 	}
 	// An activity of an organization without endpoints writes nothing to the outbox.
 	if err := st.Update(ctx, func(tx store.Tx) error {
-		return Enqueue(ctx, tx, &directory.Organization{ID: "quiet"}, clock, []byte(`{}`))
+		return enqueue(ctx, tx, &directory.Organization{ID: "quiet"}, clock, []byte(`{}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestEmptyOutboxCostsNoWrite(t *testing.T) {
 		if err := records.Save(ctx, tx, KindEndpoint, e.ID, org.ID, clock, clock, e); err != nil {
 			return err
 		}
-		return Enqueue(ctx, tx, org, clock.Add(time.Hour), []byte(`{}`))
+		return enqueue(ctx, tx, org, clock.Add(time.Hour), []byte(`{}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestSubOrganizationParentFromMemory(t *testing.T) {
 	st := hot.Wrap(raw, v, directory.KindOrganization)
 	st.Watch()
 	defer st.Close()
-	enqueue := EnqueueVia(NewParents(v))
+	enqueue := Enqueuer(NewParents(v))
 	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	parent := &directory.Organization{ID: "parent", WebhookEndpoints: 1, CreatedAt: clock, UpdatedAt: clock}
 	sub := &directory.Organization{ID: "sub", ParentID: parent.ID, CreatedAt: clock, UpdatedAt: clock}

@@ -300,65 +300,44 @@ func listEndpoints(q *activity.Read, _ *wire.ListWebhookEndpointsRequest) (any, 
 	return out, nil
 }
 
-// Enqueue writes one ACTIVITY_UPDATES delivery of the activity per active endpoint of org and,
-// for a sub-organization, of its parent (Turnkey: "parent-owned endpoints receive events for the
-// parent and all sub-organizations"), in the activity's transaction. The body is the activity
-// itself, as get_activity returns it. Organizations without endpoints cost one lookup.
-func Enqueue(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
-	return enqueue(ctx, nil, tx, org, now, activityJSON)
-}
-
-// Parents holds the parent organizations Enqueue reads for sub-organizations' activities
+// Parents holds the parent organizations Enqueuer reads for sub-organizations' activities
 // (package hot). Shared: nothing modifies them.
 type Parents = hot.Cache[*directory.Organization]
 
 // NewParents returns an empty cache over v.
 func NewParents(v *hot.Versions) *Parents { return hot.NewCache[*directory.Organization](v, 0) }
 
-// EnqueueVia is Enqueue reading a sub-organization's parent through c (hot.Cache.LoadInTx:
-// exact on SQLite, as of the request's arrival on PostgreSQL): every activity of a
-// sub-organization, the usual signer of an embedded wallet, read its parent in its
-// transaction (in SQLite's one writer).
-func EnqueueVia(
+// Enqueuer returns the engine's OnActivity: it writes one ACTIVITY_UPDATES delivery of the
+// activity per active endpoint of org and, for a sub-organization, of its parent (Turnkey:
+// "parent-owned endpoints receive events for the parent and all sub-organizations"), in the
+// activity's transaction. The body is the activity itself, as get_activity returns it.
+// Organizations without endpoints cost nothing more. The parent is read through c
+// (hot.Cache.LoadInTx: exact on SQLite, as of the request's arrival on PostgreSQL), not in
+// every sub-organization activity's transaction.
+func Enqueuer(
 	c *Parents,
 ) func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
 	return func(ctx context.Context, tx store.Tx, org *directory.Organization, now time.Time, activityJSON []byte) error {
-		return enqueue(ctx, c, tx, org, now, activityJSON)
-	}
-}
-
-func enqueue(
-	ctx context.Context,
-	c *Parents,
-	tx store.Tx,
-	org *directory.Organization,
-	now time.Time,
-	activityJSON []byte,
-) error {
-	if org == nil {
+		if org == nil {
+			return nil
+		}
+		owners := []*directory.Organization{org}
+		if org.ParentID != "" {
+			parent, err := c.LoadInTx(ctx, org.ParentID, org.ParentID, func() (*directory.Organization, error) {
+				return directory.LoadOrganization(ctx, tx, org.ParentID)
+			})
+			if err != nil {
+				return err
+			}
+			owners = append(owners, parent)
+		}
+		for _, o := range owners {
+			if err := EnqueueEvent(ctx, tx, o, EventActivityUpdates, now, activityJSON); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	owners := []*directory.Organization{org}
-	if org.ParentID != "" {
-		read := func() (*directory.Organization, error) { return directory.LoadOrganization(ctx, tx, org.ParentID) }
-		var parent *directory.Organization
-		var err error
-		if c == nil {
-			parent, err = read()
-		} else {
-			parent, err = c.LoadInTx(ctx, org.ParentID, org.ParentID, read)
-		}
-		if err != nil {
-			return err
-		}
-		owners = append(owners, parent)
-	}
-	for _, o := range owners {
-		if err := EnqueueEvent(ctx, tx, o, EventActivityUpdates, now, activityJSON); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // EnqueueEvent writes one delivery of body per active endpoint of owner subscribed to event, in

@@ -366,18 +366,6 @@ func status(q *activity.Read, in *wire.GetMfaStatusRequest) (any, error) {
 	return out, nil
 }
 
-// Requirement is the engine's MFA source (activity.Services.MFA): the first of the user's
-// policies, in order, whose condition holds. A condition that cannot be evaluated counts as
-// holding.
-func Requirement(
-	ctx context.Context,
-	r store.Reader,
-	orgID, userID string,
-	env policy.Env,
-) (*activity.MFARequirement, error) {
-	return Source(nil)(ctx, r, orgID, userID, env)
-}
-
 // Policies holds each user's MFA policies, per (organization, user), for the activities'
 // transactions (package hot; KindMFAPolicy must be among the kinds the store's hot.Wrap
 // watches). The slices are shared: nothing modifies them.
@@ -386,33 +374,21 @@ type Policies = hot.Cache[[]*Policy]
 // NewPolicies returns an empty cache over v.
 func NewPolicies(v *hot.Versions) *Policies { return hot.NewCache[[]*Policy](v, 0) }
 
-// Source is Requirement reading the user's policies through c (hot.Cache.LoadInTx: exact on
-// SQLite, as of the request's arrival on PostgreSQL), where every activity's MFA check was a
-// query in its transaction (in SQLite's one writer); nil c always reads the store.
+// Source is the engine's MFA source (activity.Services.MFA): the first of the user's
+// policies, in order, whose condition holds; a condition that cannot be evaluated counts as
+// holding. The policies are read through c (hot.Cache.LoadInTx: exact on SQLite, as of the
+// request's arrival on PostgreSQL), not queried in every activity's transaction.
 func Source(c *Policies) activity.MFASource {
 	return func(ctx context.Context, r store.Reader, orgID, userID string, env policy.Env) (*activity.MFARequirement, error) {
-		return requirement(ctx, c, r, orgID, userID, env)
+		ps, err := c.LoadInTx(ctx, orgID+"\x00"+userID, orgID, func() ([]*Policy, error) {
+			return userPolicies(ctx, r, orgID, userID)
+		})
+		return first(ps, env), err
 	}
 }
 
-func requirement(
-	ctx context.Context,
-	c *Policies,
-	r store.Reader,
-	orgID, userID string,
-	env policy.Env,
-) (*activity.MFARequirement, error) {
-	read := func() ([]*Policy, error) { return userPolicies(ctx, r, orgID, userID) }
-	var ps []*Policy
-	var err error
-	if c == nil {
-		ps, err = read()
-	} else {
-		ps, err = c.LoadInTx(ctx, orgID+"\x00"+userID, orgID, read)
-	}
-	if err != nil || len(ps) == 0 {
-		return nil, err
-	}
+// first is the requirement of the first of ps whose condition holds (nil: none).
+func first(ps []*Policy, env policy.Env) *activity.MFARequirement {
 	for _, p := range ps {
 		expr, err := policy.Compile(p.Condition)
 		ok := err == nil
@@ -420,8 +396,8 @@ func requirement(
 			ok, err = expr.Eval(env)
 		}
 		if ok || err != nil {
-			return &activity.MFARequirement{PolicyID: p.ID, Steps: p.Steps}, nil
+			return &activity.MFARequirement{PolicyID: p.ID, Steps: p.Steps}
 		}
 	}
-	return nil, nil
+	return nil
 }
