@@ -11,6 +11,8 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	secpecdsa "github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 	"golang.org/x/crypto/sha3"
+
+	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // Header names, as the SDKs send them. HTTP header names are case-insensitive.
@@ -114,11 +116,11 @@ func VerifyAPIKey(header string, body []byte) (APIKeyProof, error) {
 }
 
 // parseAPIKeyStamp decodes a stamp's JSON as json.Unmarshal into apiKeyStampJSON does. Stamps
-// as clients make them ({"publicKey":"…","scheme":"…","signature":"…"}, each member once, in any
-// order, values of printable ASCII without escapes) are read directly, which costs a small
-// fraction of the decoder's reflection; anything else is left to json.Unmarshal.
+// as clients make them (the three members, each once, named as written here, values without
+// escapes) are read with wire.EachMember, which costs a small fraction of the decoder's
+// reflection; anything else is left to json.Unmarshal.
 func parseAPIKeyStamp(raw []byte) (apiKeyStampJSON, error) {
-	if st, ok := parseSimpleStamp(raw); ok {
+	if st, ok := parsePlainStamp(raw); ok {
 		return st, nil
 	}
 	var st apiKeyStampJSON
@@ -126,33 +128,13 @@ func parseAPIKeyStamp(raw []byte) (apiKeyStampJSON, error) {
 	return st, err
 }
 
-func parseSimpleStamp(raw []byte) (apiKeyStampJSON, bool) {
-	var st apiKeyStampJSON
-	i := skipSpace(raw, 0)
-	if i == len(raw) || raw[i] != '{' {
+func parsePlainStamp(raw []byte) (st apiKeyStampJSON, ok bool) {
+	if !json.Valid(raw) {
 		return st, false
 	}
-	i++
-	for n := 0; n < 3; n++ {
-		if n > 0 {
-			if i = skipSpace(raw, i); i == len(raw) || raw[i] != ',' {
-				return st, false
-			}
-			i++
-		}
-		key, j, ok := simpleString(raw, skipSpace(raw, i))
-		if !ok {
-			return st, false
-		}
-		if j = skipSpace(raw, j); j == len(raw) || raw[j] != ':' {
-			return st, false
-		}
-		value, j, ok := simpleString(raw, skipSpace(raw, j+1))
-		if !ok {
-			return st, false
-		}
+	ok = wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
 		var field **string
-		switch key {
+		switch string(name) {
 		case "publicKey":
 			field = &st.PublicKey
 		case "scheme":
@@ -160,41 +142,16 @@ func parseSimpleStamp(raw []byte) (apiKeyStampJSON, bool) {
 		case "signature":
 			field = &st.Signature
 		default:
-			return st, false
+			return false // another member, or one the decoder matches without regard to case
 		}
-		if *field != nil {
-			return st, false // named twice
+		s, plain := wire.PlainString(v)
+		if escaped || !plain || *field != nil {
+			return false // an escape, a value not a plain string, or a member named twice
 		}
-		*field = &value
-		i = j
-	}
-	if i = skipSpace(raw, i); i == len(raw) || raw[i] != '}' {
-		return st, false
-	}
-	return st, skipSpace(raw, i+1) == len(raw)
-}
-
-// simpleString reads a JSON string of printable ASCII without escapes starting at raw[i].
-func simpleString(raw []byte, i int) (s string, next int, ok bool) {
-	if i == len(raw) || raw[i] != '"' {
-		return "", 0, false
-	}
-	for j := i + 1; j < len(raw); j++ {
-		switch c := raw[j]; {
-		case c == '"':
-			return string(raw[i+1 : j]), j + 1, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", 0, false
-		}
-	}
-	return "", 0, false
-}
-
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
+		*field = &s
+		return true
+	})
+	return st, ok
 }
 
 func verifyWithKey(scheme string, pk *publicKey, sig, body []byte) error {

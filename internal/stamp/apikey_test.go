@@ -442,13 +442,13 @@ func TestParseAPIKeyStampDirect(t *testing.T) {
 		` { "signature" : "3044" ,	"scheme":"s","publicKey":""}` + "\n":                   true,
 		`{"publicKey":"a","scheme":"b","signature":"c","publicKey":"d"}`:                  false,
 		`{"publicKey":"a","scheme":"b","signature":"c"}x`:                                 false,
-		`{"publicKey":"a","scheme":"b"}`:                                                  false,
+		`{"publicKey":"a","scheme":"b"}`:                                                  true, // signature nil, as decoded
 		`{"publicKey":"a","scheme":"b","signature":"c","x":1}`:                            false,
 		`{"PublicKey":"a","scheme":"b","signature":"c"}`:                                  false,
 		`{"publicKey":"a\u0041","scheme":"b","signature":"c"}`:                            false,
 	} {
-		if _, ok := parseSimpleStamp([]byte(raw)); ok != want {
-			t.Errorf("parseSimpleStamp(%s): %v, want %v", raw, ok, want)
+		if _, ok := parsePlainStamp([]byte(raw)); ok != want {
+			t.Errorf("parsePlainStamp(%s): %v, want %v", raw, ok, want)
 		}
 	}
 }

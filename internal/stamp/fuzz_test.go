@@ -147,7 +147,7 @@ func FuzzParseAPIKeyStamp(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := parseSimpleStamp(raw)
+		got, ok := parsePlainStamp(raw)
 		if !ok {
 			return
 		}
