@@ -22,10 +22,21 @@
 // pipeline with the first statement that needs it (a write, Get's FOR UPDATE, a lock, a
 // savepoint), and defers the writes whose only failure is one the caller does not act on (an
 // activity's upsert, a Put without unique keys, a notification) to the pipeline of the next
-// statement or of the COMMIT. A signing activity (a look-up, a read, the activity) is three
-// round trips instead of five; an Update that only reads sends neither BEGIN nor COMMIT. When a deferred write is refused, the server skips the rest of its pipeline (COMMIT
-// included), and Update runs fn again with every write sent on its own, so fn sees the failure
-// where it made the write; that re-run is not one of the MaxAttempts.
+// statement or of the COMMIT. A session takes its connection from the pool at its first
+// statement, not before. A signing activity whose records are all in memory is one round trip
+// (BEGIN, the activity, COMMIT); an Update that only reads sends neither BEGIN nor COMMIT. When a
+// deferred write is refused, the server skips the rest of its pipeline (COMMIT included), and
+// Update runs fn again with every write sent on its own, so fn sees the failure where it made
+// the write; that re-run is not one of the MaxAttempts.
+//
+// # Group commit
+//
+// An Update that owes nothing but BEGIN, deferred writes and COMMIT when fn returns is committed
+// together with the other such Updates waiting at that moment: one transaction, one pipeline,
+// one WAL flush for all of them (commit.go; at most Options.CommitGroups in flight). They are
+// acknowledged together when COMMIT returns. If the server refuses one of their writes, that
+// transaction keeps nothing: the refused Update runs fn again as above, and each of the others
+// commits its writes in a transaction of its own.
 //
 // # Retries
 //

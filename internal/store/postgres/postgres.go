@@ -43,8 +43,12 @@ type Options struct {
 	// MaxAttempts bounds how many times Update runs fn when the transaction hits a
 	// serialization failure (40001) or a deadlock (40P01). Default: 10.
 	MaxAttempts int
-	// OnCommit, when set, is told of every commit (one Update each) and how long it took.
+	// OnCommit, when set, is told of every commit, how many Updates it carried and how long it
+	// took.
 	OnCommit func(n int, d time.Duration)
+	// CommitGroups is how many transactions carrying the writes of several Updates (commit.go)
+	// may be in flight at once. Default: 2. Negative: every Update commits alone.
+	CommitGroups int
 
 	tracer pgx.QueryTracer // tests: sees every statement and batch sent
 }
@@ -56,6 +60,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 10
 	}
+	if o.CommitGroups == 0 {
+		o.CommitGroups = 2
+	}
 	return o
 }
 
@@ -63,7 +70,8 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts   Options
 	pool   *pgxpool.Pool
-	reads  *reader // on the pool: View and the Exporter
+	reads  *reader    // on the pool: View and the Exporter
+	group  *committer // Updates committed together (commit.go); nil: each alone
 	closed atomic.Bool
 	once   sync.Once
 }
@@ -98,7 +106,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{opts: opts, pool: pool, reads: newReader(pool, false)}, nil
+	st := &Store{opts: opts, pool: pool, reads: newReader(pool, false)}
+	if opts.CommitGroups > 0 {
+		st.group = &committer{pool: pool, onCommit: opts.OnCommit, maxGroups: opts.CommitGroups, maxSize: 256}
+	}
+	return st, nil
 }
 
 // Dialect returns "postgres".
@@ -169,14 +181,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		if s.closed.Load() {
-			return store.ErrClosed
-		}
-		return fmt.Errorf("postgres: begin: %w", err)
-	}
-	sess := &session{c: conn.Conn(), deferWrites: deferWrites}
+	sess := &session{pool: s.pool, deferWrites: deferWrites}
 	t := newTx(sess, 0, nil)
 	committed := false
 	defer func() {
@@ -185,7 +190,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 			// Also on a panic in fn, which then carries on up the caller's stack.
 			sess.rollback(context.WithoutCancel(ctx))
 		}
-		conn.Release()
+		sess.release()
 	}()
 	err = fn(t)
 	if err != nil && len(sess.pending) > 0 {
@@ -199,6 +204,22 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 	}
 	if err != nil {
 		return err
+	}
+	if s.group != nil && sess.mergeable() {
+		// Nothing but BEGIN, the writes and COMMIT is owed: commit with other Updates (commit.go).
+		sess.release()
+		switch err := s.group.commit(sess.pending); {
+		case err == nil:
+			sess.pending = nil
+			committed = true
+			return nil
+		case errors.Is(err, errRerun):
+			return errRerun
+		case !errors.Is(err, errAlone):
+			sess.pending = nil
+			return err
+		}
+		sess.pending = fresh(sess.pending)
 	}
 	// The commit must not be cut off half-way by the caller's context: its outcome would be
 	// unknown.

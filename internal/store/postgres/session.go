@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Round trips. An Update used to spend one round trip on BEGIN, one on each statement and one on
@@ -38,7 +39,8 @@ var errDeferredWrite = errors.New("postgres: an earlier write of this transactio
 // savepoints. It implements querier: each statement first sends what is owed (BEGIN, deferred
 // writes) in the same pipeline.
 type session struct {
-	c           *pgx.Conn
+	pool        *pgxpool.Pool
+	pc          *pgxpool.Conn      // acquired at the first statement (conn)
 	begun       bool               // BEGIN has been sent
 	pending     []*pgx.QueuedQuery // deferred writes not yet sent
 	deferWrites bool               // this attempt may defer writes
@@ -46,6 +48,28 @@ type session struct {
 }
 
 var _ querier = (*session)(nil)
+
+// conn is the session's connection, taken from the pool at the first statement: an Update
+// whose reads are all served from memory and whose writes are all deferred holds none while fn
+// runs, and may have its writes committed with other Updates' (commit.go).
+func (s *session) conn(ctx context.Context) (*pgx.Conn, error) {
+	if s.pc == nil {
+		pc, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: acquire a connection: %w", err)
+		}
+		s.pc = pc
+	}
+	return s.pc.Conn(), nil
+}
+
+// release returns the connection to the pool, if one was taken.
+func (s *session) release() {
+	if s.pc != nil {
+		s.pc.Release()
+		s.pc = nil
+	}
+}
 
 // prefix returns a batch of what must run before the next statement and how many statements it
 // holds, and marks them sent. inTx tells whether the statement needs the transaction begun;
@@ -88,6 +112,22 @@ func (s *session) readPrefix(br pgx.BatchResults, b *pgx.Batch, n int) error {
 	return nil
 }
 
+// mergeable tells whether the session owes only BEGIN, deferred writes and COMMIT: no statement
+// of the transaction has been sent.
+func (s *session) mergeable() bool {
+	return !s.begun && len(s.pending) > 0 && s.deferErr == nil
+}
+
+// fresh copies queued statements for sending again: a QueuedQuery that was sent keeps what pgx
+// learnt about its statement on that connection.
+func fresh(qs []*pgx.QueuedQuery) []*pgx.QueuedQuery {
+	out := make([]*pgx.QueuedQuery, len(qs))
+	for i, q := range qs {
+		out[i] = &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments}
+	}
+	return out
+}
+
 // deferred returns the error of a deferred write that failed earlier, if any: the attempt is
 // lost and every later statement fails at once.
 func (s *session) deferred() error {
@@ -127,7 +167,11 @@ func (s *session) sendWith(ctx context.Context, inTx bool, q *pgx.Batch) (pgx.Ba
 	if q != nil {
 		b.QueuedQueries = append(b.QueuedQueries, q.QueuedQueries...)
 	}
-	br := s.c.SendBatch(ctx, b)
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	br := c.SendBatch(ctx, b)
 	if err := s.readPrefix(br, b, n); err != nil {
 		_ = br.Close()
 		return nil, err
@@ -148,7 +192,11 @@ func (s *session) query(ctx context.Context, inTx bool, sql string, args []any) 
 		return nil, err
 	}
 	if !s.owes(inTx) {
-		return s.c.Query(ctx, sql, args...)
+		c, err := s.conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.Query(ctx, sql, args...)
 	}
 	q := &pgx.Batch{}
 	q.Queue(sql, args...)
@@ -237,7 +285,11 @@ func (s *session) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 		return pgconn.CommandTag{}, err
 	}
 	if !s.owes(true) {
-		return s.c.Exec(ctx, sql, args...)
+		c, err := s.conn(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		return c.Exec(ctx, sql, args...)
 	}
 	q := &pgx.Batch{}
 	q.Queue(sql, args...)
@@ -257,7 +309,11 @@ func (s *session) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults 
 		return pgx.FailedBatchResults(b, err)
 	}
 	if !s.owes(true) {
-		return s.c.SendBatch(ctx, b)
+		c, err := s.conn(ctx)
+		if err != nil {
+			return pgx.FailedBatchResults(b, err)
+		}
+		return c.SendBatch(ctx, b)
 	}
 	br, err := s.sendWith(ctx, true, b)
 	if err != nil {
@@ -318,13 +374,17 @@ func (s *session) commit(ctx context.Context) error {
 // closed (the pool drops it): its state is unknown.
 func (s *session) rollback(ctx context.Context) {
 	s.pending = nil
-	if !s.begun || s.c.IsClosed() {
+	if !s.begun || s.pc == nil {
 		return
 	}
-	if s.c.PgConn().TxStatus() == 'I' {
+	c := s.pc.Conn()
+	if c.IsClosed() {
+		return
+	}
+	if c.PgConn().TxStatus() == 'I' {
 		return // the transaction already ended (a COMMIT that failed)
 	}
-	if _, err := s.c.Exec(ctx, "rollback"); err != nil {
-		_ = s.c.Close(ctx)
+	if _, err := c.Exec(ctx, "rollback"); err != nil {
+		_ = c.Close(ctx)
 	}
 }
