@@ -117,6 +117,15 @@ func TestMigrations(t *testing.T) {
 			t.Fatalf("table %s: %d, %v", table, n, err)
 		}
 	}
+	// tune: activity rows are kept inline, uncompressed, up to a page.
+	var opts []string
+	if err := conn.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = $1::regclass",
+		schema+".activities").Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(opts) != "[toast_tuple_target=8160]" {
+		t.Fatalf("activities reloptions = %v", opts)
+	}
 }
 
 // TestConcurrentOpen: processes starting together migrate once.
