@@ -58,7 +58,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	floorDur := fs.Duration(
 		"floor-duration",
 		2*time.Second,
-		"how long to measure the crypto floor before the load (0: not measured)",
+		"how long to measure the crypto floor, once before the load and once after it (0: not measured)",
 	)
 	signWith := fs.String(
 		"sign-with",
@@ -128,6 +128,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer f.Close()
 		cfg.OnStart = func() { _ = pprof.StartCPUProfile(f) }
+		cfg.OnEnd = pprof.StopCPUProfile
 		defer pprof.StopCPUProfile()
 	}
 	r, err := bench.Run(ctx, cfg)

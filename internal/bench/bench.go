@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"runtime"
@@ -67,15 +68,17 @@ type Config struct {
 	// activity); queries cycle through theirs. A run whose activities run out ends early and
 	// says so. 0: 8,000 per second of Duration for activities, 4,096 for queries.
 	Presign int
-	// FloorDuration is how long the crypto floor is measured before the load (0: 2 s; negative:
-	// not measured).
+	// FloorDuration is how long the crypto floor is measured, once before the load and once
+	// after it (0: 2 s each; negative: not measured). A virtual machine's speed drifts; the
+	// ratio is taken to the mean of the two.
 	FloorDuration time.Duration
 	// FsyncDir, when set, is the directory of the server's data on this machine (latchkey
 	// bench --embedded): the run measures how long the disk takes to make a small write durable
 	// there, the floor of one client's latency.
 	FsyncDir string
-	// OnStart, when set, is called as the measured window opens (a profiler starts there).
-	OnStart func()
+	// OnStart, when set, is called as the measured window opens (a profiler starts there), and
+	// OnEnd as it closes.
+	OnStart, OnEnd func()
 	// Seed, when > 0, first creates that many sub-organizations of the bench's organization,
 	// each with a root user holding an API key and an Ethereum wallet, so the load runs against
 	// a store that is not empty (not measured).
@@ -108,6 +111,9 @@ type Result struct {
 	// plus signature for sign_raw_payload, verification alone otherwise.
 	Floor *Floor  `json:"floor,omitempty"`
 	Ratio float64 `json:"ratioToFloor,omitempty"`
+	// FloorDrift is how far the floor measured after the load was from the one measured before
+	// it, as a fraction of their mean: how much the machine's speed moved during the run.
+	FloorDrift float64 `json:"floorDrift,omitempty"`
 	// FsyncP50 is the median time to write 4 KiB and fsync it in Config.FsyncDir (0: not
 	// measured): a durable request on one client cannot answer faster.
 	FsyncP50   time.Duration `json:"-"`
@@ -137,8 +143,15 @@ func (r Result) String() string {
 		s += fmt.Sprintf(" peak-rss=%.0fMiB", r.PeakRSSMiB)
 	}
 	if r.Floor != nil {
-		s += fmt.Sprintf("\nfloor (%d cores): p256-verify=%.0f/s p256-verify+%s-sign=%.0f/s; ratio=%.3f",
-			r.Floor.Cores, r.Floor.VerifyPerSecond, r.Floor.Curve, r.Floor.VerifySignPerSecond, r.Ratio)
+		s += fmt.Sprintf(
+			"\nfloor (%d cores, mean of before and after the load, which differ by %.0f%%): p256-verify=%.0f/s p256-verify+%s-sign=%.0f/s; ratio=%.3f",
+			r.Floor.Cores,
+			100*r.FloorDrift,
+			r.Floor.VerifyPerSecond,
+			r.Floor.Curve,
+			r.Floor.VerifySignPerSecond,
+			r.Ratio,
+		)
 	}
 	if r.FsyncP50 > 0 {
 		s += fmt.Sprintf("\ndisk: 4 KiB write+fsync p50=%.3fms (one client's p50 above it: %.3fms)",
@@ -188,11 +201,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("first request failed: %w", err)
 	}
 	var floor *Floor
-	if cfg.FloorDuration >= 0 {
-		fd := cfg.FloorDuration
-		if fd == 0 {
-			fd = 2 * time.Second
-		}
+	fd := cfg.FloorDuration
+	if fd == 0 {
+		fd = 2 * time.Second
+	}
+	if fd > 0 {
 		f, err := MeasureFloor(ctx, cfg.Curve, fd)
 		if err != nil {
 			return Result{}, err
@@ -210,6 +223,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	cycle := cfg.Op == "whoami"
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	// Each worker's connection is opened before the window, as a warm client pool would be.
@@ -274,6 +288,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if cfg.OnEnd != nil {
+		cfg.OnEnd()
+	}
 	slices.Sort(lat)
 	r := Result{Op: cfg.Op, Concurrency: cfg.Concurrency, Duration: elapsed, Seconds: elapsed.Seconds(),
 		Requests: len(lat), Errors: errs, FirstError: firstErr, Presigned: total, Exhausted: exhausted, Floor: floor}
@@ -282,12 +299,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	r.P50ms, r.P99ms = ms(r.P50), ms(r.P99)
 	r.FsyncP50, r.FsyncP50ms = fsyncP50, ms(fsyncP50)
 	if floor != nil {
-		f := floor.VerifyPerSecond
-		if cfg.Op == "sign_raw_payload" {
-			f = floor.VerifySignPerSecond
+		after, err := MeasureFloor(parent, cfg.Curve, fd)
+		if err != nil {
+			return Result{}, err
 		}
-		if f > 0 {
+		pick := func(f Floor) float64 {
+			if cfg.Op == "sign_raw_payload" {
+				return f.VerifySignPerSecond
+			}
+			return f.VerifyPerSecond
+		}
+		before := pick(*floor)
+		floor.VerifyPerSecond = (floor.VerifyPerSecond + after.VerifyPerSecond) / 2
+		floor.VerifySignPerSecond = (floor.VerifySignPerSecond + after.VerifySignPerSecond) / 2
+		if f := pick(*floor); f > 0 {
 			r.Ratio = r.RPS / f
+			r.FloorDrift = math.Abs(pick(after)-before) / f
 		}
 	}
 	return r, nil
