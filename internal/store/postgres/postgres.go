@@ -220,7 +220,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 			sess.pending = nil
 			return err
 		}
-		sess.pending = fresh(sess.pending)
+		// errAlone: the committer sent copies of the writes; they are still owed.
 	}
 	// The commit must not be cut off half-way by the caller's context: its outcome would be
 	// unknown.
@@ -273,7 +273,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // the migration lock, when it is not set yet.
 //
 // An activity row is about 2.2 KB, just over the ~2 KB past which PostgreSQL compresses a row's
-// large values before storing it (pglz); that compression was 8% of the server's CPU in a
+// large values before storing it (pglz); that compression was 8% of PostgreSQL's CPU in a
 // signing run, to save 0.6 KB of a row that fits a page either way. toast_tuple_target (≥ 11)
 // raises that size for the activities table to what a page holds.
 func tune(ctx context.Context, pool *pgxpool.Pool, lock int64) error {

@@ -118,16 +118,6 @@ func (s *session) mergeable() bool {
 	return !s.begun && len(s.pending) > 0 && s.deferErr == nil
 }
 
-// fresh copies queued statements for sending again: a QueuedQuery that was sent keeps what pgx
-// learnt about its statement on that connection.
-func fresh(qs []*pgx.QueuedQuery) []*pgx.QueuedQuery {
-	out := make([]*pgx.QueuedQuery, len(qs))
-	for i, q := range qs {
-		out[i] = &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments}
-	}
-	return out
-}
-
 // deferred returns the error of a deferred write that failed earlier, if any: the attempt is
 // lost and every later statement fails at once.
 func (s *session) deferred() error {
