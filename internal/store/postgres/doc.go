@@ -6,9 +6,10 @@
 //
 // # Durability and isolation
 //
-// Each Update is one READ COMMITTED transaction with synchronous_commit=on: when Update
-// returns nil the commit is flushed to the server's WAL. PostgreSQL group-commits concurrent
-// transactions in one WAL flush, so throughput grows with the pool.
+// Each Update is one READ COMMITTED transaction with synchronous_commit=on (or shares one with
+// other Updates, see Group commit): when Update returns nil the commit is flushed to the
+// server's WAL. PostgreSQL group-commits concurrent transactions in one WAL flush, so
+// throughput grows with the pool.
 //
 // Get inside Update is SELECT ... FOR UPDATE: a read-modify-write (Get, change, Put) holds the
 // row until commit and concurrent ones queue behind it, so no update is lost. Inserts of the
