@@ -49,6 +49,7 @@ func format(b *[16]byte) string {
 	return string(out[:])
 }
 
+// Valid reports whether s is a canonical lowercase UUID.
 func Valid(s string) bool {
 	if len(s) != 36 {
 		return false

@@ -92,8 +92,8 @@ func (w *writer) close() error {
 }
 
 // run is the writer goroutine. It waits for a job, then builds one batch transaction from that
-// job and every job already queued behind it, commits, and acknowledges them all. It never
-// waits for more jobs to arrive: an idle store commits a lone Update at once.
+// job and every job queued behind it (under concurrent load, waiting up to Options.MaxLinger
+// for more: lingerFor), commits, and acknowledges them all. A lone Update is committed at once.
 func (w *writer) run() {
 	defer close(w.stopped)
 	for {
