@@ -150,43 +150,36 @@ func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
 }
 
 // envelopeDirect reads an envelope as the SDKs send it (valid JSON, the envelope's members once
-// each and no others, strings without escapes) as ParseEnvelope's json.Unmarshal reads it, without
-// its reflection; ok is false for anything else, which is left to json.Unmarshal.
+// each and no others, strings without escapes, no nulls) as ParseEnvelope's json.Unmarshal reads
+// it, without its reflection; ok is false for anything else, which is left to json.Unmarshal.
 func envelopeDirect(raw []byte) (env *wire.SubmitEnvelope, ok bool) {
-	if !json.Valid(raw) {
+	var v [5][]byte
+	if !wire.Members(raw, envelopeMembers, v[:], false) {
 		return nil, false
 	}
-	env = &wire.SubmitEnvelope{}
-	var seen [5]bool
-	ok = wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
-		if escaped || string(v) == "null" {
-			return false
+	for _, m := range v {
+		if string(m) == "null" {
+			return nil, false
 		}
-		k, good := 0, true
-		switch string(name) {
-		case "type":
-			env.Type, good = wire.PlainString(v)
-		case "timestampMs":
-			k, env.TimestampMs = 1, strings.Trim(string(v), `"`)
-		case "organizationId":
-			k = 2
-			env.OrganizationId, good = wire.PlainString(v)
-		case "parameters":
-			k, env.Parameters = 3, bytes.Clone(v)
-		case "generateAppProofs":
-			b := string(v) == "true"
-			k, env.GenerateAppProofs, good = 4, &b, b || string(v) == "false"
-		default:
-			return false
-		}
-		if !good || seen[k] {
-			return false
-		}
-		seen[k] = true
-		return true
-	})
+	}
+	// timestampMs as the decoder's RawMessage would be trimmed (ParseEnvelope), parameters as
+	// its RawMessage.
+	env = &wire.SubmitEnvelope{TimestampMs: strings.Trim(string(v[1]), `"`), Parameters: bytes.Clone(v[3])}
+	ok = true
+	if v[0] != nil {
+		env.Type, ok = wire.PlainString(v[0])
+	}
+	if v[2] != nil && ok {
+		env.OrganizationId, ok = wire.PlainString(v[2])
+	}
+	if g := string(v[4]); g != "" && ok {
+		b := g == "true"
+		env.GenerateAppProofs, ok = &b, b || g == "false"
+	}
 	return env, ok
 }
+
+var envelopeMembers = []string{"type", "timestampMs", "organizationId", "parameters", "generateAppProofs"}
 
 // decodeIntent decodes and validates the parameters as the submitted version's intent. When they
 // are not valid for it but are for the intent of the path's request (the swagger's current

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -290,24 +289,12 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 // struct{OrganizationID string `json:"organizationId"`} reads it. A body as the SDKs send it (valid
 // JSON, organizationId once, a string without escapes) is read without the decoder's reflection.
 func queryOrganization(raw []byte) (string, error) {
-	if json.Valid(raw) {
-		org, found := "", false
-		if wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
-			if escaped || !isASCII(name) {
-				return false
-			}
-			if string(name) != "organizationId" {
-				// The decoder matches member names regardless of case.
-				return !strings.EqualFold(string(name), "organizationId")
-			}
-			if found {
-				return false
-			}
-			var ok bool
-			org, ok = wire.PlainString(v)
-			found = ok
-			return ok
-		}) {
+	var v [1][]byte
+	if wire.Members(raw, queryMembers, v[:], true) {
+		if v[0] == nil {
+			return "", nil
+		}
+		if org, ok := wire.PlainString(v[0]); ok {
 			return org, nil
 		}
 	}
@@ -318,14 +305,7 @@ func queryOrganization(raw []byte) (string, error) {
 	return head.OrganizationID, err
 }
 
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
+var queryMembers = []string{"organizationId"}
 
 // writeActivity answers {"activity": data}, in three writes rather than a copy of data (the
 // response writer buffers them).

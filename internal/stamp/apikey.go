@@ -128,30 +128,24 @@ func parseAPIKeyStamp(raw []byte) (apiKeyStampJSON, error) {
 	return st, err
 }
 
+var stampMembers = []string{"publicKey", "scheme", "signature"}
+
 func parsePlainStamp(raw []byte) (st apiKeyStampJSON, ok bool) {
-	if !json.Valid(raw) {
+	var v [3][]byte
+	if !wire.Members(raw, stampMembers, v[:], false) {
 		return st, false
 	}
-	ok = wire.EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
-		var field **string
-		switch string(name) {
-		case "publicKey":
-			field = &st.PublicKey
-		case "scheme":
-			field = &st.Scheme
-		case "signature":
-			field = &st.Signature
-		default:
-			return false // another member, or one the decoder matches without regard to case
+	for i, field := range [3]**string{&st.PublicKey, &st.Scheme, &st.Signature} {
+		if v[i] == nil {
+			continue
 		}
-		s, plain := wire.PlainString(v)
-		if escaped || !plain || *field != nil {
-			return false // an escape, a value not a plain string, or a member named twice
+		s, plain := wire.PlainString(v[i])
+		if !plain {
+			return st, false // an escape, or a value not a string
 		}
 		*field = &s
-		return true
-	})
-	return st, ok
+	}
+	return st, true
 }
 
 func verifyWithKey(scheme string, pk *publicKey, sig, body []byte) error {

@@ -2,8 +2,56 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
+
+// Members reads the members of the JSON object raw that names lists, as json.Unmarshal into a
+// struct with those members reads them, without the decoder's reflection: values[i] is the
+// value of names[i], nil when it is absent. It returns false, leaving the caller to the
+// decoder, whenever the decoder could read raw otherwise: raw is not a valid JSON object, a
+// member name is written with an escape, a member is named twice (the decoder keeps the last),
+// or there is another member and others is false, or another member whose name holds non-ASCII
+// or matches a listed one regardless of case (the decoder matches names without regard to case).
+func Members(raw []byte, names []string, values [][]byte, others bool) bool {
+	if !json.Valid(raw) {
+		return false
+	}
+	clear(values)
+	return EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
+		if escaped {
+			return false
+		}
+		for i, n := range names {
+			if string(name) == n {
+				if values[i] != nil {
+					return false
+				}
+				values[i] = v
+				return true
+			}
+		}
+		if !others || !isASCII(name) {
+			return false
+		}
+		for _, n := range names {
+			if strings.EqualFold(string(name), n) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // EachMember calls fn with each member of the JSON object raw, in order: its name as written
 // between the quotes (escaped is true when it holds a backslash escape, so that it is not the
