@@ -35,31 +35,14 @@ func appendWire(b []byte, w *Wire) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `,"votes":`...)
-	if w.Votes == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range w.Votes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendVote(b, &w.Votes[i]); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, ']')
+	if b, err = appendArray(b, w.Votes, appendVote); err != nil {
+		return nil, err
 	}
 	if len(w.AppProofs) > 0 {
-		b = append(b, `,"appProofs":[`...)
-		for i, p := range w.AppProofs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendRaw(b, p); err != nil {
-				return nil, err
-			}
+		b = append(b, `,"appProofs":`...)
+		if b, err = appendArray(b, w.AppProofs, appendRawAt); err != nil {
+			return nil, err
 		}
-		b = append(b, ']')
 	}
 	b = append(b, `,"fingerprint":`...)
 	b = appendString(b, w.Fingerprint)
@@ -130,18 +113,7 @@ func appendUser(b []byte, u *wire.User) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `,"userTags":`...)
-	if u.UserTags == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, t := range u.UserTags {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, t)
-		}
-		b = append(b, ']')
-	}
+	b, _ = appendArray(b, u.UserTags, func(b []byte, t *string) ([]byte, error) { return appendString(b, *t), nil })
 	b = append(b, `,"oauthProviders":`...)
 	if b, err = appendList(b, u.OauthProviders); err != nil {
 		return nil, err
@@ -156,6 +128,26 @@ func appendUser(b []byte, u *wire.User) ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
+
+// appendArray appends l as encoding/json does (null when nil), each element with each.
+func appendArray[T any](b []byte, l []T, each func([]byte, *T) ([]byte, error)) ([]byte, error) {
+	if l == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = each(b, &l[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+func appendRawAt(b []byte, m *json.RawMessage) ([]byte, error) { return appendRaw(b, *m) }
 
 // appendList appends a list member: null, [] or, for a list with elements, encoding/json's.
 func appendList[T any](b []byte, l []T) ([]byte, error) {
