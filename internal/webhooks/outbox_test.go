@@ -10,6 +10,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/hot"
+	"github.com/latchkey/latchkey/internal/hot/hottest"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
@@ -99,14 +100,7 @@ func (g *gets) Get(ctx context.Context, kind, id string) (store.Record, error) {
 // the store once it changed (here, its last endpoint gone).
 func TestSubOrganizationParentFromMemory(t *testing.T) {
 	ctx := context.Background()
-	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := hot.NewVersions()
-	st := hot.Wrap(raw, v, directory.KindOrganization)
-	st.Watch()
-	defer st.Close()
+	st, v := hottest.SQLite(t, directory.KindOrganization)
 	enqueue := Enqueuer(NewParents(v))
 	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	parent := &directory.Organization{ID: "parent", WebhookEndpoints: 1, CreatedAt: clock, UpdatedAt: clock}

@@ -2,15 +2,13 @@ package mfa
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
-	"github.com/latchkey/latchkey/internal/hot"
+	"github.com/latchkey/latchkey/internal/hot/hottest"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
-	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
 
 // lookups counts the key look-ups made through a reader.
@@ -29,14 +27,7 @@ func (l *lookups) Lookup(ctx context.Context, name, value string) ([]store.Ref, 
 // from the store once one did (committed, or written earlier in the same transaction).
 func TestSourceInTransaction(t *testing.T) {
 	ctx := context.Background()
-	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := hot.NewVersions()
-	st := hot.Wrap(raw, v, KindMFAPolicy)
-	st.Watch()
-	defer st.Close()
+	st, v := hottest.SQLite(t, KindMFAPolicy)
 	src := Source(NewPolicies(v))
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	const org, user = "org-1", "user-1"

@@ -2,15 +2,13 @@ package wallets
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
-	"github.com/latchkey/latchkey/internal/hot"
+	"github.com/latchkey/latchkey/internal/hot/hottest"
 	"github.com/latchkey/latchkey/internal/store"
-	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
 
 // countingTx counts the reads made through NoLock.
@@ -37,14 +35,7 @@ func (r *countingReader) Get(ctx context.Context, kind, id string) (store.Record
 // the organization), the transaction reads the store, and a deleted key is refused.
 func TestStillThereFromMemory(t *testing.T) {
 	ctx := context.Background()
-	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := hot.NewVersions()
-	st := hot.Wrap(raw, v, KindWallet, KindAccount, KindPrivateKey)
-	st.Watch()
-	defer st.Close()
+	st, v := hottest.SQLite(t, KindWallet, KindAccount, KindPrivateKey)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	const org = "org-1"
 	put := func(id string) {
