@@ -34,16 +34,19 @@ func Linear(t *testing.T, n int, shapes ...Shape) {
 	t.Helper()
 	for _, s := range shapes {
 		t.Run(s.Name, func(t *testing.T) {
-			for _, p := range Check(s, n) {
+			t.Helper()
+			problems, figures := Check(s, n)
+			t.Log(figures)
+			for _, p := range problems {
 				t.Error(p)
 			}
 		})
 	}
 }
 
-// Check measures one shape at n and 4n and returns what exceeded its bounds (nothing: linear).
-func Check(s Shape, n int) []string {
-	var problems []string
+// Check measures one shape at n and 4n and returns what exceeded its bounds (nothing: linear)
+// and the figures it measured.
+func Check(s Shape, n int) (problems []string, figures string) {
 	small, large := s.Make(n), s.Make(4*n)
 	perByte, fixed := s.PerByte, s.Fixed
 	if perByte == 0 {
@@ -72,18 +75,22 @@ func Check(s Shape, n int) []string {
 	for attempt := 0; attempt < timeAttempts; attempt++ {
 		ts, tl = Duration(func() { s.Run(small) }), Duration(func() { s.Run(large) })
 		if tl < minMeasured || float64(tl)/float64(max(ts, 1)) <= maxTimeGrowth {
-			return problems
+			break
 		}
+	}
+	figures = fmt.Sprintf("%d input bytes: %d bytes allocated, %v; %d input bytes: %d bytes allocated, %v",
+		len(small), as, ts, len(large), al, tl)
+	if tl < minMeasured || float64(tl)/float64(max(ts, 1)) <= maxTimeGrowth {
+		return problems, figures
 	}
 	return append(problems, fmt.Sprintf(
 		"time grows faster than the input: %v at %d input bytes, %v at %d (×%.1f for ×%.1f)",
-		ts, len(small), tl, len(large), float64(tl)/float64(max(ts, 1)), float64(len(large))/float64(len(small))))
+		ts, len(small), tl, len(large), float64(tl)/float64(max(ts, 1)), float64(len(large))/float64(len(small)))), figures
 }
 
 // Allocated is the bytes f allocates on the heap (runtime.MemStats.TotalAlloc before and after).
 func Allocated(f func()) int64 {
 	var before, after runtime.MemStats
-	runtime.GC()
 	runtime.ReadMemStats(&before)
 	f()
 	runtime.ReadMemStats(&after)

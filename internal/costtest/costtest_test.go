@@ -30,7 +30,7 @@ func TestLinearSeesQuadratic(t *testing.T) {
 		},
 		PerByte: 1 << 30, // only the growth is checked here
 	}
-	if problems := Check(quadratic, 4000); len(problems) == 0 {
+	if problems, _ := Check(quadratic, 4000); len(problems) == 0 {
 		t.Fatal("a quadratic function passed the linear check")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 // FuzzDecodeValidate feeds arbitrary bytes to the decoder and Validate of a
@@ -45,7 +47,9 @@ func FuzzDecodeValidate(f *testing.F) {
 		// The request path: the strict pass over the raw body, then the decoder, Validate and
 		// the free-text checks. What the strict pass accepts decodes to the same strings it
 		// was sent as (valid UTF-8, one value per member).
-		strict := CheckJSON(data) == nil
+		var strict bool
+		// Its cost is bounded by the body's size (docs/limits.md §2).
+		costtest.Budget(t, data, 32, 64<<10, func() { strict = CheckJSON(data) == nil })
 		if strict && json.Valid(data) {
 			var doc any
 			if err := json.Unmarshal(data, &doc); err == nil {

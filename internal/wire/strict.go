@@ -1,25 +1,55 @@
 package wire
 
 import (
+	"bytes"
+	"hash/maphash"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
+// MaxJSONDepth bounds how deeply a request body's arrays and objects may nest. The deepest
+// request the API and the auth proxy define nests 8 levels (create_users and
+// create_sub_organization: body, parameters, users, user, authenticators, authenticator,
+// attestation, transports); the limit is four times that (docs/limits.md §2).
+const MaxJSONDepth = 32
+
+// MaxObjectMembers bounds the members of one object. The request objects the API and the auth
+// proxy define have at most a few dozen members; the one free-form map (the wallet kit's OAuth
+// client ids by provider) a handful (docs/limits.md §2).
+const MaxObjectMembers = 1024
+
+// maxPathSegment shortens each member name in the field an error names, so that an error about
+// a long name does not repeat it.
+const maxPathSegment = 64
+
+// smallObject is how many members an object may have before its duplicate check keeps a set of
+// the names' hashes instead of comparing each new name with every earlier one (at most this many
+// comparisons a member, so the check stays linear).
+const smallObject = 16
+
 // CheckJSON refuses, in one pass over a request body, what encoding/json would accept but make
-// mean something other than the bytes that were signed:
+// mean something other than the bytes that were signed, and what would cost far more than its
+// size to decode:
 //   - invalid UTF-8 inside a string (encoding/json silently replaces it with U+FFFD, so the
 //     stored value would differ from the signed one), and \u escapes of lone surrogates (the
 //     same replacement);
-//   - an object naming one member twice (encoding/json keeps the last, while a verifier or a
-//     policy reading the first would see another request).
+//   - an object naming one member twice as encoding/json reads names: escapes decoded and case
+//     ignored (it matches a struct's fields by case-folded name and keeps the last, while a
+//     verifier or a policy reading the first would see another request);
+//   - arrays and objects nested deeper than MaxJSONDepth, and objects of more than
+//     MaxObjectMembers members.
 //
-// It does not check the JSON grammar beyond what it needs to walk the body: a body that is not
-// JSON is refused by the decoder that runs after it. The error names the member (as
+// Its cost is linear in the body: each byte is read once, member names are compared at most
+// smallObject times each (or through a map), and the field an error names is built only for the
+// error. It does not check the JSON grammar beyond what it needs to walk the body: a body that is
+// not JSON is refused by the decoder that runs after it. The error names the member (as
 // "organizationId" or "parameters.accounts[1].path").
 func CheckJSON(raw []byte) *FieldError {
 	s := scanner{b: raw}
-	s.value("")
+	s.value()
 	return s.err
 }
 
@@ -27,15 +57,63 @@ type scanner struct {
 	b   []byte
 	i   int
 	err *FieldError
+	// path is where the scanner is: one segment per open array or object (the member name or
+	// element index being read in it), for the error's field.
+	path []segment
+	// names are the member names of the objects open on path, for the duplicate check; arena
+	// holds the folded forms of those that are not plain. Both are stacks: an object truncates
+	// them to where they were when it opened.
+	names []memberName
+	arena []byte
+	// sets are the name-hash sets of the large objects open, one per depth; scratch folds a
+	// plain name for hashing.
+	sets    [MaxJSONDepth]map[uint64]struct{}
+	scratch []byte
 }
 
-func (s *scanner) fail(path, reason string) {
+type segment struct {
+	name  []byte // the member being read, raw (escapes kept); nil in an array or before a name
+	index int    // the element being read, in an array
+	array bool
+}
+
+// memberName is one member name as the decoder compares names: plain (ASCII without escapes,
+// compared ignoring ASCII case) or folded (escapes decoded, each rune folded by foldRune).
+type memberName struct {
+	b     []byte
+	plain bool
+}
+
+func (s *scanner) fail(reason string) {
 	if s.err == nil {
-		if path == "" {
-			path = "body"
-		}
-		s.err = Refused(path, reason)
+		s.err = Refused(s.field(), reason)
 	}
+}
+
+// field renders the path, "body" at the top.
+func (s *scanner) field() string {
+	var b strings.Builder
+	for _, seg := range s.path {
+		switch {
+		case seg.array:
+			b.WriteString("[" + strconv.Itoa(seg.index) + "]")
+		case seg.name != nil:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			name := seg.name
+			if len(name) > maxPathSegment {
+				b.Write(name[:maxPathSegment])
+				b.WriteString("…")
+				continue
+			}
+			b.Write(name)
+		}
+	}
+	if b.Len() == 0 || b.String()[0] == '[' {
+		return "body" + b.String()
+	}
+	return b.String()
 }
 
 func (s *scanner) ws() {
@@ -49,74 +127,29 @@ func (s *scanner) ws() {
 	}
 }
 
-func (s *scanner) value(path string) {
+// value reads the value at s.i: arrays and objects by nesting one level deeper, at most
+// MaxJSONDepth levels (the recursion is bounded by the same limit).
+func (s *scanner) value() {
 	s.ws()
 	if s.err != nil || s.i >= len(s.b) {
 		return
 	}
-	switch s.b[s.i] {
-	case '{':
-		s.i++
-		seen := map[string]struct{}{}
-		for s.err == nil {
-			s.ws()
-			if s.i >= len(s.b) {
-				return
-			}
-			if s.b[s.i] == '}' {
-				s.i++
-				return
-			}
-			if s.b[s.i] == ',' {
-				s.i++
-				continue
-			}
-			if s.b[s.i] != '"' {
-				return // not JSON: the decoder says so
-			}
-			key, ok := s.str(path)
-			if !ok {
-				return
-			}
-			member := key
-			if path != "" {
-				member = path + "." + key
-			}
-			if _, dup := seen[key]; dup {
-				s.fail(member, "the member appears twice in the object")
-				return
-			}
-			seen[key] = struct{}{}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ':' {
-				s.i++
-			}
-			s.value(member)
+	switch c := s.b[s.i]; c {
+	case '{', '[':
+		if len(s.path) >= MaxJSONDepth {
+			s.fail("arrays and objects nest deeper than the limit of " + strconv.Itoa(MaxJSONDepth) + " levels")
+			return
 		}
-	case '[':
 		s.i++
-		for n := 0; s.err == nil; {
-			s.ws()
-			if s.i >= len(s.b) {
-				return
-			}
-			switch s.b[s.i] {
-			case ']':
-				s.i++
-				return
-			case ',':
-				s.i++
-				n++
-				continue
-			}
-			before := s.i
-			s.value(path + "[" + strconv.Itoa(n) + "]")
-			if s.i == before {
-				return
-			}
+		s.path = append(s.path, segment{array: c == '['})
+		if c == '{' {
+			s.object()
+		} else {
+			s.array()
 		}
+		s.path = s.path[:len(s.path)-1]
 	case '"':
-		s.str(path)
+		s.str()
 	default:
 		for s.i < len(s.b) {
 			switch s.b[s.i] {
@@ -128,22 +161,240 @@ func (s *scanner) value(path string) {
 	}
 }
 
-// str reads a string at s.i (on its opening quote), checking its UTF-8 and escapes; it returns
-// the string's raw content (escapes kept), which is enough to compare member names.
-func (s *scanner) str(path string) (string, bool) {
-	start := s.i + 1
+func (s *scanner) object() {
+	first, firstArena := len(s.names), len(s.arena)
+	defer func() { s.names, s.arena = s.names[:first], s.arena[:firstArena] }()
+	depth := len(s.path) - 1
+	var seen map[uint64]struct{} // the names' hashes, once the object outgrows smallObject
+	top := &s.path[depth]
+	members := 0
+	for s.err == nil {
+		s.ws()
+		if s.i >= len(s.b) {
+			return
+		}
+		switch s.b[s.i] {
+		case '}':
+			s.i++
+			return
+		case ',':
+			s.i++
+			continue
+		case '"':
+		default:
+			return // not JSON: the decoder says so
+		}
+		if members == MaxObjectMembers {
+			top.name = nil
+			s.fail("the object has more members than the limit of " + strconv.Itoa(MaxObjectMembers))
+			return
+		}
+		members++
+		start := s.i + 1
+		top.name = nil // an error inside the name is the object's
+		if !s.str() {
+			return
+		}
+		raw := s.b[start : s.i-1]
+		top.name = raw
+		name := s.memberName(raw)
+		earlier := s.names[first:]
+		dup := false
+		if len(earlier) < smallObject {
+			for _, e := range earlier {
+				if sameName(e, name) {
+					dup = true
+					break
+				}
+			}
+		} else {
+			if seen == nil {
+				seen = s.set(depth)
+				for _, e := range earlier {
+					seen[s.hash(e)] = struct{}{}
+				}
+			}
+			h := s.hash(name)
+			if _, hit := seen[h]; hit {
+				// The seed is secret, so a hit without a duplicate is chance (one in 2^64 a pair):
+				// confirm it.
+				for _, e := range earlier {
+					if sameName(e, name) {
+						dup = true
+						break
+					}
+				}
+			}
+			seen[h] = struct{}{}
+		}
+		if dup {
+			s.fail("the member appears twice in the object (names compare as the decoder reads them: " +
+				"escapes decoded, case ignored)")
+			return
+		}
+		s.names = append(s.names, name)
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ':' {
+			s.i++
+		}
+		s.value()
+		top = &s.path[depth] // value may have grown s.path
+	}
+}
+
+// set is an empty set of name hashes for an object at depth (one kept per depth, reused).
+func (s *scanner) set(depth int) map[uint64]struct{} {
+	if s.sets[depth] == nil {
+		s.sets[depth] = make(map[uint64]struct{}, MaxObjectMembers)
+	} else {
+		clear(s.sets[depth])
+	}
+	return s.sets[depth]
+}
+
+// hash is a name's hash as names compare (its folded form), under the process's secret seed.
+func (s *scanner) hash(n memberName) uint64 {
+	if !n.plain {
+		return maphash.Bytes(hashSeed, n.b)
+	}
+	s.scratch = s.scratch[:0]
+	for _, c := range n.b {
+		s.scratch = append(s.scratch, foldASCII(c))
+	}
+	return maphash.Bytes(hashSeed, s.scratch)
+}
+
+var hashSeed = maphash.MakeSeed()
+
+func (s *scanner) array() {
+	for s.err == nil {
+		s.ws()
+		if s.i >= len(s.b) {
+			return
+		}
+		switch s.b[s.i] {
+		case ']':
+			s.i++
+			return
+		case ',':
+			s.i++
+			s.path[len(s.path)-1].index++
+			continue
+		}
+		before := s.i
+		s.value()
+		if s.i == before {
+			return
+		}
+	}
+}
+
+// memberName is raw (a member name's content, already checked by str) as names are compared.
+func (s *scanner) memberName(raw []byte) memberName {
+	plain := true
+	for _, c := range raw {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return memberName{b: raw, plain: true}
+	}
+	start := len(s.arena)
+	for i := 0; i < len(raw); {
+		r, size := rune(raw[i]), 1
+		switch {
+		case raw[i] == '\\':
+			r, size = unescape(raw, i)
+		case raw[i] >= utf8.RuneSelf:
+			r, size = utf8.DecodeRune(raw[i:])
+		}
+		s.arena = utf8.AppendRune(s.arena, foldRune(r))
+		i += size
+	}
+	return memberName{b: s.arena[start:len(s.arena):len(s.arena)]}
+}
+
+// unescape decodes the escape at raw[i] (valid: str checked it), returning the rune and the
+// escape's length.
+func unescape(raw []byte, i int) (rune, int) {
+	switch raw[i+1] {
+	case 'u':
+		r, _ := hex4(raw, i+2)
+		if utf16.IsSurrogate(r) {
+			r2, _ := hex4(raw, i+8)
+			return utf16.DecodeRune(r, r2), 12
+		}
+		return r, 6
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	}
+	return rune(raw[i+1]), 2 // \" \\ \/ (and what the decoder refuses anyway)
+}
+
+// foldRune is the smallest rune that folds to r under Unicode simple case folding, so that two
+// names are the same for bytes.EqualFold (which encoding/json's field matching follows) exactly
+// when their folded runes are equal.
+func foldRune(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
+
+// foldASCII is foldRune for an ASCII byte: the upper-case letter.
+func foldASCII(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+func sameName(a, b memberName) bool {
+	switch {
+	case a.plain && b.plain:
+		return len(a.b) == len(b.b) && bytes.EqualFold(a.b, b.b)
+	case !a.plain && !b.plain:
+		return bytes.Equal(a.b, b.b)
+	case a.plain:
+		a, b = b, a
+	}
+	// a folded, b plain ASCII: equal when a is b's folded bytes.
+	if len(a.b) != len(b.b) {
+		return false
+	}
+	for i, c := range b.b {
+		if a.b[i] != foldASCII(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// str reads a string at s.i (on its opening quote), checking its UTF-8 and escapes, and leaves
+// s.i after its closing quote; false if the body ends first or the string is refused.
+func (s *scanner) str() bool {
 	s.i++
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		switch {
 		case c == '"':
-			out := string(s.b[start:s.i])
 			s.i++
-			return out, true
+			return true
 		case c == '\\':
 			if s.i+1 >= len(s.b) {
 				s.i = len(s.b)
-				return "", false
+				return false
 			}
 			if s.b[s.i+1] != 'u' {
 				s.i += 2
@@ -152,7 +403,7 @@ func (s *scanner) str(path string) (string, bool) {
 			r, ok := hex4(s.b, s.i+2)
 			if !ok {
 				s.i = len(s.b)
-				return "", false
+				return false
 			}
 			s.i += 6
 			if utf16.IsSurrogate(r) {
@@ -162,8 +413,8 @@ func (s *scanner) str(path string) (string, bool) {
 					r2, ok2 = hex4(s.b, s.i+2)
 				}
 				if !ok2 || utf16.DecodeRune(r, r2) == utf8.RuneError {
-					s.fail(path, "a \\u escape names a lone UTF-16 surrogate, which is not a character")
-					return "", false
+					s.fail("a \\u escape names a lone UTF-16 surrogate, which is not a character")
+					return false
 				}
 				s.i += 6
 			}
@@ -172,19 +423,31 @@ func (s *scanner) str(path string) (string, bool) {
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
 			if r == utf8.RuneError && size <= 1 {
-				s.fail(path, "the string is not valid UTF-8")
-				return "", false
+				s.fail("the string is not valid UTF-8")
+				return false
 			}
 			s.i += size
 		}
 	}
-	return "", false
+	return false
 }
 
 func hex4(b []byte, i int) (rune, bool) {
 	if i+4 > len(b) {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
-	return rune(v), err == nil
+	var v rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }

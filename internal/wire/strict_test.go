@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 func TestCheckJSON(t *testing.T) {
@@ -158,4 +161,167 @@ func BenchmarkCheckText(b *testing.B) {
 			}
 		}
 	})
+}
+
+// What encoding/json reads as one member must be refused as a duplicate: it decodes escapes in
+// member names and matches a struct's fields without regard to case, keeping the last.
+func TestCheckJSONDuplicatesAsTheDecoderSeesThem(t *testing.T) {
+	for _, body := range []string{
+		`{"organizationId":"a","\u006frganizationId":"b"}`,
+		`{"organizationId":"a","OrganizationID":"b"}`,
+		`{"parameters":{"type":"a","TYPE":"b"}}`,
+		"{\"k\":1,\"\u212a\":2}", // KELVIN SIGN folds to k
+		"{\"s\":1,\"\u017f\":2}", // LATIN SMALL LETTER LONG S folds to s
+		`{"Ab":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":9,"k":10,"l":11,"m":12,"n":13,"o":14,` +
+			`"p":15,"q":16,"r":17,"s":18,"t":19,"aB":20}`,
+	} {
+		if CheckJSON([]byte(body)) == nil {
+			t.Errorf("accepted %s", body)
+		}
+		// The decoder indeed reads one member from these (the reason to refuse them).
+		var v struct {
+			OrganizationID string `json:"organizationId"`
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+	}
+	if CheckJSON([]byte(`{"é":1,"É":2}`)) == nil {
+		t.Error(`accepted {"é":1,"É":2}, which encoding/json folds to one field name`)
+	}
+	if fe := CheckJSON([]byte(`{"a":1,"b":{"a":2},"c":[{"a":1},{"A":2}]}`)); fe != nil {
+		t.Errorf("refused members of different objects: %v", fe)
+	}
+}
+
+func TestCheckJSONDepth(t *testing.T) {
+	ok := strings.Repeat(`{"a":`, MaxJSONDepth-1) + `[1]` + strings.Repeat(`}`, MaxJSONDepth-1)
+	if fe := CheckJSON([]byte(ok)); fe != nil {
+		t.Fatalf("refused %d levels: %v", MaxJSONDepth, fe)
+	}
+	for _, body := range []string{
+		strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1),
+		strings.Repeat(`{"a":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1),
+		strings.Repeat("[", 100000), // unclosed: refused at the limit, not read to the end
+	} {
+		fe := CheckJSON([]byte(body))
+		if fe == nil || !strings.Contains(fe.Error(), strconv.Itoa(MaxJSONDepth)) {
+			t.Errorf("CheckJSON(%.20s…) = %v, want a refusal naming the depth limit", body, fe)
+		}
+	}
+	// The field named is where the limit was crossed, with long names shortened.
+	long := strings.Repeat("n", 10000)
+	fe := CheckJSON([]byte(`{"` + long + `":` + strings.Repeat("[", MaxJSONDepth) + "]}"))
+	if fe == nil || len(fe.Field) > 1000 || !strings.HasPrefix(fe.Field, "nnnn") {
+		t.Fatalf("CheckJSON = %v, want a refusal naming the field, shortened", fe)
+	}
+}
+
+// The strict pass is linear in the body, whatever its shape (issue 23: deep nesting and long
+// member names over many elements cost the square of the body).
+func TestCheckJSONCost(t *testing.T) {
+	run := func(in []byte) { _ = CheckJSON(in) }
+	costtest.Linear(t, 20000,
+		costtest.Shape{Name: "deep arrays", Run: run, Make: func(n int) []byte {
+			return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+		}},
+		costtest.Shape{Name: "deep objects", Run: run, Make: func(n int) []byte {
+			return []byte(strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n))
+		}},
+		costtest.Shape{Name: "long name over many elements", Run: run, Make: func(n int) []byte {
+			return []byte(`{"` + strings.Repeat("n", n) + `":[` + strings.Repeat("1,", n) + `1]}`)
+		}},
+		costtest.Shape{Name: "long name over many members", Run: run, Make: func(n int) []byte {
+			var b strings.Builder
+			b.WriteString(`{"` + strings.Repeat("n", n) + `":[`)
+			for i := 0; i < n/8; i++ {
+				if i%(MaxObjectMembers/2) == 0 {
+					b.WriteString(`{"z":1},{`)
+				}
+				fmt.Fprintf(&b, `"m%d":1,`, i)
+			}
+			b.WriteString(`"z":1}]}`)
+			return []byte(b.String())
+		}},
+		costtest.Shape{Name: "many members, escaped names", Run: run, Make: func(n int) []byte {
+			var b strings.Builder
+			b.WriteString("[{")
+			for i := 0; i < n/16; i++ {
+				if i%(MaxObjectMembers/2) == 0 {
+					b.WriteString(`"z":1},{`)
+				}
+				fmt.Fprintf(&b, `"\u00e9%d":1,`, i)
+			}
+			b.WriteString(`"z":1}]`)
+			return []byte(b.String())
+		}},
+		costtest.Shape{Name: "many small objects", Run: run, Make: func(n int) []byte {
+			return []byte("[" + strings.Repeat(`{"a":1,"b":2},`, n/8) + "{}]")
+		}},
+	)
+}
+
+func TestCheckJSONMembers(t *testing.T) {
+	object := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"outer":{`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"m%d":%d`, i, i)
+		}
+		b.WriteString("}}")
+		return []byte(b.String())
+	}
+	if fe := CheckJSON(object(MaxObjectMembers)); fe != nil {
+		t.Fatalf("refused %d members: %v", MaxObjectMembers, fe)
+	}
+	fe := CheckJSON(object(MaxObjectMembers + 1))
+	if fe == nil || fe.Field != "outer" || !strings.Contains(fe.Error(), strconv.Itoa(MaxObjectMembers)) {
+		t.Fatalf("CheckJSON = %v, want a refusal of outer naming the limit", fe)
+	}
+	// A duplicate past the first smallObject members is found through the map.
+	dup := append(object(100)[:len(object(100))-2], []byte(`,"M7":1}}`)...)
+	if fe := CheckJSON(dup); fe == nil || fe.Field != "outer.M7" {
+		t.Fatalf("CheckJSON = %v, want a refusal of outer.M7", fe)
+	}
+}
+
+// BenchmarkCheckJSONHostile is the strict pass over hostile bodies at the API's 2 MiB limit
+// (docs/limits.md §2).
+func BenchmarkCheckJSONHostile(b *testing.B) {
+	const size = 2 << 20
+	members := func(escaped bool) []byte {
+		var w strings.Builder
+		w.WriteString("[{")
+		for i := 0; w.Len() < size-64; i++ {
+			if i%(MaxObjectMembers/2) == 0 {
+				w.WriteString(`"z":1},{`)
+			}
+			if escaped {
+				fmt.Fprintf(&w, `"\u00e9%d":1,`, i)
+			} else {
+				fmt.Fprintf(&w, `"m%d":1,`, i)
+			}
+		}
+		w.WriteString(`"z":1}]`)
+		return []byte(w.String())
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"deep arrays", []byte(strings.Repeat("[", size/2) + strings.Repeat("]", size/2))},
+		{"long name over many elements", []byte(`{"` + strings.Repeat("n", size/4) + `":[` +
+			strings.Repeat("1,", size*3/8) + `1]}`)},
+		{"many members", members(false)},
+		{"many members, escaped names", members(true)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = CheckJSON(tc.body)
+			}
+		})
+	}
 }
