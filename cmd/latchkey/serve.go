@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/admission"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/directory"
 
@@ -235,6 +236,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
 	fs.Var(&origins, "webauthn-origins", "comma-separated origins accepted in passkey assertions (empty: any)")
 	maxBody := fs.Int64("max-body-bytes", 2<<20, "largest request body accepted")
+	maxInFlight := fs.Int64("max-inflight-body-bytes", admission.DefaultMaxInFlight,
+		"request-body bytes held at once across the listeners; beyond it, 503 before reading")
+	maxHeader := fs.Int("max-header-bytes", server.DefaultMaxHeaderBytes, "largest request headers accepted")
 	var proxies listFlag
 	fs.Var(
 		&proxies,
@@ -418,6 +422,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Texter = &twilio
 	}
 	cfg.WebAuthnRPIDs, cfg.WebAuthnOrigins, cfg.MaxBodyBytes, cfg.Log = rpIDs, origins, *maxBody, log
+	cfg.MaxInFlightBodyBytes, cfg.MaxHeaderBytes = *maxInFlight, *maxHeader
 	cfg.TVCQOSVersions = qos
 	if cfg.ChainRPC, err = chaindata.ParseProviders(chainRPC); err != nil {
 		return usageError{err.Error()}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -21,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/admission"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/directory"
@@ -200,13 +200,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string) (int, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	raw, err := admission.ReadBody(w, r, s.MaxBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return 0, apierr.Invalid("body", "request body is larger than the %d byte limit", s.MaxBody)
-		}
-		return 0, apierr.Invalid("body", "could not read the request body")
+		return 0, err
 	}
 	// The signed body must mean one thing: no invalid UTF-8 (the decoder would replace it), no
 	// member named twice (the decoder would keep the last).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/admission"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/id"
@@ -255,13 +255,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op string, handle
 			return 0, err
 		}
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	raw, err := admission.ReadBody(w, r, s.MaxBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return 0, apierr.Invalid("body", "request body is larger than the %d byte limit", s.MaxBody)
-		}
-		return 0, apierr.Invalid("body", "could not read the request body")
+		return 0, err
 	}
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		raw = []byte("{}") // wallet_kit_config and wallet_kit_client_params arrive without a body

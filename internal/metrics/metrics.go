@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,8 @@ type Metrics struct {
 	outboxFailures  *prometheus.CounterVec
 	otpSends        *prometheus.CounterVec
 	rpcErrors       *prometheus.CounterVec
+	refused         *prometheus.CounterVec
+	inFlight        atomic.Pointer[func() int64]
 }
 
 // New returns the metrics of one process, with the Go runtime and process collectors.
@@ -58,6 +61,18 @@ func New() *Metrics {
 		Help: "One-time codes sent, by channel (email, sms) and result (sent, failed)."}, []string{"channel", "result"})
 	m.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_chain_rpc_errors_total",
 		Help: "Failed calls to a chain RPC provider, by network (CAIP-2)."}, []string{"network"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_http_requests_refused_total",
+		Help: "Requests refused before their handler, by listener and reason: body_size (over the listener's " +
+			"body limit) or load (the process held its bound of request-body bytes in flight)."},
+		[]string{"listener", "reason"})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "latchkey_http_inflight_body_bytes",
+		Help: "Request-body bytes the process holds now (bounded by --max-inflight-body-bytes)."}, func() float64 {
+		if f := m.inFlight.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+	m.reg.MustRegister(m.refused, inFlight)
 	m.reg.MustRegister(m.requests, m.duration, m.activities, m.policyDecisions, m.commitSeconds, m.commitBatch,
 		m.outboxBacklog, m.outboxFailures, m.otpSends, m.rpcErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -132,6 +147,22 @@ func (m *Metrics) OTPSend(channel string, ok bool) {
 		result = "failed"
 	}
 	m.otpSends.WithLabelValues(channel, result).Inc()
+}
+
+// Refused records a request refused before its handler, by listener and reason.
+func (m *Metrics) Refused(listener, reason string) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(listener, reason).Inc()
+}
+
+// WatchInFlight makes held the source of the request-body bytes in flight.
+func (m *Metrics) WatchInFlight(held func() int64) {
+	if m == nil {
+		return
+	}
+	m.inFlight.Store(&held)
 }
 
 // ChainRPCError records a failed call to a network's provider.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
+	"github.com/latchkey/latchkey/internal/admission"
 	"github.com/latchkey/latchkey/internal/api"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
@@ -122,6 +123,11 @@ type Config struct {
 	WebAuthnRPIDs   []string
 	WebAuthnOrigins []string
 	MaxBodyBytes    int64
+	// MaxInFlightBodyBytes bounds the request-body bytes the process holds at once, on every
+	// listener (admission.DefaultMaxInFlight when zero): beyond it, 503 before reading.
+	MaxInFlightBodyBytes int64
+	// MaxHeaderBytes bounds each listener's request headers (DefaultMaxHeaderBytes when zero).
+	MaxHeaderBytes int
 	// TrustedProxies are the peers whose X-Forwarded-For is believed (IP allowlists).
 	TrustedProxies []netip.Prefix
 	// LoopbackWebhooks allows http:// webhook URLs on loopback (always with --dev).
@@ -895,9 +901,17 @@ type listenerSet struct {
 // run binds the listeners, calls started with the API's address, serves until ctx ends, then
 // drains in-flight requests (up to drain).
 func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(apiAddr string)) error {
+	// One bound on the bytes of request bodies in flight, across the listeners.
+	gate := admission.New(l.cfg.MaxInFlightBodyBytes)
+	gate.Refused = l.metrics.Refused
+	l.metrics.WatchInFlight(gate.Held)
+	maxHeader := l.cfg.MaxHeaderBytes
+	if maxHeader <= 0 {
+		maxHeader = DefaultMaxHeaderBytes
+	}
 	newServer := func(h http.Handler) *http.Server {
-		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-			WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+			WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: maxHeader,
 			ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelWarn)}
 	}
 	var (
@@ -923,15 +937,22 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 		l.bound(name, url)
 		return nil
 	}
+	maxAPIBody := l.cfg.MaxBodyBytes
+	if maxAPIBody <= 0 {
+		maxAPIBody = api.DefaultMaxBody
+	}
 	for _, ls := range []struct {
 		name, flag, addr string
 		operation        func(string) string
-	}{{"api", "--api-addr", l.cfg.APIAddr, api.Operation}, {"proxy", "--proxy-addr", l.cfg.ProxyAddr, authproxy.Operation},
-		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation}} {
+		maxBody          int64
+	}{{"api", "--api-addr", l.cfg.APIAddr, api.Operation, maxAPIBody},
+		{"proxy", "--proxy-addr", l.cfg.ProxyAddr, authproxy.Operation, authproxy.DefaultMaxBody},
+		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation, dashboard.MaxBodyBytes}} {
 		if ls.addr == "" && ls.name != "api" {
 			continue
 		}
-		if err := listen(ls.name, ls.flag, ls.addr, metrics.Observe(l.metrics, l.log, ls.name, ls.operation, l.handlers[ls.name])); err != nil {
+		h := gate.Wrap(ls.name, ls.maxBody, l.handlers[ls.name])
+		if err := listen(ls.name, ls.flag, ls.addr, metrics.Observe(l.metrics, l.log, ls.name, ls.operation, h)); err != nil {
 			return err
 		}
 		if ls.name == "proxy" {
@@ -946,7 +967,7 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 	if l.cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", l.metrics.Handler())
-		if err := listen("metrics", "--metrics-addr", l.cfg.MetricsAddr, mux); err != nil {
+		if err := listen("metrics", "--metrics-addr", l.cfg.MetricsAddr, gate.Wrap("metrics", 0, mux)); err != nil {
 			return err
 		}
 	}
@@ -997,6 +1018,21 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 	}
 	return nil
 }
+
+// Every listener's timeouts and header limit (docs/limits.md §1).
+const (
+	// ReadHeaderTimeout bounds the time a client may take to send its request's headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout bounds the time to read a whole request, body included.
+	ReadTimeout = 60 * time.Second
+	// WriteTimeout bounds the time from the end of the headers to the end of the answer.
+	WriteTimeout = 60 * time.Second
+	// IdleTimeout closes a kept-alive connection that sends nothing for this long.
+	IdleTimeout = 120 * time.Second
+	// DefaultMaxHeaderBytes bounds a request's headers (--max-header-bytes): the largest a real
+	// client sends is an X-Stamp-Attested carrying an OIDC id_token, a few KiB.
+	DefaultMaxHeaderBytes = 64 << 10
+)
 
 // ServerKeyReload is how often a serving process reads the server keys again, to pick up a
 // rotation another process made (latchkey keys rotate). A rotation's overlap should be much
