@@ -59,29 +59,53 @@ import (
 var Version = "0.1.0-dev"
 
 // Commit and BuildDate are set by scripts/build.sh (-ldflags -X); when they are not, BuildInfo
-// falls back to what the Go toolchain recorded of the checkout.
+// falls back to what the Go toolchain recorded of the checkout (a go build or go install from a
+// clone records its commit and the commit's date; go run records none).
 var Commit, BuildDate string
 
 // BuildInfo describes the build: version, commit, build date and Go version.
 func BuildInfo() string {
-	commit, date := Commit, BuildDate
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch {
-			case s.Key == "vcs.revision" && commit == "":
-				commit = s.Value
-			case s.Key == "vcs.time" && date == "":
-				date = s.Value
+	bi, _ := debug.ReadBuildInfo()
+	return buildInfo(Commit, BuildDate, bi)
+}
+
+func buildInfo(commit, built string, bi *debug.BuildInfo) string {
+	var parts []string
+	if commit != "" || built != "" {
+		// Stamped by the build script.
+		parts = append(parts, "commit "+orUnknown(commit), "built "+orUnknown(built))
+	} else {
+		var revision, date string
+		modified := false
+		if bi != nil {
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					revision = s.Value
+				case "vcs.time":
+					date = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
+			}
+		}
+		if revision == "" {
+			parts = append(parts, "commit unknown: built without version control information (go run, or -buildvcs=false)")
+		} else {
+			parts = append(parts, "commit "+revision, "committed "+orUnknown(date))
+			if modified {
+				parts = append(parts, "with uncommitted changes")
 			}
 		}
 	}
-	if commit == "" {
-		commit = "unknown"
+	return fmt.Sprintf("%s (%s, %s)", Version, strings.Join(parts, ", "), runtime.Version())
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
 	}
-	if date == "" {
-		date = "unknown"
-	}
-	return fmt.Sprintf("%s (commit %s, built %s, %s)", Version, commit, date, runtime.Version())
+	return s
 }
 
 // Config is the operator's configuration, validated once at start.
