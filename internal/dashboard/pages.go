@@ -134,10 +134,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	rg := chartRanges[0]
 	end := s.Now().UTC().Truncate(rg.Step).Add(rg.Step)
 	from := end.Add(-time.Duration(rg.N) * rg.Step)
-	var acts []store.Activity
+	var acts []store.ActivityHead
 	if err := s.Store.View(ctx, func(rd store.Reader) error {
 		var err error
-		acts, err = rd.ListActivities(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
+		acts, err = rd.ListActivityHeads(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
 		return err
 	}); err != nil {
 		s.failErr(w, r, err)
@@ -244,8 +244,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		data["Org"] = toOrgView(ctx, rd, o)
 		data["Title"] = o.Name
-		users, err := records.List[directory.User](ctx, rd, directory.KindUser, id, store.ListOptions{Limit: pageSize})
+		users, err := records.List[directory.User](ctx, rd, directory.KindUser, id, table(pageSize))
 		if err != nil {
+			return err
+		}
+		if data["UsersMore"], err = more(ctx, rd, directory.KindUser, id, len(users)); err != nil {
 			return err
 		}
 		var uv []userView
@@ -287,17 +290,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			uv = append(uv, v)
 		}
 		data["Users"] = uv
-		ws, err := records.List[wallets.Wallet](ctx, rd, wallets.KindWallet, id, store.ListOptions{Limit: pageSize})
+		ws, err := records.List[wallets.Wallet](ctx, rd, wallets.KindWallet, id, table(pageSize))
 		if err != nil {
 			return err
 		}
-		accts, err := records.List[wallets.Account](
-			ctx,
-			rd,
-			wallets.KindAccount,
-			id,
-			store.ListOptions{Limit: 10 * pageSize},
-		)
+		accts, err := records.List[wallets.Account](ctx, rd, wallets.KindAccount, id, table(10*pageSize))
 		if err != nil {
 			return err
 		}
@@ -313,13 +310,7 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			wv = append(wv, walletView{ID: wl.ID, Name: wl.Name, Accounts: byWallet[wl.ID], CreatedAt: wl.CreatedAt})
 		}
 		data["Wallets"] = wv
-		pks, err := records.List[wallets.PrivateKey](
-			ctx,
-			rd,
-			wallets.KindPrivateKey,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		pks, err := records.List[wallets.PrivateKey](ctx, rd, wallets.KindPrivateKey, id, table(pageSize))
 		if err != nil {
 			return err
 		}
@@ -332,8 +323,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			pv = append(pv, v)
 		}
 		data["PrivateKeys"] = pv
-		ps, err := policies.ListPolicies(ctx, rd, id)
+		ps, err := records.List[policies.Policy](ctx, rd, policies.KindPolicy, id, table(pageSize))
 		if err != nil {
+			return err
+		}
+		if data["PoliciesMore"], err = more(ctx, rd, policies.KindPolicy, id, len(ps)); err != nil {
 			return err
 		}
 		var polv []policyView
@@ -345,26 +339,14 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		data["Policies"] = polv
 		var tags []tagView
-		uts, err := records.List[directory.UserTag](
-			ctx,
-			rd,
-			directory.KindUserTag,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		uts, err := records.List[directory.UserTag](ctx, rd, directory.KindUserTag, id, table(pageSize))
 		if err != nil {
 			return err
 		}
 		for _, t := range uts {
 			tags = append(tags, tagView{ID: t.ID, Name: t.Name, Kind: "user", Members: len(t.UserIDs)})
 		}
-		pts, err := records.List[wallets.PrivateKeyTag](
-			ctx,
-			rd,
-			wallets.KindPrivateKeyTag,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		pts, err := records.List[wallets.PrivateKeyTag](ctx, rd, wallets.KindPrivateKeyTag, id, table(pageSize))
 		if err != nil {
 			return err
 		}
@@ -391,6 +373,22 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		data["ProxyEnabled"], data["ProxyConfigID"] = c.Settings.Enabled, c.ID
 	}
 	s.render(w, r, http.StatusOK, "org", data)
+}
+
+// table is the page of one table of an organization's page: its first limit records, within
+// maxTableBytes.
+func table(limit int) store.ListOptions {
+	return store.ListOptions{Limit: limit, MaxBytes: maxTableBytes}
+}
+
+// more reports whether orgID holds more than shown records of kind (a table ended on its
+// count or its bytes); it counts no further than it needs to.
+func more(ctx context.Context, rd store.Reader, kind, orgID string, shown int) (bool, error) {
+	n, err := rd.Count(ctx, kind, orgID, shown+1)
+	if err != nil {
+		return false, apierr.Internalf(err, "counting %s", kind)
+	}
+	return n > shown, nil
 }
 
 func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
@@ -430,7 +428,7 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		name = o.Name
-		as, err := rd.ListActivities(ctx, id, f)
+		as, err := rd.ListActivityHeads(ctx, id, f)
 		if err != nil {
 			return err
 		}
