@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/costtest"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -300,4 +301,77 @@ func testFilterValues(t *testing.T, s store.Store) {
 		}
 		return nil
 	})
+}
+
+// testPagesCostWhatTheyKeep: the memory a page costs does not grow with the rows it does not
+// return. A page of ListActivities or List bounded by bytes over 40 large rows costs what it
+// costs over 10 (before, every row of the page's Limit was read whole), and ListActivityHeads
+// costs the same over rows of 256 KB as over rows of 1 KB.
+func testPagesCostWhatTheyKeep(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const large, small = 256 << 10, 1 << 10
+	fill := func(org string, n, size int) {
+		update(t, s, func(tx store.Tx) error {
+			for i := range n {
+				id := fmt.Sprintf("%s-%03d", org, i)
+				a := activity(id, org, "f"+id, completed, "SIGN", base.Add(time.Duration(i)*time.Millisecond))
+				a.Data = sized(id, size)
+				if err := tx.PutActivity(ctx, a); err != nil {
+					return err
+				}
+				r := rec("wallet", id, org, a.CreatedAt, "")
+				r.Data = a.Data
+				if err := tx.Insert(ctx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	fill("ten", 10, large)
+	fill("forty", 40, large)
+	fill("small", 40, small)
+	measure := func(what string, read func(r store.Reader) (int, error)) int64 {
+		var n int
+		var err error
+		alloc := costtest.Allocated(func() {
+			err = s.View(ctx, func(r store.Reader) error { n, err = read(r); return err })
+		})
+		if err != nil || n == 0 {
+			t.Fatalf("%s: %d rows, %v", what, n, err)
+		}
+		return alloc
+	}
+	page := func(org string) func(r store.Reader) (int, error) {
+		return func(r store.Reader) (int, error) {
+			as, err := r.ListActivities(ctx, org, store.ActivityFilter{Limit: 100, MaxBytes: 4 * large})
+			return len(as), err
+		}
+	}
+	records := func(org string) func(r store.Reader) (int, error) {
+		return func(r store.Reader) (int, error) {
+			rs, err := r.List(ctx, "wallet", org, store.ListOptions{Limit: 100, MaxBytes: 4 * large})
+			return len(rs), err
+		}
+	}
+	heads := func(org string) func(r store.Reader) (int, error) {
+		return func(r store.Reader) (int, error) {
+			hs, err := r.ListActivityHeads(ctx, org, store.ActivityFilter{Limit: 100})
+			return len(hs), err
+		}
+	}
+	for _, c := range []struct {
+		name        string
+		base, grown func(r store.Reader) (int, error)
+	}{
+		{"ListActivities over 10 then 40 rows of 256 KB", page("ten"), page("forty")},
+		{"List over 10 then 40 rows of 256 KB", records("ten"), records("forty")},
+		{"ListActivityHeads over 40 rows of 1 KB then 256 KB", heads("small"), heads("forty")},
+	} {
+		measure(c.name, c.base) // warm up: statements, pools
+		b, g := measure(c.name, c.base), measure(c.name, c.grown)
+		if float64(g) > 1.5*float64(b)+float64(256<<10) {
+			t.Errorf("%s: %d bytes allocated, then %d", c.name, b, g)
+		}
+	}
 }

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListRecordsBoundedByBytes", testListRecordsByBytes},
 		{"ListActivitiesBoundedByBytes", testListActivitiesByBytes},
 		{"FilterValuesDistinctAndBounded", testFilterValues},
+		{"PagesCostWhatTheyKeep", testPagesCostWhatTheyKeep},
 		{"SavepointRollbackKeepsOuterWrites", testSavepoint},
 		{"FailedUpdateLeavesNothing", testFailedUpdate},
 		{"TxContinuesAfterAlreadyExists", testTxContinuesAfterConflict},
