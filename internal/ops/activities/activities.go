@@ -8,6 +8,7 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -74,7 +75,7 @@ const (
 	// is therefore at most MaxPageBytes, or one activity when that one alone is larger (an
 	// activity holds a request body of at most 2 MiB, twice: as its intent and as its first
 	// vote's message). A page of 100 ordinary activities (2 to 5 KB each) is far below it.
-	MaxPageBytes = 4 << 20
+	MaxPageBytes = records.MaxPageBytes
 	// MaxFilterByStatus bounds the values of filterByStatus. There are seven activity
 	// statuses; each distinct value is one SQL parameter, and repeated values count once.
 	MaxFilterByStatus = 32
