@@ -369,7 +369,7 @@ func TestWriterPragmas(t *testing.T) {
 }
 
 // TestActivityQueriesUseIndexes: the lists, heads and counts of activities the API and the
-// dashboard run read an index range, for one organization or every one, and never scan the
+// dashboard run read an index in order, for one organization or every one, and never scan the
 // table or sort it.
 func TestActivityQueriesUseIndexes(t *testing.T) {
 	s := openTemp(t, Options{})
