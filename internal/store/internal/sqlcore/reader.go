@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -192,11 +193,18 @@ func (r *Reader) listBounded(
 	opts store.ListOptions,
 ) (out []store.Record, reversed bool, err error) {
 	query, args, reversed := ListRecords(r.Ph, RecordHeadColumns, kind, orgID, opts)
-	heads, err := all(ctx, r.Conn, query, args, scanRecordHead)
+	heads, err := within(
+		ctx,
+		r.Conn,
+		query,
+		args,
+		scanRecordHead,
+		func(h recordHead) int { return h.size },
+		opts.MaxBytes,
+	)
 	if err != nil {
 		return nil, false, err
 	}
-	heads = heads[:Fit(sizesOf(heads, func(h recordHead) int { return h.size }), opts.MaxBytes)]
 	ids := make([]string, len(heads))
 	for i, h := range heads {
 		ids[i] = h.rec.ID
@@ -212,6 +220,41 @@ func (r *Reader) listBounded(
 		}
 	}
 	return out[:Fit(sizesOf(out, func(rec store.Record) int { return len(rec.Data) }), opts.MaxBytes)], reversed, nil
+}
+
+// errPageFull stops the reading of a page's heads at the first that does not fit.
+var errPageFull = errors.New("page full")
+
+// within runs query and reads its rows with scan while their sizes fit maxBytes (Fit: at least
+// the first; maxBytes <= 0: every row). It stops at the first row that does not fit, so the
+// heads of a page bounded by bytes are read no further than the page (and one row).
+func within[T any](
+	ctx context.Context,
+	c Conn,
+	query string,
+	args []any,
+	scan func(func(...any) error) (T, error),
+	size func(T) int,
+	maxBytes int,
+) ([]T, error) {
+	var out []T
+	total := 0
+	err := c.Query(ctx, query, args, func(s func(...any) error) error {
+		v, err := scan(s)
+		if err != nil {
+			return err
+		}
+		total += size(v)
+		if maxBytes > 0 && len(out) > 0 && total > maxBytes {
+			return errPageFull
+		}
+		out = append(out, v)
+		return nil
+	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
+	return out, err
 }
 
 func sizesOf[T any](rows []T, size func(T) int) []int {
@@ -348,11 +391,10 @@ func (r *Reader) listActivitiesBounded(
 	orgID string,
 	f store.ActivityFilter,
 ) ([]store.Activity, error) {
-	heads, reversed, err := r.activityHeads(ctx, orgID, f)
+	heads, reversed, err := r.activityHeads(ctx, orgID, f, f.MaxBytes)
 	if err != nil {
 		return nil, err
 	}
-	heads = heads[:Fit(sizesOf(heads, func(h store.ActivityHead) int { return h.Size }), f.MaxBytes)]
 	ids := make([]string, len(heads))
 	for i, h := range heads {
 		ids[i] = h.ID
@@ -380,7 +422,7 @@ func (r *Reader) ListActivityHeads(
 	orgID string,
 	f store.ActivityFilter,
 ) ([]store.ActivityHead, error) {
-	out, reversed, err := r.activityHeads(ctx, orgID, f)
+	out, reversed, err := r.activityHeads(ctx, orgID, f, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -390,17 +432,27 @@ func (r *Reader) ListActivityHeads(
 	return out, nil
 }
 
-// activityHeads reads the heads of a page of activities in the order the query reads them.
+// activityHeads reads the heads of a page of activities in the order the query reads them,
+// as far as their sizes fit maxBytes (0: all of them).
 func (r *Reader) activityHeads(
 	ctx context.Context,
 	orgID string,
 	f store.ActivityFilter,
+	maxBytes int,
 ) ([]store.ActivityHead, bool, error) {
 	query, args, reversed, err := ListActivities(r.Ph, ActivityHeadColumns, orgID, f)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := all(ctx, r.Conn, query, args, ScanActivityHead)
+	out, err := within(
+		ctx,
+		r.Conn,
+		query,
+		args,
+		ScanActivityHead,
+		func(h store.ActivityHead) int { return h.Size },
+		maxBytes,
+	)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: list activities: %w", r.Driver, err)
 	}
