@@ -49,9 +49,16 @@ type countKind interface {
 
 type orgView struct {
 	ID, Name, ParentID string
-	SubOrgs            int
-	CreatedAt          time.Time
+	// SubOrgs is the number of sub-organizations, counted no further than maxCounted+1;
+	// SubOrgsText shows it ("10000+" past maxCounted).
+	SubOrgs     int
+	SubOrgsText string
+	CreatedAt   time.Time
 }
+
+// maxCounted bounds the sub-organizations a row of the organization tables counts: a count
+// reads the index entries it counts, and a page shows up to 51 rows.
+const maxCounted = 10000
 
 type userView struct {
 	ID, Name, Email, Phone string
@@ -94,8 +101,12 @@ type activityView struct {
 }
 
 func toOrgView(ctx context.Context, r store.Reader, o *directory.Organization) orgView {
-	n, _ := r.Count(ctx, directory.KindOrganization, o.ID, 0)
-	return orgView{ID: o.ID, Name: o.Name, ParentID: o.ParentID, SubOrgs: n, CreatedAt: o.CreatedAt}
+	n, _ := r.Count(ctx, directory.KindOrganization, o.ID, maxCounted+1)
+	text := strconv.Itoa(n)
+	if n > maxCounted {
+		text = strconv.Itoa(maxCounted) + "+"
+	}
+	return orgView{ID: o.ID, Name: o.Name, ParentID: o.ParentID, SubOrgs: n, SubOrgsText: text, CreatedAt: o.CreatedAt}
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
@@ -168,12 +179,22 @@ func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		}
-		os, err := directory.ListSubOrganizations(ctx, rd, parent, store.ListOptions{Limit: pageSize + 1, After: after})
+		opts := store.ListOptions{Limit: pageSize + 1, After: after, MaxBytes: maxPageBytes}
+		os, err := directory.ListSubOrganizations(ctx, rd, parent, opts)
 		if err != nil {
 			return err
 		}
-		if len(os) > pageSize {
+		switch {
+		case len(os) > pageSize:
 			os, next = os[:pageSize], os[pageSize-1].ID
+		case len(os) > 0:
+			// The page may have ended on its bytes: is there another organization?
+			opts.After, opts.Limit, opts.MaxBytes = os[len(os)-1].ID, 1, 1
+			if others, err := rd.List(ctx, directory.KindOrganization, parent, opts); err != nil {
+				return err
+			} else if len(others) > 0 {
+				next = opts.After
+			}
 		}
 		for _, o := range os {
 			list = append(list, toOrgView(ctx, rd, o))
