@@ -13,6 +13,16 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
+// leastAllocated is the least of three measures of what f allocates: pools (encoders' and
+// templates' buffers, the database driver's) make one measure vary.
+func leastAllocated(f func()) int64 {
+	least := costtest.Allocated(f)
+	for range 2 {
+		least = min(least, costtest.Allocated(f))
+	}
+	return least
+}
+
 // putActivities stores n activities of org in the last hour whose JSON is about size bytes.
 func (e *env) putActivities(org string, n, size int, status string) {
 	e.t.Helper()
@@ -39,7 +49,7 @@ func TestActivityPagesDoNotReadActivityData(t *testing.T) {
 	b.login(password)
 	measure := func(path string) int64 {
 		b.get(path) // warm up: templates, statements
-		return costtest.Allocated(func() {
+		return leastAllocated(func() {
 			if code, _ := b.get(path); code != 200 {
 				t.Fatalf("%s: %d", path, code)
 			}
@@ -75,7 +85,7 @@ func TestFailedFeedBoundedByBytes(t *testing.T) {
 	b.login(password)
 	b.get("/failed")
 	var page string
-	alloc := costtest.Allocated(func() { _, page = b.get("/failed") })
+	alloc := leastAllocated(func() { _, page = b.get("/failed") })
 	t.Logf("/failed over 60 failures of 1 MB: %d bytes allocated", alloc)
 	if alloc > 32<<20 {
 		t.Errorf("/failed allocated %d bytes over 60 failures of 1 MB", alloc)
@@ -126,7 +136,7 @@ func TestOrgPageTablesBoundedByBytes(t *testing.T) {
 	for n, org := range orgs {
 		b.get("/orgs/" + org)
 		var page string
-		alloc[n] = costtest.Allocated(func() { _, page = b.get("/orgs/" + org) })
+		alloc[n] = leastAllocated(func() { _, page = b.get("/orgs/" + org) })
 		shown := strings.Count(page, "user ")
 		if shown < 1 || shown >= 20 || !strings.Contains(page, fmt.Sprintf("The first %d users", shown)) {
 			t.Errorf("%d users of 100 KB: the page shows %d", n, shown)

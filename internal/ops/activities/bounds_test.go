@@ -67,6 +67,16 @@ func post(t *testing.T, c *servertest.Client, op string, params map[string]any) 
 	return resp.StatusCode, append(head.Bytes(), fmt.Sprintf(" (%d bytes)", n)...)
 }
 
+// leastAllocated is the least of three measures of what f allocates: pools (encoders' buffers,
+// the database driver's) make one measure vary by a few megabytes.
+func leastAllocated(f func()) int64 {
+	least := costtest.Allocated(f)
+	for range 2 {
+		least = min(least, costtest.Allocated(f))
+	}
+	return least
+}
+
 // limitedWriter keeps the first n bytes written and counts the rest.
 type limitedWriter struct {
 	w io.Writer
@@ -103,7 +113,7 @@ func TestListActivitiesPageBoundedByBytes(t *testing.T) {
 	query := func(c *servertest.Client) (int64, int) {
 		var status int
 		var answer []byte
-		alloc := costtest.Allocated(func() {
+		alloc := leastAllocated(func() {
 			status, answer = post(
 				t,
 				c,

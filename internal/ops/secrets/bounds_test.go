@@ -49,7 +49,7 @@ func TestListSecretsPageBoundedByBytes(t *testing.T) {
 	put(fewOrg.OrganizationID, 10)
 	ids := put(manyOrg.OrganizationID, 40)
 	list := func(c *servertest.Client) int64 {
-		return costtest.Allocated(func() {
+		return leastAllocated(func() {
 			r := c.Query("list_secrets", map[string]any{"paginationOptions": map[string]any{"limit": "100"}})
 			if r.Status != http.StatusOK {
 				t.Fatalf("list_secrets: %s", r.Raw)
@@ -80,6 +80,16 @@ func TestListSecretsPageBoundedByBytes(t *testing.T) {
 	if fmt.Sprint(listed) != fmt.Sprint(reversed(ids)) {
 		t.Errorf("paging listed %d secrets of 40: %v", len(listed), listed)
 	}
+}
+
+// leastAllocated is the least of three measures of what f allocates: pools (encoders' buffers,
+// the database driver's) make one measure vary by a few megabytes.
+func leastAllocated(f func()) int64 {
+	least := costtest.Allocated(f)
+	for range 2 {
+		least = min(least, costtest.Allocated(f))
+	}
+	return least
 }
 
 func reversed(s []string) []string {

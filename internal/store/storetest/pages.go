@@ -334,9 +334,11 @@ func testPagesCostWhatTheyKeep(t *testing.T, s store.Store) {
 	measure := func(what string, read func(r store.Reader) (int, error)) int64 {
 		var n int
 		var err error
-		alloc := costtest.Allocated(func() {
-			err = s.View(ctx, func(r store.Reader) error { n, err = read(r); return err })
-		})
+		run := func() { err = s.View(ctx, func(r store.Reader) error { n, err = read(r); return err }) }
+		alloc := costtest.Allocated(run)
+		for range 2 { // the least of three: the drivers' pools make one measure vary
+			alloc = min(alloc, costtest.Allocated(run))
+		}
 		if err != nil || n == 0 {
 			t.Fatalf("%s: %d rows, %v", what, n, err)
 		}
