@@ -73,8 +73,10 @@ const (
 	// limit (at most 100): the page ends before the activity that would take it over, and
 	// always holds at least one, so paging on from its last activity makes progress. An answer
 	// is therefore at most MaxPageBytes, or one activity when that one alone is larger (an
-	// activity holds a request body of at most 2 MiB, twice: as its intent and as its first
-	// vote's message). A page of 100 ordinary activities (2 to 5 KB each) is far below it.
+	// activity holds its request body of at most 2 MiB twice, re-encoded as its intent and
+	// quoted as its first vote's message: up to about 12 times the body when every character
+	// widens to a \u00XX escape). A page of 100 ordinary activities (2 to 5 KB each) is far
+	// below it.
 	MaxPageBytes = records.MaxPageBytes
 	// MaxFilterByStatus bounds the values of filterByStatus. There are seven activity
 	// statuses; each distinct value is one SQL parameter, and repeated values count once.
