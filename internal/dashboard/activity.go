@@ -149,16 +149,25 @@ func (s *Server) failed(w http.ResponseWriter, r *http.Request) {
 	var list []failedView
 	next := ""
 	err := s.Store.View(ctx, func(rd store.Reader) error {
-		as, err := rd.ListActivities(
-			ctx,
-			"",
-			store.ActivityFilter{Statuses: []string{store.ActivityStatusFailed}, Limit: pageSize + 1, After: after},
-		)
+		f := store.ActivityFilter{Statuses: []string{store.ActivityStatusFailed}, Limit: pageSize + 1, After: after,
+			MaxBytes: maxPageBytes}
+		as, err := rd.ListActivities(ctx, "", f)
 		if err != nil {
 			return err
 		}
-		if len(as) > pageSize {
+		switch {
+		case len(as) > pageSize:
 			as, next = as[:pageSize], as[pageSize-1].ID
+		case len(as) > 0:
+			// The page may have ended on its bytes: is there an older failure?
+			f.After, f.Limit = as[len(as)-1].ID, 1
+			older, err := rd.ListActivityHeads(ctx, "", f)
+			if err != nil {
+				return err
+			}
+			if len(older) > 0 {
+				next = f.After
+			}
 		}
 		names := map[string]string{}
 		for _, a := range as {

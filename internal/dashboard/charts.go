@@ -14,8 +14,9 @@ import (
 )
 
 // maxChartActivities bounds the activities one charts page reads: the newest of the range, a
-// single query with a LIMIT. When the range holds more, the page says the charts cover the
-// newest ones only.
+// single query with a LIMIT that reads only their heads (times, status, type: never their
+// JSON), so a page view costs the same however large the activities are. When the range holds
+// more, the page says the charts cover the newest ones only.
 const maxChartActivities = 5000
 
 // chartRange is a charts page's time range: n buckets of step ending now.
@@ -216,7 +217,7 @@ func signing(typ string) bool { return strings.HasPrefix(typ, "ACTIVITY_TYPE_SIG
 const topTypes = 6
 
 // activityCharts buckets activities (newest first, all created at or after from) into the range.
-func activityCharts(acts []store.Activity, from time.Time, rg chartRange) []chart {
+func activityCharts(acts []store.ActivityHead, from time.Time, rg chartRange) []chart {
 	starts := make([]time.Time, rg.N)
 	for i := range starts {
 		starts[i] = from.Add(time.Duration(i) * rg.Step)
@@ -396,7 +397,7 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 	// The range ends with the bucket holding now; buckets start on whole steps (days in UTC).
 	end := now.Truncate(rg.Step).Add(rg.Step)
 	from := end.Add(-time.Duration(rg.N) * rg.Step)
-	var acts []store.Activity
+	var acts []store.ActivityHead
 	orgName := ""
 	err := s.Store.View(ctx, func(rd store.Reader) error {
 		if orgID != "" {
@@ -407,7 +408,7 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 			orgName = o.Name
 		}
 		var err error
-		acts, err = rd.ListActivities(ctx, orgID, store.ActivityFilter{Since: from, Limit: maxChartActivities})
+		acts, err = rd.ListActivityHeads(ctx, orgID, store.ActivityFilter{Since: from, Limit: maxChartActivities})
 		return err
 	})
 	if err != nil {

@@ -49,9 +49,16 @@ type countKind interface {
 
 type orgView struct {
 	ID, Name, ParentID string
-	SubOrgs            int
-	CreatedAt          time.Time
+	// SubOrgs is the number of sub-organizations, counted no further than maxCounted+1;
+	// SubOrgsText shows it ("10000+" past maxCounted).
+	SubOrgs     int
+	SubOrgsText string
+	CreatedAt   time.Time
 }
+
+// maxCounted bounds the sub-organizations a row of the organization tables counts: a count
+// reads the index entries it counts, and a page shows up to 51 rows.
+const maxCounted = 10000
 
 type userView struct {
 	ID, Name, Email, Phone string
@@ -94,8 +101,12 @@ type activityView struct {
 }
 
 func toOrgView(ctx context.Context, r store.Reader, o *directory.Organization) orgView {
-	n, _ := r.Count(ctx, directory.KindOrganization, o.ID, 0)
-	return orgView{ID: o.ID, Name: o.Name, ParentID: o.ParentID, SubOrgs: n, CreatedAt: o.CreatedAt}
+	n, _ := r.Count(ctx, directory.KindOrganization, o.ID, maxCounted+1)
+	text := strconv.Itoa(n)
+	if n > maxCounted {
+		text = strconv.Itoa(maxCounted) + "+"
+	}
+	return orgView{ID: o.ID, Name: o.Name, ParentID: o.ParentID, SubOrgs: n, SubOrgsText: text, CreatedAt: o.CreatedAt}
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
@@ -134,10 +145,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	rg := chartRanges[0]
 	end := s.Now().UTC().Truncate(rg.Step).Add(rg.Step)
 	from := end.Add(-time.Duration(rg.N) * rg.Step)
-	var acts []store.Activity
+	var acts []store.ActivityHead
 	if err := s.Store.View(ctx, func(rd store.Reader) error {
 		var err error
-		acts, err = rd.ListActivities(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
+		acts, err = rd.ListActivityHeads(ctx, "", store.ActivityFilter{Since: from, Limit: maxChartActivities})
 		return err
 	}); err != nil {
 		s.failErr(w, r, err)
@@ -168,12 +179,22 @@ func (s *Server) orgs(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		}
-		os, err := directory.ListSubOrganizations(ctx, rd, parent, store.ListOptions{Limit: pageSize + 1, After: after})
+		opts := store.ListOptions{Limit: pageSize + 1, After: after, MaxBytes: maxPageBytes}
+		os, err := directory.ListSubOrganizations(ctx, rd, parent, opts)
 		if err != nil {
 			return err
 		}
-		if len(os) > pageSize {
+		switch {
+		case len(os) > pageSize:
 			os, next = os[:pageSize], os[pageSize-1].ID
+		case len(os) > 0:
+			// The page may have ended on its bytes: is there another organization?
+			opts.After, opts.Limit, opts.MaxBytes = os[len(os)-1].ID, 1, 1
+			if others, err := rd.List(ctx, directory.KindOrganization, parent, opts); err != nil {
+				return err
+			} else if len(others) > 0 {
+				next = opts.After
+			}
 		}
 		for _, o := range os {
 			list = append(list, toOrgView(ctx, rd, o))
@@ -244,8 +265,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		data["Org"] = toOrgView(ctx, rd, o)
 		data["Title"] = o.Name
-		users, err := records.List[directory.User](ctx, rd, directory.KindUser, id, store.ListOptions{Limit: pageSize})
+		users, err := records.List[directory.User](ctx, rd, directory.KindUser, id, table(pageSize))
 		if err != nil {
+			return err
+		}
+		if data["UsersMore"], err = more(ctx, rd, directory.KindUser, id, len(users)); err != nil {
 			return err
 		}
 		var uv []userView
@@ -287,17 +311,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			uv = append(uv, v)
 		}
 		data["Users"] = uv
-		ws, err := records.List[wallets.Wallet](ctx, rd, wallets.KindWallet, id, store.ListOptions{Limit: pageSize})
+		ws, err := records.List[wallets.Wallet](ctx, rd, wallets.KindWallet, id, table(pageSize))
 		if err != nil {
 			return err
 		}
-		accts, err := records.List[wallets.Account](
-			ctx,
-			rd,
-			wallets.KindAccount,
-			id,
-			store.ListOptions{Limit: 10 * pageSize},
-		)
+		accts, err := records.List[wallets.Account](ctx, rd, wallets.KindAccount, id, table(10*pageSize))
 		if err != nil {
 			return err
 		}
@@ -313,13 +331,7 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			wv = append(wv, walletView{ID: wl.ID, Name: wl.Name, Accounts: byWallet[wl.ID], CreatedAt: wl.CreatedAt})
 		}
 		data["Wallets"] = wv
-		pks, err := records.List[wallets.PrivateKey](
-			ctx,
-			rd,
-			wallets.KindPrivateKey,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		pks, err := records.List[wallets.PrivateKey](ctx, rd, wallets.KindPrivateKey, id, table(pageSize))
 		if err != nil {
 			return err
 		}
@@ -332,8 +344,11 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 			pv = append(pv, v)
 		}
 		data["PrivateKeys"] = pv
-		ps, err := policies.ListPolicies(ctx, rd, id)
+		ps, err := records.List[policies.Policy](ctx, rd, policies.KindPolicy, id, table(pageSize))
 		if err != nil {
+			return err
+		}
+		if data["PoliciesMore"], err = more(ctx, rd, policies.KindPolicy, id, len(ps)); err != nil {
 			return err
 		}
 		var polv []policyView
@@ -345,26 +360,14 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		}
 		data["Policies"] = polv
 		var tags []tagView
-		uts, err := records.List[directory.UserTag](
-			ctx,
-			rd,
-			directory.KindUserTag,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		uts, err := records.List[directory.UserTag](ctx, rd, directory.KindUserTag, id, table(pageSize))
 		if err != nil {
 			return err
 		}
 		for _, t := range uts {
 			tags = append(tags, tagView{ID: t.ID, Name: t.Name, Kind: "user", Members: len(t.UserIDs)})
 		}
-		pts, err := records.List[wallets.PrivateKeyTag](
-			ctx,
-			rd,
-			wallets.KindPrivateKeyTag,
-			id,
-			store.ListOptions{Limit: pageSize},
-		)
+		pts, err := records.List[wallets.PrivateKeyTag](ctx, rd, wallets.KindPrivateKeyTag, id, table(pageSize))
 		if err != nil {
 			return err
 		}
@@ -391,6 +394,22 @@ func (s *Server) org(w http.ResponseWriter, r *http.Request) {
 		data["ProxyEnabled"], data["ProxyConfigID"] = c.Settings.Enabled, c.ID
 	}
 	s.render(w, r, http.StatusOK, "org", data)
+}
+
+// table is the page of one table of an organization's page: its first limit records, within
+// maxTableBytes.
+func table(limit int) store.ListOptions {
+	return store.ListOptions{Limit: limit, MaxBytes: maxTableBytes}
+}
+
+// more reports whether orgID holds more than shown records of kind (a table ended on its
+// count or its bytes); it counts no further than it needs to.
+func more(ctx context.Context, rd store.Reader, kind, orgID string, shown int) (bool, error) {
+	n, err := rd.Count(ctx, kind, orgID, shown+1)
+	if err != nil {
+		return false, apierr.Internalf(err, "counting %s", kind)
+	}
+	return n > shown, nil
 }
 
 func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
@@ -430,7 +449,7 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		name = o.Name
-		as, err := rd.ListActivities(ctx, id, f)
+		as, err := rd.ListActivityHeads(ctx, id, f)
 		if err != nil {
 			return err
 		}

@@ -81,9 +81,17 @@ type opSession struct {
 }
 
 const (
-	cookieName     = "latchkey_dash"
-	failureWindow  = 15 * time.Minute
-	pageSize       = 50
+	cookieName    = "latchkey_dash"
+	failureWindow = 15 * time.Minute
+	pageSize      = 50
+	// maxPageBytes bounds the stored JSON the failed feed reads for one page, beside pageSize:
+	// it shows each failure's message, which only the activity's JSON holds. A page ends
+	// before the activity that would take it over (it always shows one), and "Older" goes on
+	// from there. Fifty ordinary failed activities (2 to 5 KB) are far below it.
+	maxPageBytes = 4 << 20
+	// maxTableBytes bounds the stored JSON each table of an organization's page reads (its
+	// users, wallets, accounts, private keys, policies, tags), beside its count.
+	maxTableBytes  = 1 << 20
 	maxFormBytes   = 64 << 10
 	defaultSession = 12 * time.Hour
 )

@@ -75,6 +75,14 @@ func Err(err error, kind string) error {
 	}
 }
 
+// MaxPageBytes bounds the stored JSON one page of a paginated list reads (list_secrets,
+// list_suborgs and the like), beside the page's limit (at most 100): the page ends before the
+// record that would take it over, always holds at least one, and the next page goes on from
+// its last record (store.ListOptions.MaxBytes). A record may hold more than the list answers
+// (a secret's sealed payload), so the bound is on what is read, not on what is answered.
+// Ordinary records are under 2 KB: a page of 100 is a twentieth of it.
+const MaxPageBytes = 4 << 20
+
 // List reads the records of kind owned by orgID.
 func List[T any](ctx context.Context, r store.Reader, kind, orgID string, opts store.ListOptions) ([]*T, error) {
 	recs, err := r.List(ctx, kind, orgID, opts)

@@ -20,7 +20,8 @@
 // secrets. Sealing happens above the store.
 //
 // Every driver passes the conformance suite in storetest, the specification of the
-// behaviour the interface only names: ordering and paging, key replacement, fingerprint
-// rules, savepoints, atomicity of failed Updates, and no lost updates under concurrent
-// read-modify-write.
+// behaviour the interface only names: ordering and paging (by count and by bytes, reading the
+// Data of the rows kept only), filters binding each distinct value once, key replacement,
+// fingerprint rules, savepoints, atomicity of failed Updates, and no lost updates under
+// concurrent read-modify-write.
 package store

@@ -52,6 +52,15 @@ type ListOptions struct {
 	After  string // id of a record: return only those that come after it in the order
 	Before string // id of a record: return only those that come before it in the order
 	Desc   bool
+	// MaxBytes, when positive, bounds the page by the bytes of its records' Data as well as by
+	// Limit. The page takes records in the order it reads them (from After; backwards from
+	// Before when there is no After) while the sum of their Data stays within MaxBytes, and
+	// ends before the first that would take it over; its first record is always returned,
+	// however large, so paging on from its last record always makes progress. The drivers read
+	// the sizes first and then the Data of the records kept only, so records past the cut are
+	// never read whole. A record that grows between the two reads may take the page over
+	// MaxBytes by its growth.
+	MaxBytes int
 }
 
 // Activity is one stored activity. Data is the activity JSON (opaque to the store); the other
@@ -74,13 +83,40 @@ const ActivityStatusFailed = "ACTIVITY_STATUS_FAILED"
 // ActivityFilter selects and pages activities of one organization, newest first
 // (CreatedAt desc, ID desc). After/Before are activity ids, as in ListOptions.
 type ActivityFilter struct {
-	Statuses []string // empty: any
-	Types    []string // empty: any
-	Limit    int      // 0: no limit
+	// Statuses and Types keep the activities with one of the values (empty: any). Repeated
+	// values count once; more than MaxFilterValues distinct values are refused.
+	Statuses []string
+	Types    []string
+	Limit    int // 0: no limit
 	After    string
 	Before   string
 	// Since, when not zero, keeps only activities created at or after it.
 	Since time.Time
+	// MaxBytes, when positive, bounds ListActivities' page by the bytes of its Data as well as
+	// by Limit, as ListOptions.MaxBytes does. ListActivityHeads reads no Data and ignores it.
+	MaxBytes int
+}
+
+// MaxFilterValues bounds the distinct values of ActivityFilter.Statuses and of
+// ActivityFilter.Types: each is one SQL parameter, and a database refuses a statement with too
+// many (SQLite: 32,766). There are a handful of activity statuses and about two hundred
+// activity types, so a real filter names far fewer; callers facing a client bound the count
+// themselves, before the work, and refuse more with a 400.
+const MaxFilterValues = 512
+
+// ErrTooManyValues: a filter named more than MaxFilterValues distinct values.
+var ErrTooManyValues = errors.New("store: too many filter values")
+
+// ActivityHead is an activity without its Data and Fingerprint: what lists, counts and charts
+// of activities draw (times, status, type). Size is the length of its Data, which was not read.
+type ActivityHead struct {
+	ID        string
+	OrgID     string
+	Status    string
+	Type      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Size      int
 }
 
 // Reader reads. Inside Update it sees the transaction's own writes.
@@ -104,8 +140,12 @@ type Reader interface {
 	// GetActivityByFingerprint returns the activity holding the fingerprint (not FAILED), or
 	// ErrNotFound.
 	GetActivityByFingerprint(ctx context.Context, fingerprint string) (Activity, error)
-	// ListActivities returns the activities of an organization.
+	// ListActivities returns the activities of an organization ("" orgID: of all
+	// organizations).
 	ListActivities(ctx context.Context, orgID string, f ActivityFilter) ([]Activity, error)
+	// ListActivityHeads is ListActivities without the activities' Data: it reads only the
+	// columns an ActivityHead holds, so its cost does not grow with the size of the activities.
+	ListActivityHeads(ctx context.Context, orgID string, f ActivityFilter) ([]ActivityHead, error)
 	// CountActivities counts the activities of an organization matching the filter's
 	// Statuses, Types and Since ("" orgID: of all organizations).
 	CountActivities(ctx context.Context, orgID string, f ActivityFilter) (int, error)

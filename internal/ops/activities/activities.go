@@ -3,10 +3,12 @@ package activities
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -65,18 +67,42 @@ func getActivity(q *activity.Read, in *wire.GetActivityRequest) (any, error) {
 	return activityResponse{Activity: activity.RenderFor(a, q.Caller)}, nil
 }
 
+// Limits of list_activities.
+const (
+	// MaxPageBytes bounds the activity JSON one page of list_activities holds, beside its
+	// limit (at most 100): the page ends before the activity that would take it over, and
+	// always holds at least one, so paging on from its last activity makes progress. An answer
+	// is therefore at most MaxPageBytes, or one activity when that one alone is larger (an
+	// activity holds its request body of at most 2 MiB twice, re-encoded as its intent and
+	// quoted as its first vote's message: up to about 12 times the body when every character
+	// widens to a \u00XX escape). A page of 100 ordinary activities (2 to 5 KB each) is far
+	// below it.
+	MaxPageBytes = records.MaxPageBytes
+	// MaxFilterByStatus bounds the values of filterByStatus. There are seven activity
+	// statuses; each distinct value is one SQL parameter, and repeated values count once.
+	MaxFilterByStatus = 32
+	// MaxFilterByType bounds the values of filterByType: every activity type (162 today)
+	// fits, and repeated values count once.
+	MaxFilterByType = 256
+)
+
 func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error) {
+	// Counted before anything else is done with them (wire validation has checked each is a
+	// known status or type).
+	if len(in.FilterByStatus) > MaxFilterByStatus {
+		return nil, apierr.Invalid("filterByStatus", "give at most %d statuses, got %d",
+			MaxFilterByStatus, len(in.FilterByStatus))
+	}
+	if len(in.FilterByType) > MaxFilterByType {
+		return nil, apierr.Invalid("filterByType", "give at most %d activity types, got %d",
+			MaxFilterByType, len(in.FilterByType))
+	}
 	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", true)
 	if err != nil {
 		return nil, err
 	}
-	f := store.ActivityFilter{Limit: opts.Limit, After: opts.After, Before: opts.Before}
-	for _, s := range in.FilterByStatus {
-		f.Statuses = append(f.Statuses, string(s))
-	}
-	for _, t := range in.FilterByType {
-		f.Types = append(f.Types, string(t))
-	}
+	f := store.ActivityFilter{Limit: opts.Limit, After: opts.After, Before: opts.Before, MaxBytes: MaxPageBytes,
+		Statuses: distinct(in.FilterByStatus), Types: distinct(in.FilterByType)}
 	as, err := q.R.ListActivities(q.Ctx, q.OrgID, f)
 	if err != nil {
 		return nil, apierr.Internalf(err, "listing activities")
@@ -86,4 +112,15 @@ func listActivities(q *activity.Read, in *wire.GetActivitiesRequest) (any, error
 		out.Activities = append(out.Activities, activity.RenderFor(a, q.Caller))
 	}
 	return out, nil
+}
+
+// distinct returns the values without repetitions, in their first order.
+func distinct[T ~string](values []T) []string {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		if !slices.Contains(out, string(v)) {
+			out = append(out, string(v))
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -348,6 +349,7 @@ func listSuborgs(q *activity.Read, in *wire.GetSubOrgIdsRequest) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		opts.MaxBytes = records.MaxPageBytes
 		orgs, err := directory.ListSubOrganizations(q.Ctx, q.R, parent.ID, opts)
 		if err != nil {
 			return nil, err

@@ -271,6 +271,9 @@ func listSecrets(q *activity.Read, in *wire.ListSecretsRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A secret's record holds its sealed payload, which the list does not answer: the page is
+	// bounded by the bytes it reads.
+	opts.MaxBytes = records.MaxPageBytes
 	ss, err := records.List[Secret](q.Ctx, q.R, KindSecret, q.OrgID, opts)
 	if err != nil {
 		return nil, err

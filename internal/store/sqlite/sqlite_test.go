@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -365,4 +366,66 @@ func TestWriterPragmas(t *testing.T) {
 	if temp != 2 || sync != 2 {
 		t.Fatalf("temp_store=%d (want 2, MEMORY), synchronous=%d (want 2, FULL)", temp, sync)
 	}
+}
+
+// TestActivityQueriesUseIndexes: the lists, heads and counts of activities the API and the
+// dashboard run read an index in order, for one organization or every one, and never scan the
+// table or sort it.
+func TestActivityQueriesUseIndexes(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := context.Background()
+	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		org  string
+		f    store.ActivityFilter
+	}{
+		{"an organization's page", "o", store.ActivityFilter{Limit: 11}},
+		{"an organization's page after a cursor", "o", store.ActivityFilter{Limit: 11, After: "x"}},
+		{"an organization's page before a cursor", "o", store.ActivityFilter{Limit: 11, Before: "x"}},
+		{"an organization's range", "o", store.ActivityFilter{Since: since, Limit: 5000}},
+		{"every organization's range", "", store.ActivityFilter{Since: since, Limit: 5000}},
+		{"every organization's failures", "", store.ActivityFilter{Statuses: []string{store.ActivityStatusFailed},
+			Limit: 51, After: "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cols := range []string{sqlcore.ActivityColumns, sqlcore.ActivityHeadColumns} {
+				query, args, _, err := sqlcore.ListActivities(sqlcore.Question, cols, tc.org, tc.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan := queryPlan(t, s, ctx, query, args)
+				if !strings.Contains(plan, "USING INDEX activities_") || strings.Contains(plan, "TEMP B-TREE") ||
+					strings.Contains(plan, "SCAN activities\n") {
+					t.Errorf("%s:\n%s", query, plan)
+				}
+			}
+		})
+	}
+	query, args, err := sqlcore.CountActivities(sqlcore.Question, "", store.ActivityFilter{Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := queryPlan(t, s, ctx, query, args); !strings.Contains(plan, "USING COVERING INDEX activities_created") {
+		t.Errorf("%s:\n%s", query, plan)
+	}
+}
+
+func queryPlan(t *testing.T, s *Store, ctx context.Context, query string, args []any) string {
+	t.Helper()
+	rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	return plan.String()
 }

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -86,6 +87,33 @@ func ScanActivity(scan func(dest ...any) error) (store.Activity, error) {
 	return a, nil
 }
 
+// ScanActivityHead reads a row of ActivityHeadColumns.
+func ScanActivityHead(scan func(dest ...any) error) (store.ActivityHead, error) {
+	var h store.ActivityHead
+	var c, u, size int64
+	if err := scan(&h.ID, &h.OrgID, &h.Status, &h.Type, &c, &u, &size); err != nil {
+		return store.ActivityHead{}, err
+	}
+	h.CreatedAt, h.UpdatedAt, h.Size = Time(c), Time(u), int(size)
+	return h, nil
+}
+
+// recordHead is a row of RecordHeadColumns: a record without its Data, and the Data's size.
+type recordHead struct {
+	rec  store.Record
+	size int
+}
+
+func scanRecordHead(scan func(dest ...any) error) (recordHead, error) {
+	var h recordHead
+	var c, u, size int64
+	if err := scan(&h.rec.Kind, &h.rec.ID, &h.rec.OrgID, &size, &c, &u); err != nil {
+		return recordHead{}, err
+	}
+	h.rec.CreatedAt, h.rec.UpdatedAt, h.size = Time(c), Time(u), int(size)
+	return h, nil
+}
+
 // all runs query and reads every row with scan.
 func all[T any](
 	ctx context.Context,
@@ -137,13 +165,139 @@ func (r *Reader) Get(ctx context.Context, kind, id string) (store.Record, error)
 }
 
 func (r *Reader) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
-	query, args, reversed := ListRecords(r.Ph, kind, orgID, opts)
-	out, err := all(ctx, r.Conn, query, args, ScanRecord)
+	var out []store.Record
+	var reversed bool
+	var err error
+	if opts.MaxBytes > 0 {
+		out, reversed, err = r.listBounded(ctx, kind, orgID, opts)
+	} else {
+		var query string
+		var args []any
+		query, args, reversed = ListRecords(r.Ph, RecordColumns, kind, orgID, opts)
+		out, err = all(ctx, r.Conn, query, args, ScanRecord)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: list %s: %w", r.Driver, kind, err)
 	}
 	if reversed {
 		Reverse(out)
+	}
+	return out, nil
+}
+
+// listBounded is List of a page bounded by bytes, in the order the query reads it: the heads
+// of the page first, then the Data of those that fit.
+func (r *Reader) listBounded(
+	ctx context.Context,
+	kind, orgID string,
+	opts store.ListOptions,
+) (out []store.Record, reversed bool, err error) {
+	query, args, reversed := ListRecords(r.Ph, RecordHeadColumns, kind, orgID, opts)
+	heads, err := within(
+		ctx,
+		r.Conn,
+		query,
+		args,
+		scanRecordHead,
+		func(h recordHead) int { return h.size },
+		opts.MaxBytes,
+	)
+	if err != nil {
+		return nil, false, err
+	}
+	ids := make([]string, len(heads))
+	for i, h := range heads {
+		ids[i] = h.rec.ID
+	}
+	byID, err := readByID(ctx, r.Conn, ids, []any{kind}, func(slots int) string { return RecordsByID(r.Ph, slots) },
+		ScanRecord, func(rec store.Record) string { return rec.ID })
+	if err != nil {
+		return nil, false, err
+	}
+	for _, h := range heads {
+		if rec, ok := byID[h.rec.ID]; ok && rec.OrgID == orgID { // not deleted or moved meanwhile
+			out = append(out, rec)
+		}
+	}
+	return out[:Fit(sizesOf(out, func(rec store.Record) int { return len(rec.Data) }), opts.MaxBytes)], reversed, nil
+}
+
+// errPageFull stops the reading of a page's heads at the first that does not fit.
+var errPageFull = errors.New("page full")
+
+// within runs query and reads its rows with scan while their sizes fit maxBytes (Fit: at least
+// the first; maxBytes <= 0: every row). It stops at the first row that does not fit, so the
+// heads of a page bounded by bytes are read no further than the page (and one row).
+func within[T any](
+	ctx context.Context,
+	c Conn,
+	query string,
+	args []any,
+	scan func(func(...any) error) (T, error),
+	size func(T) int,
+	maxBytes int,
+) ([]T, error) {
+	var out []T
+	total := 0
+	err := c.Query(ctx, query, args, func(s func(...any) error) error {
+		v, err := scan(s)
+		if err != nil {
+			return err
+		}
+		total += size(v)
+		if maxBytes > 0 && len(out) > 0 && total > maxBytes {
+			return errPageFull
+		}
+		out = append(out, v)
+		return nil
+	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
+	return out, err
+}
+
+func sizesOf[T any](rows []T, size func(T) int) []int {
+	out := make([]int, len(rows))
+	for i, row := range rows {
+		out[i] = size(row)
+	}
+	return out
+}
+
+// readByID reads the rows of ids (distinct) in batches of at most MaxIDsPerRead, each a query
+// query(slots) whose parameters are prefix then the batch's ids, the last repeated to fill
+// the slots (IDSlots). It returns the rows found by id.
+func readByID[T any](
+	ctx context.Context,
+	c Conn,
+	ids []string,
+	prefix []any,
+	query func(slots int) string,
+	scan func(func(...any) error) (T, error),
+	idOf func(T) string,
+) (map[string]T, error) {
+	out := make(map[string]T, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), MaxIDsPerRead)]
+		ids = ids[len(batch):]
+		slots := IDSlots(len(batch))
+		args := make([]any, 0, len(prefix)+slots)
+		args = append(args, prefix...)
+		for i := range slots {
+			args = append(args, batch[min(i, len(batch)-1)])
+		}
+		err := c.Query(ctx, query(slots), args, func(s func(...any) error) error {
+			v, err := scan(s)
+			if err != nil {
+				return err
+			}
+			out[idOf(v)] = v
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -212,7 +366,10 @@ func (r *Reader) GetActivityByFingerprint(ctx context.Context, fingerprint strin
 }
 
 func (r *Reader) ListActivities(ctx context.Context, orgID string, f store.ActivityFilter) ([]store.Activity, error) {
-	query, args, reversed, err := ListActivities(r.Ph, orgID, f)
+	if f.MaxBytes > 0 {
+		return r.listActivitiesBounded(ctx, orgID, f)
+	}
+	query, args, reversed, err := ListActivities(r.Ph, ActivityColumns, orgID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +381,82 @@ func (r *Reader) ListActivities(ctx context.Context, orgID string, f store.Activ
 		Reverse(out)
 	}
 	return out, nil
+}
+
+// listActivitiesBounded is ListActivities of a page bounded by bytes: the heads of the page
+// first, then the rows of those that fit (read again whole: an activity's status and Data
+// change together).
+func (r *Reader) listActivitiesBounded(
+	ctx context.Context,
+	orgID string,
+	f store.ActivityFilter,
+) ([]store.Activity, error) {
+	heads, reversed, err := r.activityHeads(ctx, orgID, f, f.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(heads))
+	for i, h := range heads {
+		ids[i] = h.ID
+	}
+	byID, err := readByID(ctx, r.Conn, ids, nil, func(slots int) string { return ActivitiesByID(r.Ph, slots) },
+		ScanActivity, func(a store.Activity) string { return a.ID })
+	if err != nil {
+		return nil, fmt.Errorf("%s: list activities: %w", r.Driver, err)
+	}
+	out := make([]store.Activity, 0, len(heads))
+	for _, h := range heads {
+		if a, ok := byID[h.ID]; ok { // not deleted meanwhile
+			out = append(out, a)
+		}
+	}
+	out = out[:Fit(sizesOf(out, func(a store.Activity) int { return len(a.Data) }), f.MaxBytes)]
+	if reversed {
+		Reverse(out)
+	}
+	return out, nil
+}
+
+func (r *Reader) ListActivityHeads(
+	ctx context.Context,
+	orgID string,
+	f store.ActivityFilter,
+) ([]store.ActivityHead, error) {
+	out, reversed, err := r.activityHeads(ctx, orgID, f, 0)
+	if err != nil {
+		return nil, err
+	}
+	if reversed {
+		Reverse(out)
+	}
+	return out, nil
+}
+
+// activityHeads reads the heads of a page of activities in the order the query reads them,
+// as far as their sizes fit maxBytes (0: all of them).
+func (r *Reader) activityHeads(
+	ctx context.Context,
+	orgID string,
+	f store.ActivityFilter,
+	maxBytes int,
+) ([]store.ActivityHead, bool, error) {
+	query, args, reversed, err := ListActivities(r.Ph, ActivityHeadColumns, orgID, f)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := within(
+		ctx,
+		r.Conn,
+		query,
+		args,
+		ScanActivityHead,
+		func(h store.ActivityHead) int { return h.Size },
+		maxBytes,
+	)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: list activities: %w", r.Driver, err)
+	}
+	return out, reversed, nil
 }
 
 func (r *Reader) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {
@@ -292,6 +525,17 @@ func (l Live) ListActivities(ctx context.Context, orgID string, f store.Activity
 		return nil, err
 	}
 	return l.R.ListActivities(ctx, orgID, f)
+}
+
+func (l Live) ListActivityHeads(
+	ctx context.Context,
+	orgID string,
+	f store.ActivityFilter,
+) ([]store.ActivityHead, error) {
+	if err := l.Check(ctx); err != nil {
+		return nil, err
+	}
+	return l.R.ListActivityHeads(ctx, orgID, f)
 }
 
 func (l Live) CountActivities(ctx context.Context, orgID string, f store.ActivityFilter) (int, error) {

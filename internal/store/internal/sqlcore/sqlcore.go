@@ -27,10 +27,15 @@ func Question(int) string { return "?" }
 func Dollar(n int) string { return "$" + strconv.Itoa(n) }
 
 // RecordColumns and ActivityColumns are the column lists every record and activity query
-// selects, in the order the drivers scan them.
+// selects, in the order the drivers scan them. RecordHeadColumns and ActivityHeadColumns are
+// the same rows without their data, whose length they read instead: both databases answer
+// length() of a blob from its stored size (SQLite without loading its overflow pages,
+// PostgreSQL without de-TOASTing it), so a head costs the same however large the row.
 const (
-	RecordColumns   = "kind, id, org_id, data, created_at, updated_at"
-	ActivityColumns = "id, org_id, fingerprint, status, type, created_at, updated_at, data"
+	RecordColumns       = "kind, id, org_id, data, created_at, updated_at"
+	ActivityColumns     = "id, org_id, fingerprint, status, type, created_at, updated_at, data"
+	RecordHeadColumns   = "kind, id, org_id, length(data), created_at, updated_at"
+	ActivityHeadColumns = "id, org_id, status, type, created_at, updated_at, length(data)"
 )
 
 type builder struct {
@@ -44,27 +49,63 @@ func (b *builder) arg(v any) string {
 	return b.ph(len(b.args))
 }
 
-func (b *builder) in(column string, values []string) {
+// in adds "AND column IN (...)" with one parameter per distinct value (in their first order),
+// or fails with store.ErrTooManyValues past store.MaxFilterValues distinct values: a
+// filter repeating one value a thousand times binds it once.
+func (b *builder) in(column string, values []string) error {
+	distinct := Distinct(values)
+	if len(distinct) > store.MaxFilterValues {
+		return fmt.Errorf("%w: %d distinct values of %s, over %d",
+			store.ErrTooManyValues, len(distinct), column, store.MaxFilterValues)
+	}
 	b.sb.WriteString(" AND ")
 	b.sb.WriteString(column)
 	b.sb.WriteString(" IN (")
-	for i, v := range values {
+	for i, v := range distinct {
 		if i > 0 {
 			b.sb.WriteString(", ")
 		}
 		b.sb.WriteString(b.arg(v))
 	}
 	b.sb.WriteString(")")
+	return nil
 }
 
-// ListRecords builds the query for store.Reader.List. When reversed is true the rows come back
-// in the opposite of the wanted order (the query reads backwards from a Before cursor so that
-// Limit keeps the rows nearest to it) and the caller must reverse them.
+// Distinct returns values without repetitions, in the order of their first occurrence (values
+// itself when it has none). It stops counting past store.MaxFilterValues+1 distinct values,
+// which is all the caller needs to refuse them.
+func Distinct(values []string) []string {
+	if len(values) < 2 {
+		return values
+	}
+	seen := make(map[string]struct{}, min(len(values), store.MaxFilterValues+1))
+	out := make([]string, 0, min(len(values), store.MaxFilterValues+1))
+	for _, v := range values {
+		if _, dup := seen[v]; dup {
+			continue
+		}
+		if len(out) > store.MaxFilterValues {
+			break
+		}
+		seen[v] = struct{}{}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ListRecords builds the query for store.Reader.List, selecting cols (RecordColumns, or
+// RecordHeadColumns for the sizes of a page bounded by bytes). When reversed is true the rows
+// come back in the opposite of the wanted order (the query reads backwards from a Before cursor
+// so that Limit or MaxBytes keeps the rows nearest to it) and the caller must reverse them.
 //
 // A cursor id that names no record of that kind yields no rows.
-func ListRecords(ph Placeholder, kind, orgID string, o store.ListOptions) (query string, args []any, reversed bool) {
+func ListRecords(
+	ph Placeholder,
+	cols, kind, orgID string,
+	o store.ListOptions,
+) (query string, args []any, reversed bool) {
 	b := &builder{ph: ph}
-	b.sb.WriteString("SELECT " + RecordColumns + " FROM records WHERE kind = ")
+	b.sb.WriteString("SELECT " + cols + " FROM records WHERE kind = ")
 	b.sb.WriteString(b.arg(kind))
 	b.sb.WriteString(" AND org_id = ")
 	b.sb.WriteString(b.arg(orgID))
@@ -84,7 +125,7 @@ func ListRecords(ph Placeholder, kind, orgID string, o store.ListOptions) (query
 		cursor(beforeOp, o.Before)
 	}
 	desc := o.Desc
-	if o.Before != "" && o.After == "" && o.Limit > 0 {
+	if o.Before != "" && o.After == "" && (o.Limit > 0 || o.MaxBytes > 0) {
 		reversed = true
 		desc = !desc
 	}
@@ -107,10 +148,14 @@ func activityWhere(b *builder, orgID string, f store.ActivityFilter) error {
 		b.sb.WriteString(b.arg(orgID))
 	}
 	if len(f.Statuses) > 0 {
-		b.in("status", f.Statuses)
+		if err := b.in("status", f.Statuses); err != nil {
+			return err
+		}
 	}
 	if len(f.Types) > 0 {
-		b.in("type", f.Types)
+		if err := b.in("type", f.Types); err != nil {
+			return err
+		}
 	}
 	if !f.Since.IsZero() {
 		n, err := Nanos(f.Since)
@@ -123,15 +168,15 @@ func activityWhere(b *builder, orgID string, f store.ActivityFilter) error {
 	return nil
 }
 
-// ListActivities builds the query for store.Reader.ListActivities (newest first); reversed as
-// in ListRecords.
+// ListActivities builds the query for store.Reader.ListActivities (newest first), selecting
+// cols (ActivityColumns or ActivityHeadColumns); reversed as in ListRecords.
 func ListActivities(
 	ph Placeholder,
-	orgID string,
+	cols, orgID string,
 	f store.ActivityFilter,
 ) (query string, args []any, reversed bool, err error) {
 	b := &builder{ph: ph}
-	b.sb.WriteString("SELECT " + ActivityColumns + " FROM activities")
+	b.sb.WriteString("SELECT " + cols + " FROM activities")
 	if err := activityWhere(b, orgID, f); err != nil {
 		return "", nil, false, err
 	}
@@ -150,7 +195,7 @@ func ListActivities(
 	if f.Before != "" {
 		cursor(">", f.Before)
 	}
-	if f.Before != "" && f.After == "" && f.Limit > 0 {
+	if f.Before != "" && f.After == "" && (f.Limit > 0 || f.MaxBytes > 0) {
 		reversed = true
 		b.sb.WriteString(" ORDER BY created_at ASC, id ASC")
 	} else {
@@ -172,6 +217,61 @@ func CountActivities(ph Placeholder, orgID string, f store.ActivityFilter) (quer
 		return "", nil, err
 	}
 	return b.sb.String(), b.args, nil
+}
+
+// MaxIDsPerRead is the most ids one query of RecordsByID or ActivitiesByID names: a page's
+// rows are read in batches of at most this many (the largest page of the API is 100).
+const MaxIDsPerRead = 128
+
+// IDSlots is the number of id parameters a query of RecordsByID or ActivitiesByID has for n
+// ids: the next power of two (the callers repeat the last id to fill it), so that reads of any
+// page size share eight statement shapes, which the drivers' statement caches keep.
+func IDSlots(n int) int {
+	slots := 1
+	for slots < n {
+		slots *= 2
+	}
+	return slots
+}
+
+// RecordsByID is the query reading the records of a kind (ph(1)) among slots ids (ph(2)...),
+// in no particular order.
+func RecordsByID(ph Placeholder, slots int) string {
+	return "SELECT " + RecordColumns + " FROM records WHERE kind = " + ph(1) + " AND id IN (" + ids(ph, 2, slots) + ")"
+}
+
+// ActivitiesByID is the query reading the activities among slots ids (ph(1)...), in no
+// particular order.
+func ActivitiesByID(ph Placeholder, slots int) string {
+	return "SELECT " + ActivityColumns + " FROM activities WHERE id IN (" + ids(ph, 1, slots) + ")"
+}
+
+func ids(ph Placeholder, first, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(ph(first + i))
+	}
+	return sb.String()
+}
+
+// Fit is how many of sizes (in the order a page reads them) a page bounded by maxBytes holds:
+// those whose running sum stays within maxBytes, and always the first (store.ListOptions.MaxBytes).
+// maxBytes <= 0 holds them all.
+func Fit(sizes []int, maxBytes int) int {
+	if maxBytes <= 0 {
+		return len(sizes)
+	}
+	total := 0
+	for i, n := range sizes {
+		total += n
+		if i > 0 && total > maxBytes {
+			return i
+		}
+	}
+	return len(sizes)
 }
 
 // Reverse reverses s in place.

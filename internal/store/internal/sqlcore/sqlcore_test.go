@@ -71,3 +71,50 @@ func TestMigrations(t *testing.T) {
 		}
 	}
 }
+
+func TestFit(t *testing.T) {
+	for _, tc := range []struct {
+		sizes    []int
+		maxBytes int
+		want     int
+	}{
+		{nil, 10, 0},
+		{[]int{5, 5, 5}, 0, 3},
+		{[]int{5, 5, 5}, 10, 2},
+		{[]int{5, 5, 5}, 9, 1},
+		{[]int{50, 1}, 10, 1}, // the first always
+		{[]int{1, 50, 1}, 10, 1},
+		{[]int{3, 3, 3}, 100, 3},
+	} {
+		if got := Fit(tc.sizes, tc.maxBytes); got != tc.want {
+			t.Errorf("Fit(%v, %d) = %d, want %d", tc.sizes, tc.maxBytes, got, tc.want)
+		}
+	}
+}
+
+func TestDistinct(t *testing.T) {
+	if got := fmt.Sprint(Distinct([]string{"b", "a", "b", "c", "a"})); got != "[b a c]" {
+		t.Errorf("Distinct = %s", got)
+	}
+	many := make([]string, 3*store.MaxFilterValues)
+	for i := range many {
+		many[i] = fmt.Sprint(i)
+	}
+	if got := len(Distinct(many)); got != store.MaxFilterValues+1 {
+		t.Errorf("Distinct of %d values stopped at %d, want %d", len(many), got, store.MaxFilterValues+1)
+	}
+}
+
+func TestIDSlots(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 51: 64, 100: 128, MaxIDsPerRead: MaxIDsPerRead} {
+		if got := IDSlots(n); got != want {
+			t.Errorf("IDSlots(%d) = %d, want %d", n, got, want)
+		}
+	}
+	if q := ActivitiesByID(Dollar, 2); q != "SELECT "+ActivityColumns+" FROM activities WHERE id IN ($1, $2)" {
+		t.Errorf("ActivitiesByID = %s", q)
+	}
+	if q := RecordsByID(Question, 2); q != "SELECT "+RecordColumns+" FROM records WHERE kind = ? AND id IN (?, ?)" {
+		t.Errorf("RecordsByID = %s", q)
+	}
+}
