@@ -123,9 +123,9 @@
 // predicate call and each element compared by in/contains is one), and string
 // work is charged in the same budget, one step per EvalBytesPerStep (64) bytes:
 // comparing strings of equal length, hashing a field name or map key, scanning
-// a string the first time it is indexed or sliced by character (later indices
-// are O(1): the evaluator keeps the last few scanned strings), and converting
-// a slice of invalid UTF-8. A CronSpan is computed once per evaluation and
+// a string the first time it is indexed or sliced by character (4 bytes per
+// byte when it is not ASCII; later indices are O(1): the evaluator keeps the
+// last few scanned strings), and converting a slice of invalid UTF-8. A CronSpan is computed once per evaluation and
 // charged 2,048 steps. Chains of && and || are n-ary and do not count as
 // nesting.
 //

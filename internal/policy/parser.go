@@ -26,10 +26,11 @@ const (
 	MaxEvalSteps = 1 << 20
 	// EvalBytesPerStep is the bytes of string work charged as one step:
 	// comparing two strings of equal length, hashing a field name or map key,
-	// scanning a string the first time it is indexed or sliced by character,
-	// and copying a slice of a string that is not valid UTF-8. At a step's
-	// cost (about 10 ns) 64 bytes is a fair price; MaxEvalSteps of them is
-	// 64 MiB of string work.
+	// scanning a string the first time it is indexed or sliced by character
+	// (a non-ASCII string counts 4 bytes per byte: decoding UTF-8 is slower),
+	// and converting a slice of a string that is not valid UTF-8 (3 bytes per
+	// byte). A step is 5 to 30 ns; so is 64 bytes of that work, so an
+	// evaluation stays within about 30 ms whatever it spends its steps on.
 	EvalBytesPerStep = 64
 	// maxIntDigits bounds integer literal length; u256 has 78 digits.
 	maxIntDigits = 80
