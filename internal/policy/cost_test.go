@@ -220,11 +220,9 @@ func TestEvalStepCostIsFlat(t *testing.T) {
 			ts := costtest.Duration(func() { _, _ = e.Eval(shortEnv) })
 			return float64(tl) / float64(max(ts, 1))
 		}
-		// 8x the string length must not cost 8x: allow 3x for noise, measured again before failing.
-		if r := ratio(); r > 3 {
-			if r = ratio(); r > 3 {
-				t.Errorf("%s: an evaluation over 8 KB took %.1fx one over 1 KB", c.name, r)
-			}
+		// 8x the string length must not cost 8x: allow 3x for noise.
+		if r := lowestRatio(ratio); r > 3 {
+			t.Errorf("%s: an evaluation over 8 KB took %.1fx one over 1 KB", c.name, r)
 		}
 		_, err = e.Eval(requestEnv(long))
 		var ee *EvalError
@@ -259,12 +257,20 @@ func TestCronSpanCostsLikeAStep(t *testing.T) {
 		tp := costtest.Duration(func() { _, _ = plain.Eval(env) })
 		return float64(tc) / float64(max(tp, 1))
 	}
-	if r := ratio(); r > 3 {
-		if r = ratio(); r > 3 {
-			t.Errorf("90,000 CronSpans took %.1fx 90,000 comparisons", r)
-		}
+	if r := lowestRatio(ratio); r > 3 {
+		t.Errorf("90,000 CronSpans took %.1fx 90,000 comparisons", r)
 	}
 	if ok, err := cron.Eval(env); !ok || err != nil {
 		t.Fatalf("Eval = %v, %v", ok, err)
 	}
+}
+
+// lowestRatio measures a time ratio up to three times while it is over 3 and returns the lowest,
+// so that a busy machine does not fail a test whose cost is flat.
+func lowestRatio(ratio func() float64) float64 {
+	r := ratio()
+	for i := 1; i < 3 && r > 3; i++ {
+		r = min(r, ratio())
+	}
+	return r
 }

@@ -373,7 +373,8 @@ func abiIsDynamic(t abi.Type) bool {
 		}
 		return false
 	}
-	return t.T == abi.StringTy || t.T == abi.BytesTy || t.T == abi.SliceTy || (t.T == abi.ArrayTy && abiIsDynamic(*t.Elem))
+	return t.T == abi.StringTy || t.T == abi.BytesTy || t.T == abi.SliceTy ||
+		(t.T == abi.ArrayTy && abiIsDynamic(*t.Elem))
 }
 
 // abiTypeSize is go-ethereum's getTypeSize: the bytes a value takes in place.

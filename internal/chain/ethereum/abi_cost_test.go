@@ -78,8 +78,10 @@ func abiSplitInput(in []byte) (abiJSON, data []byte) {
 	return in, nil
 }
 
-func abiDecodeShape(name string, mk func(n int) []byte) costtest.Shape {
-	return costtest.Shape{
+// abiDecodeShape is a cost shape for DecodeCall; perByte, if given, replaces costtest's default
+// allocation bound.
+func abiDecodeShape(name string, mk func(n int) []byte, perByte ...float64) costtest.Shape {
+	s := costtest.Shape{
 		Name: name,
 		Make: mk,
 		Run: func(in []byte) {
@@ -87,6 +89,10 @@ func abiDecodeShape(name string, mk func(n int) []byte) costtest.Shape {
 			_, _ = DecodeCall(abiJSON, data)
 		},
 	}
+	if len(perByte) > 0 {
+		s.PerByte = perByte[0]
+	}
+	return s
 }
 
 // TestDecodeCallCostIsLinear: decoding calldata costs time and memory in proportion to the
@@ -125,6 +131,18 @@ func TestDecodeCallCostIsLinear(t *testing.T) {
 			t := strings.Repeat(open, d) + `{"name":"a","type":"uint8"}` + strings.Repeat("]}", d)
 			return abiAndCalldata([]byte(`[{"type":"function","name":"f","inputs":[`+t+`]}]`), abiSelector("f()"))
 		}),
+		abiDecodeShape("functions with tuples nested to the limit", func(n int) []byte {
+			d := MaxABITupleDepth
+			t := strings.Repeat(`{"name":"a","type":"tuple","components":[`, d) + `{"name":"a","type":"uint8"}` +
+				strings.Repeat("]}", d)
+			var b strings.Builder
+			b.WriteString(`[{"type":"function","name":"g","inputs":[]}`)
+			for i := 0; b.Len() < n; i++ {
+				fmt.Fprintf(&b, `,{"type":"function","name":"f%d","inputs":[%s]}`, i, t)
+			}
+			b.WriteString("]")
+			return abiAndCalldata([]byte(b.String()), abiSelector("g()"))
+		}, 128), // go-ethereum builds a type string and a Go struct type per level: ~90 bytes per byte
 	)
 }
 

@@ -40,7 +40,7 @@ func TestCheckInterfaceCostIsLinear(t *testing.T) {
 		return costtest.Shape{Name: "IDL " + name, Make: mk, Run: func(in []byte) { _ = policies.CheckIDL(in) },
 			PerByte: checkAllocPerByte}
 	}
-	costtest.Linear(t, 32<<10,
+	costtest.Linear(t, 64<<10,
 		abiShape("many functions", func(n int) []byte {
 			return repeatJSON(n, "[", ",", func(i int) string {
 				return fmt.Sprintf(`{"type":"function","name":"f%d","inputs":[{"name":"a","type":"uint256"}]}`, i)
@@ -59,9 +59,17 @@ func TestCheckInterfaceCostIsLinear(t *testing.T) {
 			return repeatJSON(n, `[{"type":"function","name":"f","inputs":[{"name":"t","type":"tuple","components":[`,
 				",", func(int) string { return `{"name":"a","type":"uint8"}` }, "]}]}]")
 		}),
-		abiShape("deeply nested components", func(n int) []byte {
+		abiShape("functions with components nested to the limit", func(n int) []byte {
+			d := ethereum.MaxABITupleDepth
+			nested := strings.Repeat(`{"name":"a","type":"tuple","components":[`, d) + `{"name":"a","type":"uint8"}` +
+				strings.Repeat("]}", d)
+			return repeatJSON(n, "[", ",", func(i int) string {
+				return fmt.Sprintf(`{"type":"function","name":"f%d","inputs":[%s]}`, i, nested)
+			}, "]")
+		}),
+		abiShape("components nested too deep", func(n int) []byte {
 			open := `{"name":"a","type":"tuple","components":[`
-			d := n / (len(open) + 2)
+			d := min(n/(len(open)+2), 5000) // encoding/json refuses 10,000 levels itself
 			return []byte(`[{"type":"function","name":"f","inputs":[` + strings.Repeat(open, d) +
 				`{"name":"a","type":"uint8"}` + strings.Repeat("]}", d) + `]}]`)
 		}),
