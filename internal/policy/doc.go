@@ -118,10 +118,16 @@
 // MaxSourceLen (16 KiB) per expression, MaxDepth (64) nesting of
 // parentheses, lists, calls, unary operators and postfix chains,
 // MaxListLiteral (1024) elements per list literal, integer literals up to u256
-// magnitude, and MaxEvalSteps (about a million node visits, counting
-// predicate calls and elements compared by in/contains) per evaluation, past
-// which evaluation fails with LimitExceeded. Chains of && and || are n-ary
-// and do not count as nesting.
+// magnitude, and MaxEvalSteps (about a million steps) per evaluation, past
+// which evaluation fails with LimitExceeded. A step is a node visit (so each
+// predicate call and each element compared by in/contains is one), and string
+// work is charged in the same budget, one step per EvalBytesPerStep (64) bytes:
+// comparing strings of equal length, hashing a field name or map key, scanning
+// a string the first time it is indexed or sliced by character (4 bytes per
+// byte when it is not ASCII; later indices are O(1): the evaluator keeps the
+// last few scanned strings), and converting a slice of invalid UTF-8. A CronSpan is computed once per evaluation and
+// charged 2,048 steps. Chains of && and || are n-ary and do not count as
+// nesting.
 //
 // # Activities
 //

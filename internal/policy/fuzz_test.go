@@ -2,8 +2,21 @@ package policy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/costtest"
+)
+
+// Allocation bounds the fuzz targets check (docs/limits.md §6). Compiling allocates in proportion
+// to the source (about 180 bytes per byte at worst: a token and a node per byte); an evaluation in
+// proportion to its steps (a step boxes a value or adds a list element; string work allocates at
+// most EvalBytesPerStep bytes per step it is charged).
+const (
+	compileAllocPerByte = 256
+	evalAllocPerStep    = 64
+	fuzzAllocFixed      = 64 << 10
 )
 
 func fuzzSeeds(f *testing.F) {
@@ -24,6 +37,9 @@ func fuzzSeeds(f *testing.F) {
 		"", "(", "[", "'", "1..2", "[1,2,3][0..2].count() == 2", "!!true", "-1 < 0", "'é'[0] == 'é'",
 		"greek[1..3] == 'βγ'", "nums[99999999999999999999999] == 1", "xs.all(a, xs.all(b, xs.any(c, c == a)))",
 		"Timestamp('2026-01-01T00:00:00Z') < time.now", "CronSpan('* * * * *', '7d', 'UTC')",
+		"xs.all(a, xs.all(b, text[a] != 'x' && data[b] != 'x' && bad[a..b] != 'x'))",
+		"xs.all(a, xs.all(b, data == copy && data in [copy] && m[data] == 1 && text[a..600] != ''))",
+		"xs.all(a, [1,2,3].all(b, CronSpan('* * * * *', '7d', 'UTC')))",
 	} {
 		f.Add(s)
 	}
@@ -40,6 +56,14 @@ func fuzzEnv() Env {
 	env["xs"] = xs
 	env["time"] = Map{"now": Timestamp(time.Date(2026, 3, 8, 7, 30, 0, 0, time.UTC))}
 	env["lazy"] = Lazy(func() (Value, error) { return Map{"a": List{String("x")}}, nil })
+	// Long strings, so that string work inside quantifiers meets the byte charge: ASCII calldata,
+	// an equal copy in other memory, non-ASCII text and invalid UTF-8.
+	data := "0x" + strings.Repeat("a9059cbb", 1024)
+	env["data"] = String(data)
+	env["copy"] = String(strings.Clone(data))
+	env["m"] = Map{data: IntOf(1)}
+	env["text"] = String(strings.Repeat("αβγ€", 512))
+	env["bad"] = String(strings.Repeat("é\xff", 1024))
 	return env
 }
 
@@ -48,6 +72,10 @@ func fuzzEnv() Env {
 func FuzzCompile(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, src string) {
+		costtest.Budget(t, []byte(src), 2*compileAllocPerByte, fuzzAllocFixed, func() {
+			_, _ = Compile(src)
+			_, _ = CompileTime(src)
+		})
 		for _, compile := range []func(string) (*Expr, error){Compile, CompileTime} {
 			e, err := compile(src)
 			if err != nil {
@@ -79,7 +107,16 @@ func FuzzEval(f *testing.F) {
 				continue
 			}
 			start := time.Now()
-			_, err = e.Eval(env)
+			_, steps, err := e.evalSteps(env)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("Eval of %q took %v", src, d)
+			}
+			if steps > MaxEvalSteps+MaxSourceLen { // the last charge may pass the limit by one operation
+				t.Fatalf("Eval of %q took %d steps", src, steps)
+			}
+			costtest.Budget(t, []byte(src), 0, int64(evalAllocPerStep*steps+fuzzAllocFixed), func() {
+				_, _ = e.Eval(env)
+			})
 			if err != nil {
 				var ee *EvalError
 				if !errors.As(err, &ee) {
@@ -88,9 +125,6 @@ func FuzzEval(f *testing.F) {
 				if ee.Kind == Internal {
 					t.Fatalf("evaluator panicked on %q: %v", src, err)
 				}
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("Eval of %q took %v", src, d)
 			}
 		}
 	})

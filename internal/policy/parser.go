@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math/big"
+	"sort"
 	"strings"
 	"time"
 )
@@ -16,10 +17,21 @@ const (
 	MaxDepth = 64
 	// MaxListLiteral bounds the number of elements of a list literal.
 	MaxListLiteral = 1024
-	// MaxEvalSteps bounds the work of one evaluation (node visits, counting
-	// each predicate call of all/any/filter and each element compared by
-	// in/contains).
+	// MaxEvalSteps bounds the work of one evaluation, in steps: each node
+	// visit is a step (so each predicate call of all/any/filter and each
+	// element compared by in/contains is one), and an operation that scans,
+	// compares, hashes or copies bytes costs one more step per
+	// EvalBytesPerStep bytes it touches. Past it, evaluation fails with
+	// LimitExceeded, so a policy's cost is bounded whatever strings it reads.
 	MaxEvalSteps = 1 << 20
+	// EvalBytesPerStep is the bytes of string work charged as one step:
+	// comparing two strings of equal length, hashing a field name or map key,
+	// scanning a string the first time it is indexed or sliced by character
+	// (a non-ASCII string counts 4 bytes per byte: decoding UTF-8 is slower),
+	// and converting a slice of a string that is not valid UTF-8 (3 bytes per
+	// byte). A step is 5 to 30 ns; so is 64 bytes of that work, so an
+	// evaluation stays within about 30 ms whatever it spends its steps on.
+	EvalBytesPerStep = 64
 	// maxIntDigits bounds integer literal length; u256 has 78 digits.
 	maxIntDigits = 80
 )
@@ -61,6 +73,7 @@ type Expr struct {
 	root    node
 	timeExp bool
 	idents  []string
+	crons   int // CronSpan nodes, numbered 0..crons-1 (see cronSpanNode)
 }
 
 // Source returns the expression text as compiled.
@@ -111,7 +124,8 @@ func compile(src string, timeExp bool) (*Expr, error) {
 	for name := range p.free {
 		e.idents = append(e.idents, name)
 	}
-	sortStrings(e.idents)
+	sort.Strings(e.idents)
+	e.crons = p.crons
 	return e, nil
 }
 
@@ -123,6 +137,7 @@ type parser struct {
 	timeExp bool
 	scopes  []string // bound predicate variables, innermost last
 	free    map[string]bool
+	crons   int // CronSpan nodes so far
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -672,7 +687,8 @@ func (p *parser) parseFunction(name token) (node, *SyntaxError) {
 		return nil, p.errAt(args[argIdx].pos, msg)
 	}
 	p.free["time"] = true // CronSpan reads time.now
-	return &cronSpanNode{sp: sp, spec: cs}, nil
+	p.crons++
+	return &cronSpanNode{sp: sp, spec: cs, idx: p.crons - 1}, nil
 }
 
 // parseTimestampLiteral parses RFC 3339 with a zero UTC offset only
@@ -690,12 +706,4 @@ func parseTimestampLiteral(s string) (time.Time, string) {
 		return time.Time{}, fmt.Sprintf("timestamp '%s' must have a zero UTC offset (Z or +00:00)", s)
 	}
 	return t.UTC(), ""
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

@@ -102,14 +102,26 @@ func (i Int) Cmp(j Int) int {
 		}
 		return 0
 	}
-	return i.Big().Cmp(j.Big())
+	return i.bigRef().Cmp(j.bigRef())
+}
+
+// bigRef is the value as a big.Int that the caller must not modify (no copy when it is big).
+func (i Int) bigRef() *big.Int {
+	if i.big != nil {
+		return i.big
+	}
+	return big.NewInt(i.small)
 }
 
 func (i Int) neg() Int {
 	if i.big == nil && i.small != math.MinInt64 {
 		return Int{small: -i.small}
 	}
-	return BigInt(new(big.Int).Neg(i.Big()))
+	r := new(big.Int).Neg(i.bigRef())
+	if r.IsInt64() {
+		return Int{small: r.Int64()}
+	}
+	return Int{big: r}
 }
 
 // parseDecimalInt parses a decimal integer: an optional '-' and digits,

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"math/big"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 const erc20ABI = `[{"type":"function","name":"transfer","inputs":[{"name":"dst","type":"address"},{"name":"wad","type":"uint256"}],"outputs":[{"name":"","type":"bool"}]},
@@ -37,5 +39,9 @@ func TestDecodeCall(t *testing.T) {
 
 func FuzzDecodeCall(f *testing.F) {
 	f.Add([]byte{0xa9, 0x05, 0x9c, 0xbb, 0, 1})
-	f.Fuzz(func(t *testing.T, data []byte) { _, _ = DecodeCall([]byte(erc20ABI), data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		costtest.Budget(t, data, decodeAllocPerByte, decodeAllocFixed, func() {
+			_, _ = DecodeCall([]byte(erc20ABI), data)
+		})
+	})
 }

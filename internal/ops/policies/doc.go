@@ -51,7 +51,10 @@
 //   - SMART_CONTRACT_INTERFACE_TYPE_SOLANA: the address is base58 of 32 bytes, stored as given;
 //     the interface is an Anchor IDL (CheckIDL: an object with named instructions).
 //
-// The JSON is stored as uploaded (at most MaxInterfaceBytes). An organization has one interface
+// The JSON is stored as uploaded (at most MaxInterfaceBytes). An ABI must also keep within the
+// limits DecodeCall parses it under on every signing request (ethereum.CheckABILimits: entries,
+// tuple depth, array dimensions, fixed-size arrays, repeated names), an IDL within
+// MaxIDLInstructions; docs/limits.md §4.3 lists them. An organization has one interface
 // per address (unique key smart_contract_interface.address = org/address) so the evaluator
 // never chooses between two; InterfaceForAddress finds it. Interfaces are not updated: delete
 // and re-create.

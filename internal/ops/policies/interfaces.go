@@ -14,6 +14,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -27,6 +28,10 @@ const (
 
 // MaxInterfaceBytes bounds an uploaded ABI or IDL (the swagger says "Limited to 400kb").
 const MaxInterfaceBytes = 400 << 10
+
+// MaxIDLInstructions bounds the instructions of an uploaded Anchor IDL. The largest programs'
+// IDLs (Drift, Mango v4) have under 200; an ABI's entries are bounded by ethereum.MaxABIEntries.
+const MaxIDLInstructions = 4096
 
 func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceIntent) (any, error) {
 	const (
@@ -159,7 +164,9 @@ var (
 
 // CheckABI checks that b is a Solidity JSON ABI: an array of function, constructor, receive,
 // fallback, event and error entries whose names are identifiers and whose parameter types are
-// ABI types (tuples with components).
+// ABI types (tuples with components), within the limits DecodeCall parses it under
+// (ethereum.CheckABILimits: entries, tuple depth, array dimensions, fixed-size arrays, repeated
+// names), so that an interface accepted here decodes calldata on every signing request.
 func CheckABI(b []byte) error {
 	var entries []json.RawMessage
 	if err := strictUnmarshal(b, &entries); err != nil {
@@ -167,6 +174,9 @@ func CheckABI(b []byte) error {
 	}
 	if len(entries) == 0 {
 		return fmt.Errorf("the ABI has no entries")
+	}
+	if len(entries) > ethereum.MaxABIEntries {
+		return fmt.Errorf("%d entries, more than the limit of %d", len(entries), ethereum.MaxABIEntries)
 	}
 	for i, raw := range entries {
 		var e abiEntry
@@ -177,7 +187,7 @@ func CheckABI(b []byte) error {
 			return fmt.Errorf("entry %d: %v", i, err)
 		}
 	}
-	return nil
+	return ethereum.CheckABILimits(b)
 }
 
 func checkEntry(e *abiEntry) error {
@@ -222,18 +232,18 @@ func checkEntry(e *abiEntry) error {
 	return nil
 }
 
-// maxTupleDepth bounds tuple nesting so a hostile ABI cannot recurse deeply.
-const maxTupleDepth = 32
-
 func checkParam(p *abiParam, depth int) error {
-	if depth > maxTupleDepth {
-		return fmt.Errorf("tuples nested deeper than %d", maxTupleDepth)
+	if depth > ethereum.MaxABITupleDepth {
+		return fmt.Errorf("tuples nested deeper than %d", ethereum.MaxABITupleDepth)
 	}
 	if p.Type == nil {
 		return fmt.Errorf("type is required")
 	}
 	if p.Name != nil && *p.Name != "" && !abiIdent.MatchString(*p.Name) {
 		return fmt.Errorf("name %q is not an identifier", *p.Name)
+	}
+	if dims := strings.Count(*p.Type, "["); dims > ethereum.MaxABIArrayDims {
+		return fmt.Errorf("type has %d array dimensions, more than the limit of %d", dims, ethereum.MaxABIArrayDims)
 	}
 	m := abiType.FindStringSubmatch(*p.Type)
 	if m == nil {
@@ -319,6 +329,9 @@ func CheckIDL(b []byte) error {
 	}
 	if v.Instructions == nil {
 		return fmt.Errorf("instructions is required")
+	}
+	if n := len(*v.Instructions); n > MaxIDLInstructions {
+		return fmt.Errorf("%d instructions, more than the limit of %d", n, MaxIDLInstructions)
 	}
 	for i, ins := range *v.Instructions {
 		if ins.Name == nil || strings.TrimSpace(*ins.Name) == "" {
