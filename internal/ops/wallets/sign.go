@@ -297,6 +297,9 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 	if len(payloads) == 0 {
 		return nil, apierr.Invalid("parameters.payloads", "at least one payload is required")
 	}
+	if err := checkCount("parameters.payloads", len(payloads), MaxPayloadsPerRequest, "payloads"); err != nil {
+		return nil, err
+	}
 	k, same, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
