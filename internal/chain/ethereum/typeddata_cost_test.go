@@ -135,3 +135,39 @@ func TestTypedDataCost(t *testing.T) {
 		},
 	)
 }
+
+// TestAuthorizationCost: the EIP-7702 authorization payload is three fields; what else a
+// hostile one carries (deep nesting, long strings, many members) costs linearly.
+func TestAuthorizationCost(t *testing.T) {
+	run := func(in []byte) { _, _, _ = HashAuthorization(in) }
+	const addr = `"address":"0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B"`
+	costtest.Linear(t, 1000,
+		costtest.Shape{
+			Name: "deep nesting in chainId",
+			Make: func(n int) []byte {
+				nested := strings.Repeat("[", 2*n) + strings.Repeat("]", 2*n)
+				return []byte(`{` + addr + `,"nonce":1,"chainId":` + nested + `}`)
+			},
+			Run: run,
+		},
+		costtest.Shape{
+			Name: "long strings",
+			Make: func(n int) []byte {
+				return []byte(`{"address":"0x` + strings.Repeat("ab", 20*n) + `","chainId":"` +
+					strings.Repeat(`\u0031`, 5*n) + `","nonce":1}`)
+			},
+			Run: run,
+		},
+		costtest.Shape{
+			Name: "many members",
+			Make: func(n int) []byte {
+				var b strings.Builder
+				for i := 0; i < 4*n; i++ {
+					fmt.Fprintf(&b, `"m%d":[1],`, i)
+				}
+				return []byte(`{` + b.String() + addr + `,"chainId":1,"nonce":1}`)
+			},
+			Run: run,
+		},
+	)
+}
