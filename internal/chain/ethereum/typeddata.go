@@ -83,6 +83,22 @@ func typedErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidTypedData, fmt.Sprintf(format, a...))
 }
 
+// quote and cut show a name or value from the payload in an error, cut to 64 bytes: a refusal
+// names what it refuses without echoing a hostile payload back whole.
+func quote(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func cut(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
 // kind is what a field's base type is.
 type kind uint8
 
@@ -164,7 +180,7 @@ func ParseTypedData(payload []byte) (*TypedData, error) {
 	}
 	td := &TypedData{primary: structs[p.PrimaryType], domain: structs["EIP712Domain"], p: p}
 	if td.primary == nil {
-		return nil, typedErr("primaryType %q is not in types", p.PrimaryType)
+		return nil, typedErr("primaryType %s is not in types", quote(p.PrimaryType))
 	}
 	h := newHasher()
 	domainHash, verr := h.hashStruct(td.domain, p.Domain, 0)
@@ -232,24 +248,25 @@ func compileTypes(p *typedPayload) (map[string]*structType, error) {
 		)
 	}
 	names := make([]string, 0, len(p.Types))
-	for name, fields := range p.Types {
-		if !typeName.MatchString(name) {
-			return nil, typedErr("bad type name %q", name)
-		}
-		if len(fields) > MaxTypedDataFields {
-			return nil, typedErr(
-				"type %s has %d fields, more than the %d allowed",
-				name,
-				len(fields),
-				MaxTypedDataFields,
-			)
-		}
+	for name := range p.Types {
 		names = append(names, name)
 	}
 	sort.Strings(names) // the first error reported does not depend on map order
 	structs := make(map[string]*structType, len(names))
 	for _, name := range names {
-		structs[name] = &structType{name: name, fields: p.Types[name]}
+		fields := p.Types[name]
+		if !typeName.MatchString(name) {
+			return nil, typedErr("bad type name %s", quote(name))
+		}
+		if len(fields) > MaxTypedDataFields {
+			return nil, typedErr(
+				"type %s has %d fields, more than the %d allowed",
+				cut(name),
+				len(fields),
+				MaxTypedDataFields,
+			)
+		}
+		structs[name] = &structType{name: name, fields: fields}
 	}
 	parsed := map[string]*fieldType{}
 	seen := map[string]bool{}
@@ -259,14 +276,14 @@ func compileTypes(p *typedPayload) (map[string]*structType, error) {
 		st.defLen = len(name) + 2
 		for i, f := range st.fields {
 			if f.Name == "" || seen[f.Name] {
-				return nil, typedErr("type %s: empty or repeated field name %q", name, f.Name)
+				return nil, typedErr("type %s: empty or repeated field name %s", quote(name), quote(f.Name))
 			}
 			seen[f.Name] = true
 			ft, ok := parsed[f.Type]
 			if !ok {
 				var err error
 				if ft, err = parseFieldType(f.Type, structs); err != nil {
-					return nil, typedErr("type %s field %s: %v", name, f.Name, err)
+					return nil, typedErr("type %s field %s: %v", cut(name), cut(f.Name), err)
 				}
 				parsed[f.Type] = ft
 			}
@@ -303,13 +320,13 @@ func parseFieldType(t string, structs map[string]*structType) (*fieldType, error
 		for rest != "" {
 			end := strings.IndexByte(rest, ']')
 			if rest[0] != '[' || end < 0 {
-				return nil, fmt.Errorf("unknown type %q", t)
+				return nil, fmt.Errorf("unknown type %s", quote(t))
 			}
 			digits := rest[1:end]
 			n := -1
 			if digits != "" {
 				if !allDigits(digits) {
-					return nil, fmt.Errorf("unknown type %q", t)
+					return nil, fmt.Errorf("unknown type %s", quote(t))
 				}
 				var err error
 				if n, err = strconv.Atoi(digits); err != nil {
@@ -357,7 +374,7 @@ func parseFieldType(t string, structs map[string]*structType) (*fieldType, error
 			return ft, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown type %q", base)
+	return nil, fmt.Errorf("unknown type %s", quote(base))
 }
 
 func allDigits(s string) bool {
@@ -375,7 +392,7 @@ func intBits(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 8 || n > 256 || n%8 != 0 {
-		return 0, fmt.Errorf("bad integer size %q", s)
+		return 0, fmt.Errorf("bad integer size %s", quote(s))
 	}
 	return n, nil
 }
@@ -406,7 +423,7 @@ func (e *valueError) at(root string) error {
 	return typedErr("%s: %s", b.String(), e.msg)
 }
 
-func fieldSeg(name string) string { return "." + name }
+func fieldSeg(name string) string { return "." + cut(name) }
 func indexSeg(i int) string       { return "[" + strconv.Itoa(i) + "]" }
 
 // hasher encodes one payload's values without allocating per value: a struct or an array at
@@ -517,7 +534,7 @@ func (h *hasher) hashStruct(st *structType, v any, depth int) ([32]byte, *valueE
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return w, valueErr("want an object for struct %s", st.name)
+		return w, valueErr("want an object for struct %s", cut(st.name))
 	}
 	th, err := h.typeHash(st)
 	if err != nil {
@@ -548,11 +565,11 @@ func (h *hasher) encodeValue(ft *fieldType, level int, v any, depth int) ([32]by
 	if level > 0 {
 		items, ok := v.([]any)
 		if !ok {
-			return w, valueErr("want an array for %s", arrayTypeString(ft, level))
+			return w, valueErr("want an array for %s", cut(arrayTypeString(ft, level)))
 		}
 		if n := ft.dims[level-1]; n != -1 && n != len(items) {
 			return w, valueErr("want %s elements for %s, got %d",
-				dimString(ft, level), arrayTypeString(ft, level), len(items))
+				cut(dimString(ft, level)), cut(arrayTypeString(ft, level)), len(items))
 		}
 		k := h.state(depth)
 		for i, it := range items {
@@ -599,7 +616,7 @@ func (h *hasher) encodeValue(ft *fieldType, level int, v any, depth int) ([32]by
 	case kindBytesN:
 		var ok bool
 		if h.buf, ok = appendHex(h.buf[:0], v); !ok || len(h.buf) != ft.size {
-			return w, valueErr("want %d bytes of 0x-hex for %s", ft.size, ft.raw)
+			return w, valueErr("want %d bytes of 0x-hex for %s", ft.size, cut(ft.raw))
 		}
 		copy(w[:], h.buf)
 		return w, nil
@@ -608,7 +625,7 @@ func (h *hasher) encodeValue(ft *fieldType, level int, v any, depth int) ([32]by
 		return w, valueErr("%v", err)
 	}
 	if !intFits(&h.n, ft.size, ft.signed) {
-		return w, valueErr("%s out of range for %s", h.n.String(), baseName(ft))
+		return w, valueErr("%s out of range for %s", h.n.String(), cut(baseName(ft)))
 	}
 	h.n.FillBytes(w[:])
 	if h.n.Sign() < 0 { // two's complement over 256 bits
@@ -771,7 +788,7 @@ func parseIntegerInto(n *big.Int, v any) error {
 		}
 	}
 	if !ok {
-		return fmt.Errorf("not an integer: %q", s)
+		return fmt.Errorf("not an integer: %s", quote(s))
 	}
 	if neg {
 		n.Neg(n)

@@ -145,6 +145,12 @@ func TestTypedDataLimits(t *testing.T) {
 			"JSON nests deeper than 48 levels"},
 		{"encoded types over the budget", cyclicTypes(100, 700), "exceed 65536 bytes"},
 	}
+	// A refusal names what it refuses without echoing a long name back whole.
+	long := strings.Repeat("x", 10_000)
+	_, err := ParseTypedData(typedPayloadOf(`"P":[{"name":"`+long+`","type":"`+long+`"}]`, `{}`))
+	if err == nil || len(err.Error()) > 300 {
+		t.Errorf("a 10,000-byte unknown type: %v", err)
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTypedData(tc.payload)
