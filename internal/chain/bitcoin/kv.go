@@ -50,7 +50,7 @@ func prewalk(b []byte) error {
 			// btcutil/psbt keeps a repeated unknown key (even a second unsigned
 			// transaction) instead of refusing it as BIP-174 requires.
 			if seen[string(key)] {
-				return fmt.Errorf("duplicate key %x in map %d", key, m)
+				return fmt.Errorf("duplicate key %x in map %d", key[:min(len(key), 40)], m)
 			}
 			if len(seen) == MaxMapEntries {
 				return fmt.Errorf("map %d has more than %d entries", m, MaxMapEntries)
