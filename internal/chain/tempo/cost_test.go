@@ -59,7 +59,7 @@ func TestParseUnsignedCost(t *testing.T) {
 	shapes := []costtest.Shape{
 		{
 			Name: "many calls",
-			Make: func(n int) []byte { return tempoTx(t, fields{ChainID: 1, Calls: calls(n, 4)}) },
+			Make: func(n int) []byte { return tempoTx(t, fields{ChainID: 1, Calls: calls(2*n, 4)}) },
 			Run:  run,
 		},
 		{
