@@ -17,6 +17,8 @@ import (
 	"github.com/btcsuite/btcd/btcutil/psbt"
 	"github.com/btcsuite/btcd/txscript"
 	"github.com/btcsuite/btcd/wire"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 func mustHex(t testing.TB, s string) []byte {
@@ -699,14 +701,24 @@ func FuzzParsePSBT(f *testing.F) {
 		f.Add(mustHex(f, v.Hex))
 	}
 	key := newTestKey(0x11)
+	f.Add(legacyInputs(f, key, 3))
+	if p, err := ParsePSBT(legacyInputs(f, key, 1)); err == nil {
+		_, _, _ = p.Sign(key.pub(), "mainnet", key.ecdsa, key.schnorr) // secp256k1's tables, built once
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := ParsePSBT(b)
-		if err != nil {
-			return
-		}
-		_ = p.PolicyView("mainnet")
-		out, n, err := p.Sign(key.pub(), "mainnet", key.ecdsa, key.schnorr)
-		if err != nil {
+		var p *PSBT
+		var out []byte
+		var n int
+		var err error
+		// Parse, view and sign: about 1 KB per input of 76 bytes or more (see TestPSBTCost).
+		costtest.Budget(t, b, 128, 256<<10, func() {
+			if p, err = ParsePSBT(b); err != nil {
+				return
+			}
+			_ = p.PolicyView("mainnet")
+			out, n, err = p.Sign(key.pub(), "mainnet", key.ecdsa, key.schnorr)
+		})
+		if p == nil || err != nil {
 			return
 		}
 		if n == 0 {

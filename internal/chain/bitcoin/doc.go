@@ -40,8 +40,15 @@
 // already finalized inputs are skipped. The result is not finalized. Sign works on a fresh
 // copy, so the parsed PSBT never changes and a failed Sign leaves nothing half-signed.
 //
-// Sighashes come from btcd's txscript (CalcSignatureHash, CalcWitnessSigHash,
-// CalcTaprootSignatureHash); the tests hold them to the BIP-143 and BIP-341 vectors.
+// Sighashes come from btcd's txscript (CalcWitnessSigHash, CalcTaprootSignatureHash; the
+// tests hold them to the BIP-143 and BIP-341 vectors), except the legacy one: each legacy
+// signature hash covers the whole transaction, so legacy.go serializes the transaction once and
+// hashes it around each signed input (the tests hold it to txscript's CalcSignatureHash).
+//
+// Limits, checked before the work (docs/limits.md §5.3): MaxPSBTSize bytes, an unsigned
+// transaction of MaxUnsignedTxSize bytes, MaxMapEntries entries in one map (btcutil checks
+// each entry against the ones before it), and MaxLegacySighashBytes read for the legacy
+// signature hashes of one Sign.
 //
 // PolicyView field choices Turnkey does not publish: address_type is the
 // ADDRESS_FORMAT_BITCOIN_*_<TYPE> suffix (P2PKH, P2SH, P2WPKH, P2WSH, P2TR), or OP_RETURN /

@@ -13,6 +13,12 @@ import (
 // also caps the legacy sighash work, which grows with inputs × transaction size.
 const MaxUnsignedTxSize = 100_000
 
+// MaxMapEntries bounds the key-value pairs of one PSBT map (the global map, an input's, an
+// output's), checked by prewalk before btcutil/psbt decodes: btcutil compares each new entry
+// of an input or output map with every one before it (partial signatures, derivations,
+// unknown keys), quadratic in the entries. A 15-of-15 multisig input holds about 35.
+const MaxMapEntries = 1000
+
 // Smallest serializations, used to refuse counts the remaining bytes cannot hold.
 const (
 	minTxInSize  = 32 + 4 + 1 + 4 // outpoint, empty script, sequence
@@ -44,7 +50,10 @@ func prewalk(b []byte) error {
 			// btcutil/psbt keeps a repeated unknown key (even a second unsigned
 			// transaction) instead of refusing it as BIP-174 requires.
 			if seen[string(key)] {
-				return fmt.Errorf("duplicate key %x in map %d", key, m)
+				return fmt.Errorf("duplicate key %x in map %d", key[:min(len(key), 40)], m)
+			}
+			if len(seen) == MaxMapEntries {
+				return fmt.Errorf("map %d has more than %d entries", m, MaxMapEntries)
 			}
 			seen[string(key)] = true
 			if len(key) != 1 || key[0] != 0x00 {

@@ -108,6 +108,10 @@ func (p *PSBT) Sign(
 		fetch[tx.TxIn[i].PreviousOutPoint] = o
 	}
 	hashes := txscript.NewTxSigHashes(tx, fetch)
+	legacy, err := p.legacyHasher(pkt, own)
+	if err != nil {
+		return nil, 0, err
+	}
 
 	signed := 0
 	for i := range pkt.Inputs {
@@ -120,11 +124,11 @@ func (p *PSBT) Sign(
 		switch p.kinds[i] {
 		case KindP2PKH:
 			if bytes.Equal(prev.PkScript, own.p2pkh) {
-				digest, err = legacySighash(tx, i, prev.PkScript)
+				digest = legacy.sum(i, prev.PkScript)
 			}
 		case KindP2SH:
 			if bytes.Equal(in.RedeemScript, own.p2pk) || bytes.Equal(in.RedeemScript, own.p2pkh) {
-				digest, err = legacySighash(tx, i, in.RedeemScript)
+				digest = legacy.sum(i, in.RedeemScript)
 			}
 		case KindP2WPKH:
 			if bytes.Equal(prev.PkScript, own.p2wpkh) {
@@ -249,9 +253,38 @@ func signSchnorr(
 	return nil
 }
 
-// legacySighash is the original signature hash with SIGHASH_ALL over scriptCode.
-func legacySighash(tx *wire.MsgTx, i int, scriptCode []byte) ([]byte, error) {
-	return txscript.CalcSignatureHash(scriptCode, txscript.SigHashAll, tx, i)
+// legacyHasher returns the signature hasher of the legacy inputs Sign will sign (nil when
+// there are none), refusing first when their hashes would read more than
+// MaxLegacySighashBytes.
+func (p *PSBT) legacyHasher(pkt *psbt.Packet, own *ownScripts) (*legacySigHasher, error) {
+	var scripts [][]byte
+	for i := range pkt.Inputs {
+		in, prev := &pkt.Inputs[i], p.prevOuts[i]
+		if prev == nil || len(in.FinalScriptSig) > 0 || len(in.FinalScriptWitness) > 0 {
+			continue
+		}
+		switch {
+		case p.kinds[i] == KindP2PKH && bytes.Equal(prev.PkScript, own.p2pkh):
+			scripts = append(scripts, prev.PkScript)
+		case p.kinds[i] == KindP2SH && (bytes.Equal(in.RedeemScript, own.p2pk) || bytes.Equal(in.RedeemScript, own.p2pkh)):
+			scripts = append(scripts, in.RedeemScript)
+		}
+	}
+	if len(scripts) == 0 {
+		return nil, nil
+	}
+	l := newLegacySigHasher(pkt.UnsignedTx)
+	total := 0
+	for _, sc := range scripts {
+		total += l.size(sc)
+	}
+	if total > MaxLegacySighashBytes {
+		return nil, fmt.Errorf(
+			"bitcoin: the signature hashes of the %d legacy inputs to sign would read %d bytes, more than the "+
+				"%d allowed (each covers the whole transaction; no standard transaction needs as much)",
+			len(scripts), total, MaxLegacySighashBytes)
+	}
+	return l, nil
 }
 
 // witnessV0Sighash is BIP-143 with SIGHASH_ALL; for P2WPKH the script is the output script

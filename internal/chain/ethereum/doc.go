@@ -5,8 +5,10 @@
 //
 // The flow for sign_transaction is ParseUnsigned → PolicyView (policy) → Sign, where Sign
 // calls a RecoverableSigner with SigningHash and re-inserts r, s and v. For sign_raw_payload
-// with PAYLOAD_ENCODING_EIP712 or PAYLOAD_ENCODING_EIP7702_AUTHORIZATION, HashTypedData and
-// HashAuthorization return the digest to sign and the policy view.
+// with PAYLOAD_ENCODING_EIP712, ParseTypedData checks the payload and computes the digest to
+// sign, and TypedData.View builds the policy view when a policy asks for it; for
+// PAYLOAD_ENCODING_EIP7702_AUTHORIZATION, HashAuthorization returns both. The limits on what
+// these parsers accept are in docs/limits.md §4.
 //
 // The package never sees a private key and does no I/O. Every input is untrusted: bad bytes
 // give an error that says what is wrong, never a panic.

@@ -13,6 +13,8 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 type vectors struct {
@@ -383,6 +385,8 @@ func TestHashTypedDataRejects(t *testing.T) {
 		{"negative uint", "uint256", `"-1"`, "out of range"},
 		{"int8 underflow", "int8", "-129", "out of range"},
 		{"fraction", "uint256", "1.5", "not an integer"},
+		{"huge exponent", "uint256", "1e999999999", "not an integer"},
+		{"exponent just over", "uint256", "1.16e77", "not an integer"},
 		{"bad address", "address", `"0x1234"`, "20-byte"},
 		{"bytes4 size", "bytes4", `"0x010203"`, "4 bytes"},
 		{"unknown type", "Foo", `1`, "unknown type"},
@@ -476,14 +480,21 @@ func FuzzParseUnsigned(f *testing.F) {
 		f.Add(unhex(f, c.Signed))
 	}
 	sign := testSigner(f, v.PrivateKey)
+	if tx, err := ParseUnsigned(unhex(f, v.Transactions[0].Unsigned)); err == nil {
+		_, _ = tx.Sign(sign) // secp256k1's tables are built on first use
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tx, err := ParseUnsigned(b)
-		if err != nil {
-			return
-		}
-		_ = tx.PolicyView("0x0000000000000000000000000000000000000000")
-		if _, err := tx.Sign(sign); err != nil {
-			t.Fatalf("parsed transaction does not sign: %v", err)
+		var tx *Tx
+		var err, signErr error
+		// Parse, view and sign cost a few times the transaction (TestParseUnsignedCost).
+		costtest.Budget(t, b, 64, 64<<10, func() {
+			if tx, err = ParseUnsigned(b); err == nil {
+				_ = tx.PolicyView("0x0000000000000000000000000000000000000000")
+				_, signErr = tx.Sign(sign)
+			}
+		})
+		if err == nil && signErr != nil {
+			t.Fatalf("parsed transaction does not sign: %v", signErr)
 		}
 	})
 }
@@ -494,7 +505,25 @@ func FuzzHashTypedData(f *testing.F) {
 		f.Add([]byte(c.ViemPayload))
 		f.Add([]byte(c.EthersPayload))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { _, _, _ = HashTypedData(b) })
+	f.Add(seaportBulkOrder(2))
+	f.Add(cyclicTypes(3, 2))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var td *TypedData
+		var err error
+		// Hashing allocates nothing per value beyond JSON decoding (under ~70 bytes a byte) and
+		// at most MaxTypedDataTypeBytes of encoded types.
+		costtest.Budget(t, b, 128, 2*MaxTypedDataTypeBytes+64<<10, func() { td, err = ParseTypedData(b) })
+		if err != nil {
+			if !errors.Is(err, ErrInvalidTypedData) {
+				t.Fatalf("error %v does not wrap ErrInvalidTypedData", err)
+			}
+			return
+		}
+		costtest.Budget(t, b, 128, 64<<10, func() { _ = td.View() })
+		if d, _, err := HashTypedData(b); err != nil || d != td.Digest {
+			t.Fatalf("HashTypedData = %x, %v; ParseTypedData %x", d, err, td.Digest)
+		}
+	})
 }
 
 func FuzzHashAuthorization(f *testing.F) {
@@ -502,7 +531,9 @@ func FuzzHashAuthorization(f *testing.F) {
 	for _, c := range v.Authorizations {
 		f.Add([]byte(c.Payload))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { _, _, _ = HashAuthorization(b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		costtest.Budget(t, b, 96, 16<<10, func() { _, _, _ = HashAuthorization(b) })
+	})
 }
 
 func BenchmarkParseAndSigningHash(b *testing.B) {

@@ -24,6 +24,14 @@ type RecoverableSigner func(digest [32]byte) (r, s [32]byte, v byte, err error)
 // ErrInvalidTransaction wraps every parse error of ParseUnsigned.
 var ErrInvalidTransaction = errors.New("invalid ethereum transaction")
 
+// MaxTransactionSize bounds the unsigned transaction ParseUnsigned reads (docs/limits.md §4.2):
+// nodes neither pool nor relay a larger one (go-ethereum's and reth's transaction pools refuse
+// a transaction over 128 KiB), and Latchkey broadcasts none larger. Within it, parsing,
+// hashing, the policy view and signing cost a few times the transaction's size: RLP lengths
+// are checked against the input before anything is allocated for them, and a nested list
+// where a value belongs is refused at its first byte.
+const MaxTransactionSize = 128 << 10
+
 // Policy names of the transaction types (eth.tx.type).
 const (
 	TypeLegacy = "LEGACY"
@@ -61,6 +69,9 @@ func invalid(format string, a ...any) error {
 func ParseUnsigned(b []byte) (*Tx, error) {
 	if len(b) == 0 {
 		return nil, invalid("empty transaction")
+	}
+	if len(b) > MaxTransactionSize {
+		return nil, invalid("the transaction is %d bytes; nodes relay at most %d", len(b), MaxTransactionSize)
 	}
 	switch {
 	case b[0] >= 0xc0:

@@ -13,27 +13,51 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/rlp"
 )
 
-// ErrInvalidTypedData wraps every error of HashTypedData.
+// ErrInvalidTypedData wraps every error of ParseTypedData and HashTypedData.
 var ErrInvalidTypedData = errors.New("invalid EIP-712 typed data")
 
-// ErrInvalidAuthorization wraps every error of HashAuthorization.
-var ErrInvalidAuthorization = errors.New("invalid EIP-7702 authorization")
+// Limits of an EIP-712 payload (docs/limits.md §4.1), checked before the work they bound. The
+// largest real payloads measured against them: Seaport's bulk orders (five struct types, a
+// tree of up to 24 array dimensions, 28 levels of nesting at height 24), Permit2's batch
+// witness transfers, UniswapX orders and Hyperliquid's actions: at most a dozen types, a dozen
+// fields a type and 2 KiB of encoded types.
+const (
+	// MaxTypedDataTypes is the most struct types a payload may declare in types (EIP712Domain
+	// included).
+	MaxTypedDataTypes = 128
+	// MaxTypedDataFields is the most fields one struct type may have.
+	MaxTypedDataFields = 256
+	// MaxTypedDataDepth is the deepest a message may nest: each struct and each array level
+	// counts one.
+	MaxTypedDataDepth = 32
+	// MaxTypedDataArrayDims is the most array suffixes one field type may carry ("T[2][]" has
+	// two; a Seaport bulk order of height 24 has 24).
+	MaxTypedDataArrayDims = 32
+	// MaxTypedDataTypeBytes bounds the encoded types (EIP-712 encodeType: a struct type with
+	// every type it reaches) hashed for one payload, summed over the struct types it hashes.
+	// A type's encoding repeats every type it reaches, so cyclic or richly connected types
+	// would otherwise cost the number of types times their total size.
+	MaxTypedDataTypeBytes = 64 << 10
+	// MaxTypedDataJSONDepth bounds the nesting of the payload's JSON, checked before it is
+	// decoded: a value the message reads nests at most MaxTypedDataDepth levels below it, and
+	// decoding deeper nesting that nothing reads would cost a map or a slice per level.
+	MaxTypedDataJSONDepth = MaxTypedDataDepth + 16
+)
 
 type typedField struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
 }
 
-type typedData struct {
+// typedPayload is the JSON of a payload as viem's serializeTypedData and ethers'
+// TypedDataEncoder.getPayload write it.
+type typedPayload struct {
 	Types       map[string][]typedField `json:"types"`
 	PrimaryType string                  `json:"primaryType"`
 	Domain      map[string]any          `json:"domain"`
 	Message     map[string]any          `json:"message"`
-
-	typeHashes map[string][]byte
 }
 
 // domainFields is the EIP-712 order of the EIP712Domain fields, used to derive the domain
@@ -43,129 +67,323 @@ var domainFields = []typedField{
 	{"verifyingContract", "address"}, {"salt", "bytes32"},
 }
 
-const maxTypedDepth = 32
+// domainViewNames maps the EIP712Domain fields to their eth.eip_712.domain names.
+var domainViewNames = map[string]string{
+	"name": "name", "version": "version", "chainId": "chain_id",
+	"verifyingContract": "verifying_contract", "salt": "salt",
+}
 
-var (
-	arrayType = regexp.MustCompile(`^(.+)\[([0-9]*)\]$`)
-	intType   = regexp.MustCompile(`^(u?)int([0-9]*)$`)
-	bytesN    = regexp.MustCompile(`^bytes([0-9]+)$`)
-	// typeName is what viem and ethers hash as a struct type name: anything but the characters
-	// encodeType builds on ("Name(type field,...)", "T[]") and whitespace. EIP-712 asks for an
-	// identifier, but Hyperliquid signs "HyperliquidTransaction:ApproveAgent", and both libraries
-	// hash it as written.
-	typeName = regexp.MustCompile(`^[^\s(),\[\]]+$`)
-)
+// typeName is what viem and ethers hash as a struct type name: anything but the characters
+// encodeType builds on ("Name(type field,...)", "T[]") and whitespace. EIP-712 asks for an
+// identifier, but Hyperliquid signs "HyperliquidTransaction:ApproveAgent", and both libraries
+// hash it as written.
+var typeName = regexp.MustCompile(`^[^\s(),\[\]]+$`)
 
 func typedErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidTypedData, fmt.Sprintf(format, a...))
 }
 
-// HashTypedData computes the EIP-712 digest keccak256(0x19 0x01 ‖ domainSeparator ‖
-// hashStruct(message)) of a JSON typed-data payload as viem's serializeTypedData or ethers'
-// TypedDataEncoder.getPayload produce it (with or without EIP712Domain in types; numbers as
-// JSON numbers, decimal or 0x-hex strings), and returns the eth.eip_712 policy view:
-// primary_type, domain{name, version, chain_id, verifying_contract} (the fields present),
-// and message with integers as *big.Int and hex values lowercase.
+// quote and cut show a name or value from the payload in an error, cut to 64 bytes: a refusal
+// names what it refuses without echoing a hostile payload back whole.
+func quote(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func cut(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// kind is what a field's base type is.
+type kind uint8
+
+const (
+	kindStruct kind = iota
+	kindString
+	kindBytes
+	kindBool
+	kindAddress
+	kindBytesN
+	kindInt
+)
+
+// fieldType is a field's type string parsed once: its base type and its array suffixes.
+type fieldType struct {
+	raw    string // as written: encodeType hashes it so
+	dims   []int  // array lengths as written left to right (the last is the outermost); -1: dynamic
+	kind   kind
+	size   int  // bytesN: N; int: bits
+	signed bool // int
+	st     *structType
+}
+
+// structType is one declared struct type.
+type structType struct {
+	name   string
+	fields []typedField
+	types  []*fieldType
+	deps   []*structType // the distinct struct types its fields name
+	defLen int           // len("Name(type field,...)")
+	hashed bool          // typeHash computed
+	hash   [32]byte
+	mark   int // the last dependency walk that reached it
+}
+
+// TypedData is a checked EIP-712 payload: ParseTypedData computes its digest, View its
+// policy view, only when a policy needs it.
+type TypedData struct {
+	Digest  [32]byte
+	primary *structType
+	domain  *structType
+	p       typedPayload
+}
+
+// HashTypedData computes the EIP-712 digest of a payload and its eth.eip_712 policy view at
+// once (ParseTypedData and View).
 func HashTypedData(payload []byte) (digest [32]byte, view map[string]any, err error) {
-	var td typedData
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(&td); err != nil {
-		return digest, nil, typedErr("%v", err)
-	}
-	if dec.More() {
-		return digest, nil, typedErr("trailing data after the JSON object")
-	}
-	if td.Types == nil || td.PrimaryType == "" || td.Domain == nil || td.Message == nil {
-		return digest, nil, typedErr("types, primaryType, domain and message are required")
-	}
-	if _, ok := td.Types["EIP712Domain"]; !ok {
-		var fields []typedField
-		for _, f := range domainFields {
-			if v, ok := td.Domain[f.Name]; ok && v != nil {
-				fields = append(fields, f)
-			}
-		}
-		td.Types["EIP712Domain"] = fields
-	}
-	for name, fields := range td.Types {
-		if !typeName.MatchString(name) {
-			return digest, nil, typedErr("bad type name %q", name)
-		}
-		seen := map[string]bool{}
-		for _, f := range fields {
-			if f.Name == "" || seen[f.Name] {
-				return digest, nil, typedErr("type %s: empty or repeated field name %q", name, f.Name)
-			}
-			seen[f.Name] = true
-			if err := td.checkType(f.Type); err != nil {
-				return digest, nil, typedErr("type %s field %s: %v", name, f.Name, err)
-			}
-		}
-	}
-	if _, ok := td.Types[td.PrimaryType]; !ok {
-		return digest, nil, typedErr("primaryType %q is not in types", td.PrimaryType)
-	}
-	domainHash, domainView, err := td.hashStruct("EIP712Domain", td.Domain, "domain", 0)
+	td, err := ParseTypedData(payload)
 	if err != nil {
 		return digest, nil, err
 	}
-	var msgHash [32]byte
-	var msgView map[string]any
-	if td.PrimaryType != "EIP712Domain" {
-		msgHash, msgView, err = td.hashStruct(td.PrimaryType, td.Message, "message", 0)
-		if err != nil {
-			return digest, nil, err
-		}
+	return td.Digest, td.View(), nil
+}
+
+// ParseTypedData checks a JSON typed-data payload as viem's serializeTypedData or ethers'
+// TypedDataEncoder.getPayload produce it (with or without EIP712Domain in types; numbers as
+// JSON numbers, decimal or 0x-hex strings) and computes its EIP-712 digest
+// keccak256(0x19 0x01 ‖ domainSeparator ‖ hashStruct(message)), each struct type's type hash
+// once. Its cost is linear in the payload: the limits above bound what is not.
+func ParseTypedData(payload []byte) (*TypedData, error) {
+	if jsonDepth(payload) > MaxTypedDataJSONDepth {
+		return nil, typedErr("the JSON nests deeper than %d levels", MaxTypedDataJSONDepth)
+	}
+	var p typedPayload
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, typedErr("%v", err)
+	}
+	if dec.More() {
+		return nil, typedErr("trailing data after the JSON object")
+	}
+	if p.Types == nil || p.PrimaryType == "" || p.Domain == nil || p.Message == nil {
+		return nil, typedErr("types, primaryType, domain and message are required")
+	}
+	structs, err := compileTypes(&p)
+	if err != nil {
+		return nil, err
+	}
+	td := &TypedData{primary: structs[p.PrimaryType], domain: structs["EIP712Domain"], p: p}
+	if td.primary == nil {
+		return nil, typedErr("primaryType %s is not in types", quote(p.PrimaryType))
+	}
+	h := newHasher()
+	domainHash, verr := h.hashStruct(td.domain, p.Domain, 0)
+	if verr != nil {
+		return nil, verr.at("domain")
 	}
 	buf := make([]byte, 0, 66)
 	buf = append(buf, 0x19, 0x01)
 	buf = append(buf, domainHash[:]...)
-	if td.PrimaryType != "EIP712Domain" {
+	if td.primary != td.domain {
+		msgHash, verr := h.hashStruct(td.primary, p.Message, 0)
+		if verr != nil {
+			return nil, verr.at("message")
+		}
 		buf = append(buf, msgHash[:]...)
 	}
-	copy(digest[:], crypto.Keccak256(buf))
-
-	domain := map[string]any{}
-	for from, to := range map[string]string{"name": "name", "version": "version", "chainId": "chain_id", "verifyingContract": "verifying_contract", "salt": "salt"} {
-		if v, ok := domainView[from]; ok {
-			domain[to] = v
-		}
-	}
-	if msgView == nil {
-		msgView = map[string]any{}
-	}
-	return digest, map[string]any{"primary_type": td.PrimaryType, "domain": domain, "message": msgView}, nil
+	td.Digest = h.sum(0, buf)
+	return td, nil
 }
 
-// checkType reports whether t is an atomic, dynamic, struct or array type.
-func (td *typedData) checkType(t string) error {
-	for {
-		m := arrayType.FindStringSubmatch(t)
-		if m == nil {
-			break
-		}
-		t = m[1]
-	}
-	if _, ok := td.Types[t]; ok {
-		return nil
-	}
-	switch t {
-	case "address", "bool", "string", "bytes":
-		return nil
-	}
-	if m := intType.FindStringSubmatch(t); m != nil {
-		if _, err := intBits(m[2]); err != nil {
-			return err
-		}
-		return nil
-	}
-	if m := bytesN.FindStringSubmatch(t); m != nil {
-		if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= 32 {
-			return nil
+// jsonDepth is the deepest nesting of objects and arrays in b, read in one pass (strings
+// skipped; malformed JSON is left to the decoder).
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
 		}
 	}
-	return fmt.Errorf("unknown type %q", t)
+	return deepest
+}
+
+// compileTypes checks the declared types against the limits and parses every field type once.
+func compileTypes(p *typedPayload) (map[string]*structType, error) {
+	if _, ok := p.Types["EIP712Domain"]; !ok {
+		var fields []typedField
+		for _, f := range domainFields {
+			if v, ok := p.Domain[f.Name]; ok && v != nil {
+				fields = append(fields, f)
+			}
+		}
+		p.Types["EIP712Domain"] = fields
+	}
+	if len(p.Types) > MaxTypedDataTypes {
+		return nil, typedErr(
+			"types declares %d struct types, more than the %d allowed",
+			len(p.Types),
+			MaxTypedDataTypes,
+		)
+	}
+	names := make([]string, 0, len(p.Types))
+	for name := range p.Types {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the first error reported does not depend on map order
+	structs := make(map[string]*structType, len(names))
+	for _, name := range names {
+		fields := p.Types[name]
+		if !typeName.MatchString(name) {
+			return nil, typedErr("bad type name %s", quote(name))
+		}
+		if len(fields) > MaxTypedDataFields {
+			return nil, typedErr(
+				"type %s has %d fields, more than the %d allowed",
+				cut(name),
+				len(fields),
+				MaxTypedDataFields,
+			)
+		}
+		structs[name] = &structType{name: name, fields: fields}
+	}
+	parsed := map[string]*fieldType{}
+	seen := map[string]bool{}
+	for _, name := range names {
+		st := structs[name]
+		clear(seen)
+		st.defLen = len(name) + 2
+		for i, f := range st.fields {
+			if f.Name == "" || seen[f.Name] {
+				return nil, typedErr("type %s: empty or repeated field name %s", quote(name), quote(f.Name))
+			}
+			seen[f.Name] = true
+			ft, ok := parsed[f.Type]
+			if !ok {
+				var err error
+				if ft, err = parseFieldType(f.Type, structs); err != nil {
+					return nil, typedErr("type %s field %s: %v", cut(name), cut(f.Name), err)
+				}
+				parsed[f.Type] = ft
+			}
+			st.types = append(st.types, ft)
+			st.defLen += len(f.Type) + 1 + len(f.Name)
+			if i > 0 {
+				st.defLen++ // the comma
+			}
+			if ft.st != nil && !containsStruct(st.deps, ft.st) {
+				st.deps = append(st.deps, ft.st)
+			}
+		}
+	}
+	return structs, nil
+}
+
+func containsStruct(list []*structType, st *structType) bool {
+	for _, s := range list {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// parseFieldType reads "base[n][]..." in one pass: a struct type (which wins over an atomic
+// type of the same name, as in viem), an atomic type, or arrays of either.
+func parseFieldType(t string, structs map[string]*structType) (*fieldType, error) {
+	ft := &fieldType{raw: t}
+	base := t
+	if i := strings.IndexByte(t, '['); i >= 0 {
+		base = t[:i]
+		rest := t[i:]
+		for rest != "" {
+			end := strings.IndexByte(rest, ']')
+			if rest[0] != '[' || end < 0 {
+				return nil, fmt.Errorf("unknown type %s", quote(t))
+			}
+			digits := rest[1:end]
+			n := -1
+			if digits != "" {
+				if !allDigits(digits) {
+					return nil, fmt.Errorf("unknown type %s", quote(t))
+				}
+				var err error
+				if n, err = strconv.Atoi(digits); err != nil {
+					n = -2 // no array has that many elements: refused when a value meets it
+				}
+			}
+			if len(ft.dims) == MaxTypedDataArrayDims {
+				return nil, fmt.Errorf("type has more than %d array dimensions", MaxTypedDataArrayDims)
+			}
+			ft.dims = append(ft.dims, n)
+			rest = rest[end+1:]
+		}
+	}
+	if st, ok := structs[base]; ok {
+		ft.kind, ft.st = kindStruct, st
+		return ft, nil
+	}
+	switch base {
+	case "address":
+		ft.kind = kindAddress
+		return ft, nil
+	case "bool":
+		ft.kind = kindBool
+		return ft, nil
+	case "string":
+		ft.kind = kindString
+		return ft, nil
+	case "bytes":
+		ft.kind = kindBytes
+		return ft, nil
+	}
+	for _, prefix := range []string{"uint", "int"} {
+		if digits, ok := strings.CutPrefix(base, prefix); ok && allDigits(digits) {
+			bits, err := intBits(digits)
+			if err != nil {
+				return nil, err
+			}
+			ft.kind, ft.size, ft.signed = kindInt, bits, prefix == "int"
+			return ft, nil
+		}
+	}
+	if digits, ok := strings.CutPrefix(base, "bytes"); ok && digits != "" && allDigits(digits) {
+		if n, err := strconv.Atoi(digits); err == nil && n >= 1 && n <= 32 {
+			ft.kind, ft.size = kindBytesN, n
+			return ft, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown type %s", quote(base))
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func intBits(s string) (int, error) {
@@ -174,191 +392,358 @@ func intBits(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 8 || n > 256 || n%8 != 0 {
-		return 0, fmt.Errorf("bad integer size %q", s)
+		return 0, fmt.Errorf("bad integer size %s", quote(s))
 	}
 	return n, nil
 }
 
-// encodeType is the EIP-712 type string: the primary type, then its dependencies sorted.
-func (td *typedData) encodeType(primary string) string {
-	deps := map[string]bool{}
-	var walk func(string)
-	walk = func(t string) {
-		if deps[t] {
-			return
-		}
-		deps[t] = true
-		for _, f := range td.Types[t] {
-			base := f.Type
-			if i := strings.IndexByte(base, '['); i >= 0 {
-				base = base[:i]
-			}
-			if _, ok := td.Types[base]; ok {
-				walk(base)
-			}
-		}
-	}
-	walk(primary)
-	delete(deps, primary)
-	others := make([]string, 0, len(deps))
-	for d := range deps {
-		others = append(others, d)
-	}
-	sort.Strings(others)
-	var b strings.Builder
-	for _, t := range append([]string{primary}, others...) {
-		b.WriteString(t)
-		b.WriteByte('(')
-		for i, f := range td.Types[t] {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(f.Type)
-			b.WriteByte(' ')
-			b.WriteString(f.Name)
-		}
-		b.WriteByte(')')
-	}
-	return b.String()
+// valueError is an error in the message or the domain, with the path to the value built only
+// when there is an error (segments innermost first).
+type valueError struct {
+	rev []string
+	msg string
 }
 
-func (td *typedData) hashStruct(t string, v any, path string, depth int) ([32]byte, map[string]any, error) {
-	var h [32]byte
-	if depth > maxTypedDepth {
-		return h, nil, typedErr("%s: nested too deeply", path)
+func valueErr(format string, a ...any) *valueError {
+	return &valueError{msg: fmt.Sprintf(format, a...)}
+}
+
+func (e *valueError) in(segment string) *valueError {
+	e.rev = append(e.rev, segment)
+	return e
+}
+
+// at completes the path under root and returns the error.
+func (e *valueError) at(root string) error {
+	var b strings.Builder
+	b.WriteString(root)
+	for i := len(e.rev) - 1; i >= 0; i-- {
+		b.WriteString(e.rev[i])
+	}
+	return typedErr("%s: %s", b.String(), e.msg)
+}
+
+func fieldSeg(name string) string { return "." + cut(name) }
+func indexSeg(i int) string       { return "[" + strconv.Itoa(i) + "]" }
+
+// hasher encodes one payload's values without allocating per value: a struct or an array at
+// depth d streams its members' words into the Keccak state of depth d (its members, one level
+// deeper, use the states beyond), and one integer and one byte buffer serve every leaf.
+type hasher struct {
+	states    []crypto.KeccakState // by depth, made on first use (at most MaxTypedDataDepth+2)
+	types     crypto.KeccakState   // for type hashes
+	buf       []byte
+	word      [32]byte
+	n         big.Int
+	walk      int // dependency walks so far (structType.mark)
+	typeBytes int // encoded type bytes hashed so far (MaxTypedDataTypeBytes)
+	reach     []*structType
+}
+
+func newHasher() *hasher { return &hasher{} }
+
+// state returns the reset Keccak state of depth d.
+func (h *hasher) state(d int) crypto.KeccakState {
+	for len(h.states) <= d {
+		h.states = append(h.states, crypto.NewKeccakState())
+	}
+	k := h.states[d]
+	k.Reset()
+	return k
+}
+
+// read finishes k. It goes through h.word: a local array passed to the interface's methods
+// would escape, an allocation per value.
+func (h *hasher) read(k crypto.KeccakState) [32]byte {
+	_, _ = k.Read(h.word[:])
+	return h.word
+}
+
+// write absorbs one word into k (through h.word, as read).
+func (h *hasher) write(k crypto.KeccakState, w [32]byte) {
+	h.word = w
+	k.Write(h.word[:])
+}
+
+// sum hashes b with the state of depth d.
+func (h *hasher) sum(d int, b []byte) [32]byte {
+	k := h.state(d)
+	k.Write(b)
+	return h.read(k)
+}
+
+// typeHash is keccak256(encodeType(st)), computed once per payload: the type, then every
+// struct type it reaches sorted by name, each as "Name(type field,...)".
+func (h *hasher) typeHash(st *structType) ([32]byte, *valueError) {
+	if st.hashed {
+		return st.hash, nil
+	}
+	h.walk++
+	h.reach = append(h.reach[:0], st)
+	st.mark = h.walk
+	total := 0
+	for i := 0; i < len(h.reach); i++ {
+		s := h.reach[i]
+		if total += s.defLen; h.typeBytes+total > MaxTypedDataTypeBytes {
+			return st.hash, valueErr(
+				"the encoded types hashed exceed %d bytes (types that reach many or large types)",
+				MaxTypedDataTypeBytes,
+			)
+		}
+		for _, d := range s.deps {
+			if d.mark != h.walk {
+				d.mark = h.walk
+				h.reach = append(h.reach, d)
+			}
+		}
+	}
+	h.typeBytes += total
+	others := h.reach[1:]
+	sort.Slice(others, func(i, j int) bool { return others[i].name < others[j].name })
+	h.buf = h.buf[:0]
+	for _, s := range h.reach {
+		h.buf = appendDef(h.buf, s)
+	}
+	if h.types == nil {
+		h.types = crypto.NewKeccakState() // not a depth's: the struct being hashed holds its own
+	}
+	h.types.Reset()
+	h.types.Write(h.buf)
+	st.hash, st.hashed = h.read(h.types), true
+	return st.hash, nil
+}
+
+func appendDef(b []byte, s *structType) []byte {
+	b = append(b, s.name...)
+	b = append(b, '(')
+	for i, f := range s.fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.Type...)
+		b = append(b, ' ')
+		b = append(b, f.Name...)
+	}
+	return append(b, ')')
+}
+
+func (h *hasher) hashStruct(st *structType, v any, depth int) ([32]byte, *valueError) {
+	var w [32]byte
+	if depth > MaxTypedDataDepth {
+		return w, valueErr("nested deeper than %d levels", MaxTypedDataDepth)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return h, nil, typedErr("%s: want an object for struct %s", path, t)
+		return w, valueErr("want an object for struct %s", cut(st.name))
 	}
-	fields := td.Types[t]
-	enc := make([]byte, 0, 32*(len(fields)+1))
-	th, ok := td.typeHashes[t]
-	if !ok {
-		th = crypto.Keccak256([]byte(td.encodeType(t)))
-		if td.typeHashes == nil {
-			td.typeHashes = map[string][]byte{}
-		}
-		td.typeHashes[t] = th
+	th, err := h.typeHash(st)
+	if err != nil {
+		return w, err
 	}
-	enc = append(enc, th...)
-	view := make(map[string]any, len(fields))
-	for _, f := range fields {
+	k := h.state(depth)
+	h.write(k, th)
+	for i, f := range st.fields {
 		fv, ok := obj[f.Name]
 		if !ok {
-			return h, nil, typedErr("%s.%s: missing", path, f.Name)
+			return w, valueErr("missing").in(fieldSeg(f.Name))
 		}
-		word, fview, err := td.encodeField(f.Type, fv, path+"."+f.Name, depth+1)
+		fw, err := h.encodeValue(st.types[i], len(st.types[i].dims), fv, depth+1)
 		if err != nil {
-			return h, nil, err
+			return w, err.in(fieldSeg(f.Name))
 		}
-		enc = append(enc, word[:]...)
-		view[f.Name] = fview
+		h.write(k, fw)
 	}
-	copy(h[:], crypto.Keccak256(enc))
-	return h, view, nil
+	return h.read(k), nil
 }
 
-func (td *typedData) encodeField(t string, v any, path string, depth int) ([32]byte, any, error) {
+// encodeValue is EIP-712 encodeData of one value of ft with level array dimensions left.
+func (h *hasher) encodeValue(ft *fieldType, level int, v any, depth int) ([32]byte, *valueError) {
 	var w [32]byte
-	if depth > maxTypedDepth {
-		return w, nil, typedErr("%s: nested too deeply", path)
+	if depth > MaxTypedDataDepth {
+		return w, valueErr("nested deeper than %d levels", MaxTypedDataDepth)
 	}
-	if m := arrayType.FindStringSubmatch(t); m != nil {
+	if level > 0 {
 		items, ok := v.([]any)
 		if !ok {
-			return w, nil, typedErr("%s: want an array for %s", path, t)
+			return w, valueErr("want an array for %s", cut(arrayTypeString(ft, level)))
 		}
-		if m[2] != "" {
-			if n, err := strconv.Atoi(m[2]); err != nil || n != len(items) {
-				return w, nil, typedErr("%s: want %s elements for %s, got %d", path, m[2], t, len(items))
-			}
+		if n := ft.dims[level-1]; n != -1 && n != len(items) {
+			return w, valueErr("want %s elements for %s, got %d",
+				cut(dimString(ft, level)), cut(arrayTypeString(ft, level)), len(items))
 		}
-		enc := make([]byte, 0, 32*len(items))
-		view := make([]any, len(items))
+		k := h.state(depth)
 		for i, it := range items {
-			iw, iv, err := td.encodeField(m[1], it, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			iw, err := h.encodeValue(ft, level-1, it, depth+1)
 			if err != nil {
-				return w, nil, err
+				return w, err.in(indexSeg(i))
 			}
-			enc = append(enc, iw[:]...)
-			view[i] = iv
+			h.write(k, iw)
 		}
-		copy(w[:], crypto.Keccak256(enc))
-		return w, view, nil
+		return h.read(k), nil
 	}
-	if _, ok := td.Types[t]; ok {
-		return td.hashStruct(t, v, path, depth)
-	}
-	switch t {
-	case "string":
+	switch ft.kind {
+	case kindStruct:
+		return h.hashStruct(ft.st, v, depth)
+	case kindString:
 		s, ok := v.(string)
 		if !ok {
-			return w, nil, typedErr("%s: want a string", path)
+			return w, valueErr("want a string")
 		}
-		copy(w[:], crypto.Keccak256([]byte(s)))
-		return w, s, nil
-	case "bytes":
-		b, err := hexBytes(v)
-		if err != nil {
-			return w, nil, typedErr("%s: %v", path, err)
+		h.buf = append(h.buf[:0], s...)
+		return h.sum(depth, h.buf), nil
+	case kindBytes:
+		var ok bool
+		if h.buf, ok = appendHex(h.buf[:0], v); !ok {
+			return w, valueErr("want a 0x-hex string")
 		}
-		copy(w[:], crypto.Keccak256(b))
-		return w, "0x" + hex.EncodeToString(b), nil
-	case "bool":
+		return h.sum(depth, h.buf), nil
+	case kindBool:
 		b, ok := v.(bool)
 		if !ok {
-			return w, nil, typedErr("%s: want true or false", path)
+			return w, valueErr("want true or false")
 		}
 		if b {
 			w[31] = 1
 		}
-		return w, b, nil
-	case "address":
-		b, err := hexBytes(v)
-		if err != nil || len(b) != 20 {
-			return w, nil, typedErr("%s: want a 20-byte 0x-hex address", path)
+		return w, nil
+	case kindAddress:
+		var ok bool
+		if h.buf, ok = appendHex(h.buf[:0], v); !ok || len(h.buf) != 20 {
+			return w, valueErr("want a 20-byte 0x-hex address")
 		}
-		copy(w[12:], b)
-		return w, "0x" + hex.EncodeToString(b), nil
-	}
-	if m := bytesN.FindStringSubmatch(t); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		b, err := hexBytes(v)
-		if err != nil || len(b) != n {
-			return w, nil, typedErr("%s: want %d bytes of 0x-hex for %s", path, n, t)
+		copy(w[12:], h.buf)
+		return w, nil
+	case kindBytesN:
+		var ok bool
+		if h.buf, ok = appendHex(h.buf[:0], v); !ok || len(h.buf) != ft.size {
+			return w, valueErr("want %d bytes of 0x-hex for %s", ft.size, cut(ft.raw))
 		}
-		copy(w[:], b)
-		return w, "0x" + hex.EncodeToString(b), nil
+		copy(w[:], h.buf)
+		return w, nil
 	}
-	m := intType.FindStringSubmatch(t)
-	if m == nil {
-		return w, nil, typedErr("%s: unknown type %q", path, t)
+	if err := parseIntegerInto(&h.n, v); err != nil {
+		return w, valueErr("%v", err)
 	}
-	bits, _ := intBits(m[2])
+	if !intFits(&h.n, ft.size, ft.signed) {
+		return w, valueErr("%s out of range for %s", h.n.String(), cut(baseName(ft)))
+	}
+	h.n.FillBytes(w[:])
+	if h.n.Sign() < 0 { // two's complement over 256 bits
+		carry := 1
+		for i := 31; i >= 0; i-- {
+			x := int(^w[i]) + carry
+			w[i], carry = byte(x), x>>8
+		}
+	}
+	return w, nil
+}
+
+// arrayTypeString is the type of a value with level dimensions left, as written.
+func arrayTypeString(ft *fieldType, level int) string {
+	t := ft.raw
+	for i := len(ft.dims); i > level; i-- {
+		t = t[:strings.LastIndexByte(t, '[')]
+	}
+	return t
+}
+
+func dimString(ft *fieldType, level int) string {
+	t := arrayTypeString(ft, level)
+	return t[strings.LastIndexByte(t, '[')+1 : len(t)-1]
+}
+
+func baseName(ft *fieldType) string {
+	if i := strings.IndexByte(ft.raw, '['); i >= 0 {
+		return ft.raw[:i]
+	}
+	return ft.raw
+}
+
+// intFits reports whether x is an intN (signed) or uintN.
+func intFits(x *big.Int, bits int, signed bool) bool {
+	if !signed {
+		return x.Sign() >= 0 && x.BitLen() <= bits
+	}
+	bl := x.BitLen() // of |x|
+	if x.Sign() >= 0 {
+		return bl <= bits-1
+	}
+	return bl <= bits-1 || (bl == bits && x.TrailingZeroBits() == uint(bits-1))
+}
+
+// View is the eth.eip_712 policy view: primary_type, domain{name, version, chain_id,
+// verifying_contract, salt} (the fields present) and message, integers as *big.Int and hex
+// values lowercase. Its cost is linear in the payload; a signing request pays it only when a
+// policy reads eth.
+func (td *TypedData) View() map[string]any {
+	domain := map[string]any{}
+	if dv, ok := structView(td.domain, td.p.Domain).(map[string]any); ok {
+		for from, to := range domainViewNames {
+			if v, ok := dv[from]; ok {
+				domain[to] = v
+			}
+		}
+	}
+	msg := map[string]any{}
+	if td.primary != td.domain {
+		if mv, ok := structView(td.primary, td.p.Message).(map[string]any); ok {
+			msg = mv
+		}
+	}
+	return map[string]any{"primary_type": td.p.PrimaryType, "domain": domain, "message": msg}
+}
+
+// structView and valueView render values ParseTypedData accepted (nil for anything else).
+func structView(st *structType, v any) any {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	view := make(map[string]any, len(st.fields))
+	for i, f := range st.fields {
+		view[f.Name] = valueView(st.types[i], len(st.types[i].dims), obj[f.Name])
+	}
+	return view
+}
+
+func valueView(ft *fieldType, level int, v any) any {
+	if level > 0 {
+		items, _ := v.([]any)
+		out := make([]any, len(items))
+		for i, it := range items {
+			out[i] = valueView(ft, level-1, it)
+		}
+		return out
+	}
+	switch ft.kind {
+	case kindStruct:
+		return structView(ft.st, v)
+	case kindString, kindBool:
+		return v
+	case kindBytes, kindAddress, kindBytesN:
+		b, ok := appendHex(nil, v)
+		if !ok {
+			return nil
+		}
+		return "0x" + hex.EncodeToString(b)
+	}
 	x, err := parseInteger(v)
 	if err != nil {
-		return w, nil, typedErr("%s: %v", path, err)
+		return nil
 	}
-	signed := m[1] == ""
-	lo, hi := new(big.Int), new(big.Int).Lsh(big.NewInt(1), uint(bits))
-	if signed {
-		hi.Rsh(hi, 1)
-		lo.Neg(hi)
-	}
-	if x.Cmp(lo) < 0 || x.Cmp(hi) >= 0 {
-		return w, nil, typedErr("%s: %s out of range for %s", path, x, t)
-	}
-	enc := x
-	if x.Sign() < 0 {
-		enc = new(big.Int).Add(x, new(big.Int).Lsh(big.NewInt(1), 256))
-	}
-	enc.FillBytes(w[:])
-	return w, x, nil
+	return x
 }
 
 // parseInteger reads a JSON number, a decimal string or a 0x-hex string (optionally negative).
 func parseInteger(v any) (*big.Int, error) {
+	n := new(big.Int)
+	if err := parseIntegerInto(n, v); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func parseIntegerInto(n *big.Int, v any) error {
 	var s string
 	switch x := v.(type) {
 	case json.Number:
@@ -366,23 +751,35 @@ func parseInteger(v any) (*big.Int, error) {
 	case string:
 		s = strings.TrimSpace(x)
 	default:
-		return nil, errors.New("want an integer (number, decimal or 0x-hex string)")
+		return errors.New("want an integer (number, decimal or 0x-hex string)")
 	}
 	neg := strings.HasPrefix(s, "-")
 	body := strings.TrimPrefix(s, "-")
-	n := new(big.Int)
 	ok := false
+	// big.Int.SetString allocates a reader per call: most values fit in 64 bits and take
+	// strconv instead.
 	switch {
 	case strings.HasPrefix(body, "0x") || strings.HasPrefix(body, "0X"):
-		if len(body) > 2 && len(body) <= 66 {
+		if len(body) > 2 && len(body) <= 18 && hexDigits(body[2:]) {
+			u, _ := strconv.ParseUint(body[2:], 16, 64)
+			n.SetUint64(u)
+			ok = true
+		} else if len(body) > 2 && len(body) <= 66 {
 			_, ok = n.SetString(body[2:], 16)
 		}
+	case len(body) > 0 && len(body) <= 19 && allDigits(body):
+		u, _ := strconv.ParseUint(body, 10, 64)
+		n.SetUint64(u)
+		ok = true
 	case strings.ContainsAny(body, ".eE"):
 		// JavaScript prints large numbers as 1e+21; accept them only when exact integers.
 		if len(body) <= 100 {
-			if f, _, err := big.ParseFloat(body, 10, 1024, big.ToNearestEven); err == nil && f.IsInt() {
-				n, _ = f.Int(nil)
-				ok = n.BitLen() <= 256
+			// The exponent is checked before Int: "1e999999999" would otherwise build an
+			// integer of three billion bits.
+			f, _, err := big.ParseFloat(body, 10, 1024, big.ToNearestEven)
+			if err == nil && f.IsInt() && f.MantExp(nil) <= 256 {
+				f.Int(n)
+				ok = true
 			}
 		}
 	default:
@@ -391,70 +788,66 @@ func parseInteger(v any) (*big.Int, error) {
 		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("not an integer: %q", s)
+		return fmt.Errorf("not an integer: %s", quote(s))
 	}
 	if neg {
 		n.Neg(n)
 	}
-	return n, nil
+	return nil
 }
 
-func hexBytes(v any) ([]byte, error) {
+// appendHex appends the bytes of a 0x-hex string value (an odd digit count reads as if it
+// had a leading 0).
+func appendHex(dst []byte, v any) ([]byte, bool) {
 	s, ok := v.(string)
 	if !ok || !(strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X")) {
-		return nil, errors.New("want a 0x-hex string")
+		return dst, false
 	}
 	s = s[2:]
 	if len(s)%2 == 1 {
-		s = "0" + s
+		lo, ok := fromHexChar(s[0])
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, lo)
+		s = s[1:]
 	}
-	return hex.DecodeString(s)
+	for i := 0; i < len(s); i += 2 {
+		hi, ok1 := fromHexChar(s[i])
+		lo, ok2 := fromHexChar(s[i+1])
+		if !ok1 || !ok2 {
+			return dst, false
+		}
+		dst = append(dst, hi<<4|lo)
+	}
+	return dst, true
 }
 
-type authorizationPayload struct {
-	Address *string `json:"address"`
-	ChainID any     `json:"chainId"`
-	Nonce   any     `json:"nonce"`
+func fromHexChar(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
-// HashAuthorization computes the EIP-7702 authorization digest keccak256(0x05 ‖
-// rlp([chain_id, address, nonce])) of the JSON payload {"address":"0x..","chainId":..,
-// "nonce":..} that @turnkey/viem's signAuthorization sends (numbers as JSON numbers, decimal
-// or 0x-hex strings), and returns the eth.eip_7702_authorization view {address (lowercase),
-// chain_id, nonce (*big.Int)}.
-func HashAuthorization(payload []byte) (digest [32]byte, view map[string]any, err error) {
-	var p authorizationPayload
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
-		return digest, nil, fmt.Errorf("%w: %v", ErrInvalidAuthorization, err)
+func hexBytes(v any) ([]byte, error) {
+	b, ok := appendHex(nil, v)
+	if !ok {
+		return nil, errors.New("want a 0x-hex string")
 	}
-	if dec.More() {
-		return digest, nil, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidAuthorization)
+	return b, nil
+}
+
+func hexDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if _, ok := fromHexChar(s[i]); !ok {
+			return false
+		}
 	}
-	if p.Address == nil || p.ChainID == nil || p.Nonce == nil {
-		return digest, nil, fmt.Errorf("%w: address, chainId and nonce are required", ErrInvalidAuthorization)
-	}
-	addr, err := hexBytes(*p.Address)
-	if err != nil || len(addr) != 20 {
-		return digest, nil, fmt.Errorf("%w: address: want a 20-byte 0x-hex address", ErrInvalidAuthorization)
-	}
-	chainID, err := parseInteger(p.ChainID)
-	if err != nil || chainID.Sign() < 0 || chainID.BitLen() > 256 {
-		return digest, nil, fmt.Errorf("%w: chainId: want an unsigned 256-bit integer", ErrInvalidAuthorization)
-	}
-	nonce, err := parseInteger(p.Nonce)
-	if err != nil || nonce.Sign() < 0 || !nonce.IsUint64() {
-		return digest, nil, fmt.Errorf("%w: nonce: want an unsigned 64-bit integer", ErrInvalidAuthorization)
-	}
-	enc, err := rlp.EncodeToBytes([]any{chainID, addr, nonce.Uint64()})
-	if err != nil {
-		return digest, nil, fmt.Errorf("%w: %v", ErrInvalidAuthorization, err)
-	}
-	copy(digest[:], crypto.Keccak256(append([]byte{0x05}, enc...)))
-	return digest, map[string]any{
-		"address":  "0x" + hex.EncodeToString(addr),
-		"chain_id": chainID,
-		"nonce":    nonce,
-	}, nil
+	return true
 }

@@ -23,6 +23,10 @@
 //     signatures, a writable fee payer, header counts within the account list, no duplicate
 //     static keys, at most 256 accounts, in-range program and account indexes, no program at
 //     index 0, no empty lookup, minimal compact-u16 encodings.
+//   - So do the network's limits, checked before the work (docs/limits.md §5.1): at most
+//     MaxTransactionSize (1232) bytes, MaxInstructions (64) instructions and
+//     MaxInstructionAccounts (255) account references an instruction. The policy view
+//     resolves each account once, so it costs a few words per reference.
 //   - WithSignature changes only the 64 bytes of its slot; the rest of the transaction is
 //     returned byte for byte, so other signers' slots are untouched.
 //   - A program id loaded through a lookup table parses (so the policy view can show it), but

@@ -41,21 +41,74 @@ const (
 	tokenTransferCheckedAccounts = 4 // source, mint, destination, owner
 )
 
-func (t *Tx) address(a account) string {
-	if a.fromLUT {
-		return AddressTableLookupKey
+// accountViews resolves every index of the message's account list once: its account, its
+// address (base58, or AddressTableLookupKey) and the {account_key, signer, writable} value an
+// instruction's accounts list shows, shared by every reference to that index. The view's cost
+// is then linear in the transaction, a few words per reference.
+type accountViews struct {
+	accounts []account
+	addrs    []string
+	views    []map[string]any
+}
+
+func (t *Tx) resolveAccounts() *accountViews {
+	h := t.header
+	nStatic := len(t.staticKeys)
+	nSig := int(h.NumRequiredSignatures)
+	av := &accountViews{}
+	for i, k := range t.staticKeys {
+		a := account{key: k, signer: i < nSig}
+		if a.signer {
+			a.writable = i < nSig-int(h.NumReadonlySignedAccounts)
+		} else {
+			a.writable = i < nStatic-int(h.NumReadonlyUnsignedAccounts)
+		}
+		av.accounts = append(av.accounts, a)
 	}
-	return base58.Encode(a.key[:])
+	for li, l := range t.lookups {
+		for _, idx := range l.WritableIndexes {
+			av.accounts = append(
+				av.accounts,
+				account{fromLUT: true, lut: li, lutIndex: idx, lutWrite: true, writable: true},
+			)
+		}
+	}
+	for li, l := range t.lookups {
+		for _, idx := range l.ReadonlyIndexes {
+			av.accounts = append(av.accounts, account{fromLUT: true, lut: li, lutIndex: idx})
+		}
+	}
+	av.addrs = make([]string, len(av.accounts))
+	av.views = make([]map[string]any, len(av.accounts))
+	for i, a := range av.accounts {
+		av.addrs[i] = AddressTableLookupKey
+		if !a.fromLUT {
+			av.addrs[i] = base58.Encode(a.key[:])
+		}
+	}
+	return av
+}
+
+// view is the instruction-account value of index i, made on first use.
+func (av *accountViews) view(i int) map[string]any {
+	if av.views[i] == nil {
+		a := av.accounts[i]
+		av.views[i] = map[string]any{"account_key": av.addrs[i], "signer": a.signer, "writable": a.writable}
+	}
+	return av.views[i]
 }
 
 // PolicyView returns the transaction as the policy engine's solana.tx (docs/api-notes.md §4.3).
 // Structs are map[string]any, lists []any, addresses base58 strings, amounts *big.Int and
 // indexes int. parsed_instruction_data is left out: Turnkey fills it only from an uploaded
-// IDL, so a policy that reads it without one meets a missing field, as on Turnkey.
+// IDL, so a policy that reads it without one meets a missing field, as on Turnkey. The maps of
+// an instruction's accounts are shared between references to the same account: treat the view
+// as read-only.
 func (t *Tx) PolicyView() map[string]any {
+	av := t.resolveAccounts()
 	accountKeys := make([]any, len(t.staticKeys))
-	for i, k := range t.staticKeys {
-		accountKeys[i] = base58.Encode(k[:])
+	for i := range t.staticKeys {
+		accountKeys[i] = av.addrs[i]
 	}
 	var programKeys []any
 	seenProgram := map[string]bool{}
@@ -63,21 +116,22 @@ func (t *Tx) PolicyView() map[string]any {
 	transfers := []any{}
 	splTransfers := []any{}
 	for i, in := range t.instrs {
-		prog := t.accountAt(int(in.ProgramIDIndex))
-		progKey := t.address(prog)
+		prog := av.accounts[in.ProgramIDIndex]
+		progKey := av.addrs[in.ProgramIDIndex]
 		if !seenProgram[progKey] {
 			seenProgram[progKey] = true
 			programKeys = append(programKeys, progKey)
 		}
 		accounts := make([]any, len(in.Accounts))
-		resolved := make([]account, len(in.Accounts))
-		used := map[int]*[2][]any{} // lookup -> writable, read-only indexes this instruction uses
+		var used map[int]*[2][]any // lookup -> writable, read-only indexes this instruction uses
 		var usedOrder []int
 		for j, idx := range in.Accounts {
-			a := t.accountAt(int(idx))
-			resolved[j] = a
-			accounts[j] = map[string]any{"account_key": t.address(a), "signer": a.signer, "writable": a.writable}
+			a := av.accounts[idx]
+			accounts[j] = av.view(int(idx))
 			if a.fromLUT {
+				if used == nil {
+					used = map[int]*[2][]any{}
+				}
 				u := used[a.lut]
 				if u == nil {
 					u = &[2][]any{{}, {}}
@@ -106,11 +160,11 @@ func (t *Tx) PolicyView() map[string]any {
 		}
 		switch prog.key {
 		case systemProgramID:
-			if tr := t.systemTransfer(in, resolved); tr != nil {
+			if tr := systemTransferView(in, av); tr != nil {
 				transfers = append(transfers, tr)
 			}
 		case tokenProgramID, token2022ProgramID:
-			if tr := t.splTransfer(in, resolved); tr != nil {
+			if tr := splTransferView(in, av); tr != nil {
 				splTransfers = append(splTransfers, tr)
 			}
 		}
@@ -149,27 +203,27 @@ func intList(b []uint8) []any {
 	return out
 }
 
-// systemTransfer recognises SystemInstruction::Transfer {lamports: u64}: accounts from, to.
-func (t *Tx) systemTransfer(in Instruction, acc []account) map[string]any {
-	if len(in.Data) != 12 || binary.LittleEndian.Uint32(in.Data) != systemTransfer || len(acc) < 2 {
+// systemTransferView recognises SystemInstruction::Transfer {lamports: u64}: accounts from, to.
+func systemTransferView(in Instruction, av *accountViews) map[string]any {
+	if len(in.Data) != 12 || binary.LittleEndian.Uint32(in.Data) != systemTransfer || len(in.Accounts) < 2 {
 		return nil
 	}
 	return map[string]any{
-		"from":   t.address(acc[0]),
-		"to":     t.address(acc[1]),
+		"from":   av.addrs[in.Accounts[0]],
+		"to":     av.addrs[in.Accounts[1]],
 		"amount": new(big.Int).SetUint64(binary.LittleEndian.Uint64(in.Data[4:])),
 	}
 }
 
-// splTransfer recognises Transfer, TransferChecked and Token-2022 TransferCheckedWithFee.
+// splTransferView recognises Transfer, TransferChecked and Token-2022 TransferCheckedWithFee.
 // Accounts after the owner are multisig co-signers. Transfer names no mint, so token_mint
 // is empty for it: a policy that pins a mint then denies it.
-func (t *Tx) splTransfer(in Instruction, acc []account) map[string]any {
-	d := in.Data
+func splTransferView(in Instruction, av *accountViews) map[string]any {
+	d, acc := in.Data, in.Accounts
 	var amount uint64
-	var from, to, mint, owner account
+	var from, to, mint, owner uint8
 	var hasMint bool
-	var rest []account
+	var rest []uint8
 	switch {
 	case len(d) == 9 && d[0] == tokenTransfer && len(acc) >= tokenTransferAccounts:
 		amount = binary.LittleEndian.Uint64(d[1:])
@@ -179,7 +233,8 @@ func (t *Tx) splTransfer(in Instruction, acc []account) map[string]any {
 		amount = binary.LittleEndian.Uint64(d[1:])
 		from, mint, to, owner, hasMint = acc[0], acc[1], acc[2], acc[3], true
 		rest = acc[tokenTransferCheckedAccounts:]
-	case len(d) == 19 && d[0] == tokenTransferFeeExtension && d[1] == transferFeeTransferWithFee && len(acc) >= tokenTransferCheckedAccounts:
+	case len(d) == 19 && d[0] == tokenTransferFeeExtension && d[1] == transferFeeTransferWithFee &&
+		len(acc) >= tokenTransferCheckedAccounts:
 		amount = binary.LittleEndian.Uint64(d[2:])
 		from, mint, to, owner, hasMint = acc[0], acc[1], acc[2], acc[3], true
 		rest = acc[tokenTransferCheckedAccounts:]
@@ -188,17 +243,17 @@ func (t *Tx) splTransfer(in Instruction, acc []account) map[string]any {
 	}
 	signers := make([]any, len(rest))
 	for i, a := range rest {
-		signers[i] = t.address(a)
+		signers[i] = av.addrs[a]
 	}
 	tokenMint := ""
 	if hasMint {
-		tokenMint = t.address(mint)
+		tokenMint = av.addrs[mint]
 	}
 	return map[string]any{
-		"from":       t.address(from),
-		"to":         t.address(to),
+		"from":       av.addrs[from],
+		"to":         av.addrs[to],
 		"amount":     new(big.Int).SetUint64(amount),
-		"owner":      t.address(owner),
+		"owner":      av.addrs[owner],
 		"signers":    signers,
 		"token_mint": tokenMint,
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/mr-tron/base58"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 type vectorFile struct {
@@ -254,6 +256,9 @@ func TestParseRejectsMalformedTransactions(t *testing.T) {
 		{"overlong compact-u16", append([]byte{0xff, 0xff, 0xff}, good[1:]...), "16 bits"},
 		{"instruction count past the input", legacyTx(1, [3]byte{1, 0, 1}, 3, []byte{0x7f}), "instruction count"},
 		{"data length past the input", legacyTx(1, [3]byte{1, 0, 1}, 3, []byte{1, 2, 0, 0x10}), "truncated"},
+		{"over the packet size", refsTx(1, 1, MaxTransactionSize), "at most 1232"},
+		{"too many instructions", refsTx(MaxInstructions+1, 1, 0), "at most 64 allowed"},
+		{"too many accounts in an instruction", refsTx(1, MaxInstructionAccounts+1, 0), "at most 255 allowed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -262,6 +267,27 @@ func TestParseRejectsMalformedTransactions(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestLimitsAcceptWhatTheNetworkAccepts: a transaction of exactly the packet size, with the
+// most instructions and the most account references an instruction may have, parses.
+func TestLimitsAcceptWhatTheNetworkAccepts(t *testing.T) {
+	for name, tx := range map[string][]byte{
+		"instructions":         refsTx(MaxInstructions, 1, 0),
+		"instruction accounts": refsTx(1, MaxInstructionAccounts, 0),
+	} {
+		if _, err := ParseTransaction(tx); err != nil {
+			t.Errorf("%s at the limit: %v", name, err)
+		}
+	}
+	full := refsTx(1, 1, 0)
+	full = refsTx(1, 1, MaxTransactionSize-len(full)-1) // the data length takes two bytes
+	if len(full) != MaxTransactionSize {
+		t.Fatalf("built %d bytes", len(full))
+	}
+	if _, err := ParseTransaction(full); err != nil {
+		t.Errorf("a transaction of the packet size: %v", err)
 	}
 }
 
@@ -300,12 +326,21 @@ func FuzzParseTransaction(f *testing.F) {
 		f.Add(mustHex(f, v.UnsignedHex))
 		f.Add(mustHex(f, v.SignedHex))
 	}
+	f.Add(refsTx(3, 5, 2))
+	f.Add(lookupsTx(3))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tx, err := ParseTransaction(b)
+		var tx *Tx
+		var err error
+		// A transaction is at most MaxTransactionSize bytes: parse and view cost a bounded
+		// amount whatever the input.
+		costtest.Budget(t, b, 512, 64<<10, func() {
+			if tx, err = ParseTransaction(b); err == nil {
+				_ = tx.PolicyView()
+			}
+		})
 		if err != nil {
 			return
 		}
-		_ = tx.PolicyView()
 		_ = CheckNoLookupProgramIDs(tx)
 		msg := tx.Message()
 		if !bytes.HasSuffix(b, msg) {

@@ -10,9 +10,25 @@ import (
 const (
 	pubkeySize    = 32
 	signatureSize = 64
-	// maxAccounts is the most accounts a message can address: instruction account
-	// indexes are one byte.
-	maxAccounts = 256
+)
+
+// Limits of a Solana transaction (docs/limits.md §5.1). They are the network's own, so no
+// transaction that could be sent is refused; ParseTransaction checks each before the work it
+// bounds, so the parse and the policy view cost at most a few hundred kilobytes.
+const (
+	// MaxTransactionSize is the network's packet data size (PACKET_DATA_SIZE): validators
+	// refuse a serialized transaction, signatures included, that is larger. It holds for
+	// legacy and v0 messages alike.
+	MaxTransactionSize = 1232
+	// MaxAccounts is the most accounts a message can address, static keys and lookup-table
+	// accounts together: instruction account indexes are one byte.
+	MaxAccounts = 256
+	// MaxInstructions is the most top-level instructions: the runtime's instruction trace
+	// holds 64 (MAX_INSTRUCTION_TRACE_LENGTH), so a transaction with more can never succeed.
+	MaxInstructions = 64
+	// MaxInstructionAccounts is the most account references one instruction may carry (the
+	// runtime's MAX_ACCOUNTS_PER_INSTRUCTION).
+	MaxInstructionAccounts = 255
 )
 
 // ErrNotSigner is returned by SignerIndex when the key is not among the required signers.
@@ -120,10 +136,13 @@ func (r *reader) compactU16(what string) (int, error) {
 	return 0, r.errf("%s: compact-u16 longer than 3 bytes", what)
 }
 
-func (r *reader) indexes(what string) ([]uint8, error) {
+func (r *reader) indexes(what string, limit int) ([]uint8, error) {
 	n, err := r.compactU16(what + " count")
 	if err != nil {
 		return nil, err
+	}
+	if n > limit {
+		return nil, r.errf("%s: %d indexes, at most %d allowed", what, n, limit)
 	}
 	b, err := r.take(n, what)
 	if err != nil {
@@ -137,6 +156,11 @@ func (r *reader) indexes(what string) ([]uint8, error) {
 // It applies the runtime's structural checks, so any transaction it accepts has exactly one
 // signature slot per required signer and only in-range account indexes.
 func ParseTransaction(b []byte) (*Tx, error) {
+	if len(b) > MaxTransactionSize {
+		return nil, fmt.Errorf(
+			"solana: the transaction is %d bytes; the network accepts at most %d (its packet size)",
+			len(b), MaxTransactionSize)
+	}
 	r := &reader{b: b}
 	n, err := r.compactU16("signature count")
 	if err != nil {
@@ -184,8 +208,8 @@ func (t *Tx) parseMessage(r *reader) error {
 	if err != nil {
 		return err
 	}
-	if nKeys > maxAccounts {
-		return r.errf("%d account keys, at most %d allowed", nKeys, maxAccounts)
+	if nKeys > MaxAccounts {
+		return r.errf("%d account keys, at most %d allowed", nKeys, MaxAccounts)
 	}
 	keys, err := r.take(nKeys*pubkeySize, "account keys")
 	if err != nil {
@@ -216,13 +240,17 @@ func (t *Tx) parseMessage(r *reader) error {
 	if nInstr > (len(r.b)-r.off)/3 {
 		return r.errf("instruction count %d exceeds the remaining bytes", nInstr)
 	}
+	if nInstr > MaxInstructions {
+		return r.errf("%d instructions, at most %d allowed", nInstr, MaxInstructions)
+	}
 	t.instrs = make([]Instruction, nInstr)
 	for i := range t.instrs {
 		in := &t.instrs[i]
 		if in.ProgramIDIndex, err = r.byte(fmt.Sprintf("instruction %d program index", i)); err != nil {
 			return err
 		}
-		if in.Accounts, err = r.indexes(fmt.Sprintf("instruction %d accounts", i)); err != nil {
+		in.Accounts, err = r.indexes(fmt.Sprintf("instruction %d accounts", i), MaxInstructionAccounts)
+		if err != nil {
 			return err
 		}
 		dl, err := r.compactU16(fmt.Sprintf("instruction %d data length", i))
@@ -252,10 +280,12 @@ func (t *Tx) parseMessage(r *reader) error {
 				return err
 			}
 			copy(l.AccountKey[:], k)
-			if l.WritableIndexes, err = r.indexes(fmt.Sprintf("address table lookup %d writable indexes", i)); err != nil {
+			l.WritableIndexes, err = r.indexes(fmt.Sprintf("address table lookup %d writable indexes", i), MaxAccounts)
+			if err != nil {
 				return err
 			}
-			if l.ReadonlyIndexes, err = r.indexes(fmt.Sprintf("address table lookup %d read-only indexes", i)); err != nil {
+			l.ReadonlyIndexes, err = r.indexes(fmt.Sprintf("address table lookup %d read-only indexes", i), MaxAccounts)
+			if err != nil {
 				return err
 			}
 			if len(l.WritableIndexes)+len(l.ReadonlyIndexes) == 0 {
@@ -290,8 +320,8 @@ func (t *Tx) sanitize() error {
 		return errors.New("solana: the fee payer must be a writable signer")
 	}
 	total := t.numAccounts()
-	if total > maxAccounts {
-		return fmt.Errorf("solana: %d accounts after address table lookups, at most %d allowed", total, maxAccounts)
+	if total > MaxAccounts {
+		return fmt.Errorf("solana: %d accounts after address table lookups, at most %d allowed", total, MaxAccounts)
 	}
 	for i, in := range t.instrs {
 		if in.ProgramIDIndex == 0 || int(in.ProgramIDIndex) >= total {
@@ -379,36 +409,6 @@ type account struct {
 	lutWrite bool
 	signer   bool
 	writable bool
-}
-
-// accountAt resolves an index into the combined account list.
-func (t *Tx) accountAt(i int) account {
-	h := t.header
-	nStatic := len(t.staticKeys)
-	if i < nStatic {
-		nSig := int(h.NumRequiredSignatures)
-		a := account{key: t.staticKeys[i], signer: i < nSig}
-		if a.signer {
-			a.writable = i < nSig-int(h.NumReadonlySignedAccounts)
-		} else {
-			a.writable = i < nStatic-int(h.NumReadonlyUnsignedAccounts)
-		}
-		return a
-	}
-	i -= nStatic
-	for li, l := range t.lookups {
-		if i < len(l.WritableIndexes) {
-			return account{fromLUT: true, lut: li, lutIndex: l.WritableIndexes[i], lutWrite: true, writable: true}
-		}
-		i -= len(l.WritableIndexes)
-	}
-	for li, l := range t.lookups {
-		if i < len(l.ReadonlyIndexes) {
-			return account{fromLUT: true, lut: li, lutIndex: l.ReadonlyIndexes[i]}
-		}
-		i -= len(l.ReadonlyIndexes)
-	}
-	panic("solana: account index out of range after sanitize")
 }
 
 // CheckNoLookupProgramIDs rejects a transaction that names a program through an address

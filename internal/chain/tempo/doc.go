@@ -22,7 +22,8 @@
 // (testdata/README.md).
 //
 // The package never sees a private key and does no I/O; bad bytes give an error, never a
-// panic. Tempo authorizations and key authorizations are carried through unchanged and not
+// panic, and cost a few times their size: a transaction is at most MaxTransactionSize bytes
+// (docs/limits.md §4.2). Tempo authorizations and key authorizations are carried through unchanged and not
 // shown to the policy engine (Turnkey's tempo.tx does not list them); a 20-byte sender hint
 // in the fee payer field belongs to the fee payer's 0x78 envelope and is rejected.
 package tempo

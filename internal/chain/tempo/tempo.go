@@ -29,6 +29,12 @@ type RecoverableSigner func(digest [32]byte) (r, s [32]byte, v byte, err error)
 // ErrInvalidTransaction wraps every parse error of ParseUnsigned.
 var ErrInvalidTransaction = errors.New("invalid tempo transaction")
 
+// MaxTransactionSize bounds the unsigned transaction ParseUnsigned reads (docs/limits.md
+// §4.2): Tempo's node, built on reth, pools no transaction over 128 KiB. Within it the parse
+// is linear: RLP lengths are checked against the input first, and the list's items are
+// counted only up to the most a transaction has.
+const MaxTransactionSize = 128 << 10
+
 // Call is one call of a Tempo batch.
 type Call struct {
 	To    []byte // empty for contract creation, else 20 bytes
@@ -80,6 +86,9 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	if b[0] != TxType {
 		return nil, invalid("type byte 0x%02x, want 0x76", b[0])
 	}
+	if len(b) > MaxTransactionSize {
+		return nil, invalid("the transaction is %d bytes; Tempo's node pools at most %d", len(b), MaxTransactionSize)
+	}
 	k, content, rest, err := rlp.Split(b[1:])
 	switch {
 	case err != nil:
@@ -89,16 +98,19 @@ func ParseUnsigned(b []byte) (*Tx, error) {
 	case len(rest) != 0:
 		return nil, invalid("%d trailing bytes after the transaction", len(rest))
 	}
-	var items [][]byte
-	for c := content; len(c) > 0; {
+	var items [][]byte // at most 15 kept: more is an error, counted without a slice entry each
+	n := 0
+	for c := content; len(c) > 0; n++ {
 		_, _, r, err := rlp.Split(c)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		items = append(items, c[:len(c)-len(r)])
+		if n < 15 {
+			items = append(items, c[:len(c)-len(r)])
+		}
 		c = r
 	}
-	switch n := len(items); {
+	switch {
 	case n < 13 || n > 15:
 		return nil, invalid("has %d fields, the unsigned form has 13 (14 with a key authorization)", n)
 	case n == 15 || (n == 14 && items[13][0] < 0xc0):

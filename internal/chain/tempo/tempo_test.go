@@ -11,6 +11,8 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 type vectors struct {
@@ -214,14 +216,21 @@ func FuzzParseUnsigned(f *testing.F) {
 		f.Add(unhex(f, c.Signed))
 	}
 	sign := testSigner(f, v.PrivateKey)
+	if tx, err := ParseUnsigned(unhex(f, v.Transactions[0].Unsigned)); err == nil {
+		_, _ = tx.Sign(sign) // secp256k1's tables are built on first use
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tx, err := ParseUnsigned(b)
-		if err != nil {
-			return
-		}
-		_ = tx.PolicyView("0x0000000000000000000000000000000000000000")
-		if _, err := tx.Sign(sign); err != nil {
-			t.Fatal(err)
+		var tx *Tx
+		var err, signErr error
+		// Parse, view and sign cost a few times the transaction (TestParseUnsignedCost).
+		costtest.Budget(t, b, 64, 64<<10, func() {
+			if tx, err = ParseUnsigned(b); err == nil {
+				_ = tx.PolicyView("0x0000000000000000000000000000000000000000")
+				_, signErr = tx.Sign(sign)
+			}
+		})
+		if err == nil && signErr != nil {
+			t.Fatal(signErr)
 		}
 	})
 }

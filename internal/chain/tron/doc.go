@@ -10,7 +10,8 @@
 // the contract's type (java-tron unpacks the Any by type).
 //
 // The package never sees a private key and does no I/O; bad bytes give an error, never a
-// panic.
+// panic. Its cost is linear in the input, which is at most MaxRawDataSize bytes (java-tron's
+// own limit; docs/limits.md §5.2).
 //
 // Choices where Turnkey does not publish the rule:
 //   - The signature is r ‖ s ‖ v with v = 27 + recovery id, as TronWeb's signTransaction

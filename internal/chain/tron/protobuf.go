@@ -3,6 +3,7 @@ package tron
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Protobuf wire types.
@@ -39,54 +40,56 @@ func readVarint(b []byte) (uint64, int, error) {
 	return 0, 0, errTruncated
 }
 
-// fields splits a protobuf message into its fields, in order. Groups (wire types 3 and 4),
-// which no Tron message uses, are rejected.
-func fields(b []byte) ([]field, error) {
-	var out []field
+// eachField calls fn with each field of a protobuf message, in order, without collecting them:
+// a message of many small unknown fields costs no memory. Groups (wire types 3 and 4), which no
+// Tron message uses, are rejected.
+func eachField(b []byte, fn func(f field) error) error {
 	for len(b) > 0 {
 		tag, n, err := readVarint(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b = b[n:]
 		f := field{num: tag >> 3, wire: int(tag & 7)}
 		if f.num == 0 {
-			return nil, errors.New("field number 0")
+			return errors.New("field number 0")
 		}
 		switch f.wire {
 		case wireVarint:
 			f.value, n, err = readVarint(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			b = b[n:]
 		case wireI64:
 			if len(b) < 8 {
-				return nil, errTruncated
+				return errTruncated
 			}
 			b = b[8:]
 		case wireI32:
 			if len(b) < 4 {
-				return nil, errTruncated
+				return errTruncated
 			}
 			b = b[4:]
 		case wireBytes:
 			l, n, err := readVarint(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			b = b[n:]
 			if l > uint64(len(b)) {
-				return nil, errTruncated
+				return errTruncated
 			}
 			f.bytes = b[:l]
 			b = b[l:]
 		default:
-			return nil, fmt.Errorf("unsupported wire type %d (field %d)", f.wire, f.num)
+			return fmt.Errorf("unsupported wire type %d (field %d)", f.wire, f.num)
 		}
-		out = append(out, f)
+		if err := fn(f); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // message reads the fields of one message against a schema of expected wire types; unknown
@@ -106,43 +109,44 @@ type schema struct {
 }
 
 func decode(name string, b []byte, s schema) (*message, error) {
-	fs, err := fields(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	kind := map[uint64]int{}
-	for _, n := range s.varint {
-		kind[n] = 1
-	}
-	for _, n := range s.bytes {
-		kind[n] = 2
-	}
-	for _, n := range s.repeated {
-		kind[n] = 3
+	kind := func(num uint64) int {
+		switch {
+		case slices.Contains(s.varint, num):
+			return 1
+		case slices.Contains(s.bytes, num):
+			return 2
+		case slices.Contains(s.repeated, num):
+			return 3
+		}
+		return 0
 	}
 	m := &message{name: name, varints: map[uint64]uint64{}, bytes: map[uint64][]byte{}, repeated: map[uint64][][]byte{}}
-	for _, f := range fs {
-		k := kind[f.num]
+	err := eachField(b, func(f field) error {
+		k := kind(f.num)
 		switch {
 		case k == 0:
-			continue
+			return nil
 		case k == 1 && f.wire != wireVarint, k >= 2 && f.wire != wireBytes:
-			return nil, fmt.Errorf("%s: field %d has wire type %d", name, f.num, f.wire)
+			return fmt.Errorf("field %d has wire type %d", f.num, f.wire)
 		}
 		switch k {
 		case 1:
 			if _, dup := m.varints[f.num]; dup {
-				return nil, fmt.Errorf("%s: field %d appears twice", name, f.num)
+				return fmt.Errorf("field %d appears twice", f.num)
 			}
 			m.varints[f.num] = f.value
 		case 2:
 			if _, dup := m.bytes[f.num]; dup {
-				return nil, fmt.Errorf("%s: field %d appears twice", name, f.num)
+				return fmt.Errorf("field %d appears twice", f.num)
 			}
 			m.bytes[f.num] = f.bytes
 		case 3:
 			m.repeated[f.num] = append(m.repeated[f.num], f.bytes)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
 }

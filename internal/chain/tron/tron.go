@@ -21,6 +21,13 @@ type RecoverableSigner func(digest [32]byte) (r, s [32]byte, v byte, err error)
 // ErrInvalidTransaction wraps every parse error of ParseRaw.
 var ErrInvalidTransaction = errors.New("invalid tron transaction")
 
+// MaxRawDataSize bounds the raw_data ParseRaw reads (docs/limits.md §5.2): java-tron refuses a
+// transaction over 500 KiB (TRANSACTION_MAX_BYTE_SIZE), signatures included. Within it the
+// parse is linear: fields are read in one pass without collecting the unknown ones, every
+// length is checked against the input, and messages nest only where Tron's protocol nests them
+// (raw_data, contract, parameter, permission, key).
+const MaxRawDataSize = 500 << 10
+
 // contractTypes names the values of protocol.Transaction.Contract.ContractType
 // (java-tron protocol/src/main/protos/core/Tron.proto).
 var contractTypes = map[uint64]string{
@@ -79,6 +86,9 @@ func invalid(format string, a ...any) error {
 func ParseRaw(raw []byte) (*Tx, error) {
 	if len(raw) == 0 {
 		return nil, invalid("empty raw_data")
+	}
+	if len(raw) > MaxRawDataSize {
+		return nil, invalid("raw_data is %d bytes; java-tron accepts at most %d", len(raw), MaxRawDataSize)
 	}
 	m, err := decode("raw_data", raw, schema{
 		varint:   []uint64{3, 8, 14, 18},

@@ -11,6 +11,8 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 type vectors struct {
@@ -319,15 +321,24 @@ func FuzzParseRaw(f *testing.F) {
 	for _, c := range v.Transactions {
 		f.Add(unhex(f, c.RawDataHex))
 	}
+	f.Add(permissions(2, 3))
+	f.Add(transfer(varintField(15, 0)))
 	sign := testSigner(f, v.PrivateKey)
+	if tx, err := ParseRaw(unhex(f, v.Transactions[0].RawDataHex)); err == nil {
+		_, _ = tx.Sign(sign) // secp256k1's tables are built on first use
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tx, err := ParseRaw(b)
-		if err != nil {
-			return
-		}
-		_ = tx.PolicyView()
-		if _, err := tx.Sign(sign); err != nil {
-			t.Fatal(err)
+		var tx *Tx
+		var err, signErr error
+		// Parse, view and sign: linear, a few dozen bytes per byte at most (TestParseRawCost).
+		costtest.Budget(t, b, 64, 64<<10, func() {
+			if tx, err = ParseRaw(b); err == nil {
+				_ = tx.PolicyView()
+				_, signErr = tx.Sign(sign)
+			}
+		})
+		if err == nil && signErr != nil {
+			t.Fatal(signErr)
 		}
 	})
 }

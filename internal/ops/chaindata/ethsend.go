@@ -99,6 +99,10 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 			return nil, apierr.Invalid("parameters.data", "must be 0x-prefixed hex")
 		}
 	}
+	if len(data) > ethereum.MaxTransactionSize { // before any RPC call; the whole is checked below
+		return nil, apierr.Invalid("parameters.data", "%d bytes: a transaction is at most %d bytes",
+			len(data), ethereum.MaxTransactionSize)
+	}
 	c, err := d.provider(n)
 	if err != nil {
 		return nil, err
@@ -174,6 +178,10 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Internalf(err, "encoding the transaction")
 	}
 	unsigned := append([]byte{types.DynamicFeeTxType}, body...)
+	if len(unsigned) > ethereum.MaxTransactionSize {
+		return nil, apierr.Invalid("parameters.data", "the transaction would be %d bytes; at most %d",
+			len(unsigned), ethereum.MaxTransactionSize)
+	}
 	// What a policy sees is what sign_transaction shows for the same transaction (eth.tx).
 	p, err := ethereum.ParseUnsigned(unsigned)
 	if err != nil {

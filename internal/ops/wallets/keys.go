@@ -84,6 +84,19 @@ func (d Deps) createPrivateKeys(x *activity.Exec, intent any) (any, error) {
 	if len(params) == 0 {
 		return nil, apierr.Invalid("parameters.privateKeys", "at least one private key is required")
 	}
+	if err := checkCount("parameters.privateKeys", len(params), MaxPrivateKeysPerOrg, "private keys"); err != nil {
+		return nil, err
+	}
+	for i, p := range params {
+		f := fieldIdx("parameters.privateKeys", i)
+		if err := checkCount(f+".addressFormats", len(p.AddressFormats), MaxAddressFormatsPerKey,
+			"address formats"); err != nil {
+			return nil, err
+		}
+		if err := checkCount(f+".privateKeyTags", len(p.PrivateKeyTags), MaxIDsPerRequest, "tags"); err != nil {
+			return nil, err
+		}
+	}
 	n, err := x.Tx.Count(x.Ctx, KindPrivateKey, x.OrgID, MaxPrivateKeysPerOrg)
 	if err != nil {
 		return nil, apierr.Internalf(err, "counting private keys")
@@ -156,6 +169,11 @@ func deletePrivateKeys(x *activity.Exec, in *wire.DeletePrivateKeysIntent) (any,
 	if len(in.PrivateKeyIds) == 0 {
 		return nil, apierr.Invalid("parameters.privateKeyIds", "at least one private key id is required")
 	}
+	if err := checkCount(
+		"parameters.privateKeyIds", len(in.PrivateKeyIds), MaxPrivateKeysPerOrg, "private key ids",
+	); err != nil {
+		return nil, err
+	}
 	force := in.DeleteWithoutExport != nil && *in.DeleteWithoutExport
 	for i, kid := range in.PrivateKeyIds {
 		f := fieldIdx("parameters.privateKeyIds", i)
@@ -214,6 +232,9 @@ func changeTagMembers(x *activity.Exec, tagID string, add, remove []string) erro
 }
 
 func checkKeys(x *activity.Exec, field string, ids []string) error {
+	if err := checkCount(field, len(ids), MaxPrivateKeysPerOrg, "private key ids"); err != nil {
+		return err
+	}
 	for i, k := range ids {
 		if _, err := load[PrivateKey](x.Ctx, x.Tx, KindPrivateKey, x.OrgID, k, "private key"); err != nil {
 			return apierr.Invalid(fieldIdx(field, i), "no private key %s in this organization", k)
@@ -245,6 +266,14 @@ func createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, err
 }
 
 func updatePKTag(x *activity.Exec, in *wire.UpdatePrivateKeyTagIntent) (any, error) {
+	if err := checkCount("parameters.addPrivateKeyIds", len(in.AddPrivateKeyIds), MaxPrivateKeysPerOrg,
+		"private key ids"); err != nil {
+		return nil, err
+	}
+	if err := checkCount("parameters.removePrivateKeyIds", len(in.RemovePrivateKeyIds), MaxPrivateKeysPerOrg,
+		"private key ids"); err != nil {
+		return nil, err
+	}
 	t, err := load[PrivateKeyTag](x.Ctx, x.Tx, KindPrivateKeyTag, x.OrgID, in.PrivateKeyTagId, "private key tag")
 	if err != nil {
 		return nil, apierr.Invalid(
@@ -274,6 +303,11 @@ func updatePKTag(x *activity.Exec, in *wire.UpdatePrivateKeyTagIntent) (any, err
 func deletePKTags(x *activity.Exec, in *wire.DeletePrivateKeyTagsIntent) (any, error) {
 	if len(in.PrivateKeyTagIds) == 0 {
 		return nil, apierr.Invalid("parameters.privateKeyTagIds", "at least one private key tag id is required")
+	}
+	if err := checkCount(
+		"parameters.privateKeyTagIds", len(in.PrivateKeyTagIds), MaxIDsPerRequest, "private key tag ids",
+	); err != nil {
+		return nil, err
 	}
 	keys := []string{}
 	seen := map[string]bool{}

@@ -52,26 +52,44 @@ func walletValue(w *Wallet) policy.Value {
 	}
 }
 
-// signedEnv exposes the key and the parsed payload of a signing activity (made in Prepare).
+// signedEnv exposes the key and the parsed payload of a signing activity (parsed in Prepare).
 func signedEnv(x *activity.Exec, _ any) map[string]policy.Value {
 	s, ok := x.Prepared.(signed)
 	if !ok {
 		return nil
 	}
 	env := keyEnv(x, s.key)
-	for k, v := range s.env {
-		env[k] = v
+	if v := s.view; v != nil {
+		env[v.chain] = policy.Lazy(func() (policy.Value, error) { return v.value(x), nil })
 	}
-	addContractCall(x, env)
 	return env
+}
+
+// chainView is a parsed payload's policy view (eth.tx, eth.eip_712, solana.tx ...), built only
+// when a policy reads its keyword: a root user's signature, or one whose policies read only
+// the key, never pays for the view of a large transaction or typed data.
+type chainView struct {
+	chain, field string
+	build        func() map[string]any
+}
+
+// value builds the view; eth.tx gains the decoded contract call.
+func (v *chainView) value(x *activity.Exec) policy.Value {
+	view := v.build()
+	if view == nil {
+		return policy.Null{}
+	}
+	inner, _ := policy.FromGo(view).(policy.Map)
+	if v.chain == "eth" && v.field == "tx" {
+		addContractCall(x, inner)
+	}
+	return policy.Map{v.field: inner}
 }
 
 // addContractCall decodes eth.tx.data with the ABI registered for eth.tx.to (a smart contract
 // interface), adding function_name, function_signature and contract_call_args; without one
 // those fields stay absent, as the docs say.
-func addContractCall(x *activity.Exec, env map[string]policy.Value) {
-	eth, _ := env["eth"].(policy.Map)
-	tx, _ := eth["tx"].(policy.Map)
+func addContractCall(x *activity.Exec, tx policy.Map) {
 	to, _ := tx["to"].(policy.String)
 	data, _ := tx["data"].(policy.String)
 	if to == "" || len(data) < 10 {
@@ -111,12 +129,4 @@ func exportEnv(x *activity.Exec, intent any) map[string]policy.Value {
 		}
 	}
 	return nil
-}
-
-// chainEnv nests a parsed payload's view under its keyword: eth.tx, eth.eip_712, solana.tx ...
-func chainEnv(chain, field string, view map[string]any) map[string]policy.Value {
-	if view == nil {
-		return nil
-	}
-	return map[string]policy.Value{chain: policy.Map{field: policy.FromGo(view)}}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/custody"
-	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -156,54 +155,53 @@ func (k *SigningKey) signKind() custody.SignKind {
 	return custody.SignECDSA
 }
 
-// digest turns a payload into what the key signs, per encoding and hash function.
-func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]byte, map[string]policy.Value, error) {
-	d, err := k.digestOnly(field, payload, encoding, hashFunction)
-	if err != nil || (encoding != "PAYLOAD_ENCODING_EIP712" && encoding != "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION") {
-		return d, nil, err
-	}
-	if encoding == "PAYLOAD_ENCODING_EIP712" {
-		_, view, _ := ethereum.HashTypedData([]byte(payload))
-		return d, chainEnv("eth", "eip_712", view), nil
-	}
-	_, view, _ := ethereum.HashAuthorization([]byte(payload))
-	return d, chainEnv("eth", "eip_7702_authorization", view), nil
-}
-
-func (k *SigningKey) digestOnly(field, payload, encoding, hashFunction string) ([]byte, error) {
+// digest turns a payload into what the key signs, per encoding and hash function, and returns
+// the payload's policy view for the encodings that have one. An EIP-712 payload is parsed and
+// hashed once; its view is built only if a policy reads eth (chainView).
+func (k *SigningKey) digest(field, payload, encoding, hashFunction string) ([]byte, *chainView, error) {
 	var msg []byte
 	switch encoding {
 	case "PAYLOAD_ENCODING_HEXADECIMAL":
 		b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(payload, "0x"), "0X"))
 		if err != nil {
-			return nil, apierr.Invalid(field, "not hexadecimal")
+			return nil, nil, apierr.Invalid(field, "not hexadecimal")
 		}
 		msg = b
 	case "PAYLOAD_ENCODING_TEXT_UTF8":
 		msg = []byte(payload)
 	case "PAYLOAD_ENCODING_EIP712", "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION":
 		if k.signKind() != custody.SignECDSA || k.Curve != "CURVE_SECP256K1" {
-			return nil, apierr.Invalid("parameters.encoding", "%s needs a secp256k1 (Ethereum) key", encoding)
+			return nil, nil, apierr.Invalid("parameters.encoding", "%s needs a secp256k1 (Ethereum) key", encoding)
 		}
 		if hashFunction != "HASH_FUNCTION_NO_OP" && hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
-			return nil, apierr.Invalid(
+			return nil, nil, apierr.Invalid(
 				"parameters.hashFunction",
 				"%s is hashed by its encoding; send HASH_FUNCTION_NO_OP",
 				encoding,
 			)
 		}
-		h := ethereum.HashTypedData
 		if encoding == "PAYLOAD_ENCODING_EIP7702_AUTHORIZATION" {
-			h = ethereum.HashAuthorization
+			d, view, err := ethereum.HashAuthorization([]byte(payload))
+			if err != nil {
+				return nil, nil, apierr.Invalid(field, "%v", err)
+			}
+			return d[:], &chainView{"eth", "eip_7702_authorization", func() map[string]any { return view }}, nil
 		}
-		d, _, err := h([]byte(payload))
+		td, err := ethereum.ParseTypedData([]byte(payload))
 		if err != nil {
-			return nil, apierr.Invalid(field, "%v", err)
+			return nil, nil, apierr.Invalid(field, "%v", err)
 		}
-		return d[:], nil
+		return td.Digest[:], &chainView{"eth", "eip_712", td.View}, nil
 	default:
-		return nil, apierr.Invalid("parameters.encoding", "unknown payload encoding %q", encoding)
+		return nil, nil, apierr.Invalid("parameters.encoding", "unknown payload encoding %q", encoding)
 	}
+	d, err := k.hashMessage(field, msg, hashFunction)
+	return d, nil, err
+}
+
+// hashMessage applies the hash function to a hexadecimal or text payload's bytes (Ed25519
+// signs the message itself).
+func (k *SigningKey) hashMessage(field string, msg []byte, hashFunction string) ([]byte, error) {
 	if k.signKind() == custody.SignEd25519 {
 		if hashFunction != "HASH_FUNCTION_NOT_APPLICABLE" {
 			return nil, apierr.Invalid(
@@ -281,7 +279,7 @@ type signed struct {
 	key    *SigningKey
 	same   unchanged // whether key is certainly still there (nil: read the store)
 	result any
-	env    map[string]policy.Value // the parsed payload, for policies
+	view   *chainView // the parsed payload, for policies (nil: none)
 }
 
 func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
@@ -299,20 +297,23 @@ func (d Deps) prepareSignRaw(x *activity.Exec, intent any) (any, error) {
 	if len(payloads) == 0 {
 		return nil, apierr.Invalid("parameters.payloads", "at least one payload is required")
 	}
+	if err := checkCount("parameters.payloads", len(payloads), MaxPayloadsPerRequest, "payloads"); err != nil {
+		return nil, err
+	}
 	k, same, err := d.resolveSigner(x.Ctx, x.R, x.OrgID, signWith)
 	if err != nil {
 		return nil, err
 	}
 	span := startSign(x.Ctx, k, "raw_payload", len(payloads))
-	sigs, env, err := d.signPayloads(k, payloads, single, encoding, hashFn)
+	sigs, view, err := d.signPayloads(k, payloads, single, encoding, hashFn)
 	endSign(span, err)
 	if err != nil {
 		return nil, err
 	}
 	if single {
-		return signed{key: k, same: same, result: sigs[0], env: env}, nil
+		return signed{key: k, same: same, result: sigs[0], view: view}, nil
 	}
-	return signed{key: k, same: same, result: wire.SignRawPayloadsResult{Signatures: sigs}, env: env}, nil
+	return signed{key: k, same: same, result: wire.SignRawPayloadsResult{Signatures: sigs}, view: view}, nil
 }
 
 // signPayloads digests and signs each payload, returning the signatures and the policy view of
@@ -322,9 +323,9 @@ func (d Deps) signPayloads(
 	payloads []string,
 	single bool,
 	encoding, hashFn string,
-) ([]wire.SignRawPayloadResult, map[string]policy.Value, error) {
+) ([]wire.SignRawPayloadResult, *chainView, error) {
 	sigs := make([]wire.SignRawPayloadResult, 0, len(payloads))
-	var env map[string]policy.Value
+	var first *chainView
 	for i, p := range payloads {
 		field := "parameters.payload"
 		if !single {
@@ -334,8 +335,8 @@ func (d Deps) signPayloads(
 		if err != nil {
 			return nil, nil, err
 		}
-		if env == nil {
-			env = view
+		if i == 0 {
+			first = view
 		}
 		sig, err := d.Sign(k, msg)
 		if err != nil {
@@ -343,7 +344,7 @@ func (d Deps) signPayloads(
 		}
 		sigs = append(sigs, rawResult(sig))
 	}
-	return sigs, env, nil
+	return sigs, first, nil
 }
 
 // startSign opens the "sign" span of what (raw_payload, transaction type) signed n times with

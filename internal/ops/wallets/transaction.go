@@ -13,13 +13,13 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/tempo"
 	"github.com/latchkey/latchkey/internal/chain/tron"
 	"github.com/latchkey/latchkey/internal/custody"
-	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // TransactionSigner signs one transaction type's unsigned bytes with a resolved key and returns
-// the signed bytes. A type without one answers "not supported".
-type TransactionSigner func(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error)
+// the signed bytes and the transaction's policy view (built only if a policy reads it). A type
+// without one answers "not supported".
+type TransactionSigner func(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error)
 
 var transactionSigners = map[string]TransactionSigner{
 	"TRANSACTION_TYPE_ETHEREUM": signEthereum,
@@ -49,7 +49,7 @@ func needSecp256k1(k *SigningKey, chain string) error {
 	return nil
 }
 
-func signEthereum(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
+func signEthereum(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error) {
 	if err := needSecp256k1(k, "Ethereum"); err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,8 @@ func signEthereum(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]po
 		return nil, nil, err
 	}
 	out, err := tx.Sign(d.recoverable(k))
-	return out, chainEnv("eth", "tx", tx.PolicyView(signerAddress(k))), err
+	from := signerAddress(k)
+	return out, &chainView{"eth", "tx", func() map[string]any { return tx.PolicyView(from) }}, err
 }
 
 // signerAddress is the key's Ethereum address, the `from` of eth.tx and tempo.tx.
@@ -68,7 +69,7 @@ func signerAddress(k *SigningKey) string {
 	return strings.ToLower(a)
 }
 
-func signTron(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
+func signTron(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error) {
 	if err := needSecp256k1(k, "Tron"); err != nil {
 		return nil, nil, err
 	}
@@ -77,10 +78,10 @@ func signTron(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy
 		return nil, nil, err
 	}
 	out, err := tx.Sign(d.recoverable(k))
-	return out, chainEnv("tron", "tx", tx.PolicyView()), err
+	return out, &chainView{"tron", "tx", tx.PolicyView}, err
 }
 
-func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
+func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error) {
 	if err := needSecp256k1(k, "Tempo"); err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +90,8 @@ func signTempo(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]polic
 		return nil, nil, err
 	}
 	out, err := tx.Sign(d.recoverable(k))
-	return out, chainEnv("tempo", "tx", tx.PolicyView(signerAddress(k))), err
+	from := signerAddress(k)
+	return out, &chainView{"tempo", "tx", func() map[string]any { return tx.PolicyView(from) }}, err
 }
 
 func (d Deps) registerTransactions(reg *activity.Registry) {
@@ -142,7 +144,7 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 		return nil, err
 	}
 	span := startSign(x.Ctx, k, txType, 1)
-	out, env, err := signer(d, k, raw)
+	out, view, err := signer(d, k, raw)
 	endSign(span, err)
 	if err != nil {
 		var ae *apierr.Error
@@ -152,7 +154,7 @@ func (d Deps) prepareSignTransaction(x *activity.Exec, intent any) (any, error) 
 		return nil, apierr.Invalid("parameters.unsignedTransaction", "%v", err)
 	}
 	return signed{key: k, same: same, result: wire.SignTransactionResult{SignedTransaction: hex.EncodeToString(out)},
-		env: env}, nil
+		view: view}, nil
 }
 
 // SignEthereum signs an unsigned Ethereum transaction with the key signWith names in x's
@@ -179,7 +181,7 @@ func (d Deps) SignSolana(x *activity.Exec, signWith string, unsigned []byte) ([]
 	return out, err
 }
 
-func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
+func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error) {
 	if k.Curve != "CURVE_ED25519" {
 		return nil, nil, apierr.Invalid(
 			"parameters.signWith",
@@ -204,7 +206,7 @@ func signSolana(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]poli
 		return nil, nil, err
 	}
 	out, err := tx.WithSignature(slot, sig.Bytes())
-	return out, chainEnv("solana", "tx", tx.PolicyView()), err
+	return out, &chainView{"solana", "tx", tx.PolicyView}, err
 }
 
 // bitcoinNetwork is the network a key's address format names (mainnet for keys without one).
@@ -217,7 +219,7 @@ func bitcoinNetwork(format string) string {
 	return "mainnet"
 }
 
-func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]policy.Value, error) {
+func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, *chainView, error) {
 	if k.Curve != "CURVE_SECP256K1" {
 		return nil, nil, apierr.Invalid(
 			"parameters.signWith",
@@ -248,7 +250,7 @@ func signBitcoin(d Deps, k *SigningKey, unsigned []byte) ([]byte, map[string]pol
 	}
 	net := bitcoinNetwork(k.AddressFormat)
 	out, _, err := p.Sign(pub, net, ecdsaSign, schnorrSign)
-	return out, chainEnv("bitcoin", "tx", p.PolicyView(net)), err
+	return out, &chainView{"bitcoin", "tx", func() map[string]any { return p.PolicyView(net) }}, err
 }
 
 // derSignature encodes r, s as ASN.1 DER.

@@ -30,6 +30,32 @@ const (
 	MaxPrivateKeysPerOrg = 1000
 )
 
+// Limits per request (docs/limits.md §8.1), checked before any derivation, key generation,
+// signature or store read: each item costs a derivation, a signature or a write, so a request's
+// cost must not grow with a list its body can make long for a few bytes an item.
+const (
+	// MaxAccountsPerRequest bounds the accounts create_wallet, create_wallet_accounts and
+	// create_sub_organization's wallet derive at once (about 0.15 ms each).
+	MaxAccountsPerRequest = 256
+	// MaxPayloadsPerRequest bounds the payloads sign_raw_payloads signs at once (about 0.05 ms
+	// each; an empty Ed25519 payload is three bytes of the body).
+	MaxPayloadsPerRequest = 1000
+	// MaxIDsPerRequest bounds the ids a delete or a tag change lists (wallet accounts, private
+	// key tags; wallets and private keys are bounded by what an organization may hold).
+	MaxIDsPerRequest = 1000
+	// MaxAddressFormatsPerKey bounds the address formats one created private key asks for
+	// (there are fewer known formats).
+	MaxAddressFormatsPerKey = 64
+)
+
+// checkCount refuses a list longer than limit before any of its items is looked at.
+func checkCount(field string, n, limit int, what string) error {
+	if n > limit {
+		return apierr.Invalid(field, "%d %s, at most %d in one request", n, what, limit)
+	}
+	return nil
+}
+
 // Register adds the operations to reg and returns the record kinds the package keeps under an
 // organization (they go when a sub-organization is deleted, keys included).
 func Register(reg *activity.Registry, d Deps) (owned []string) {
@@ -119,6 +145,9 @@ type accountSpec struct {
 }
 
 func checkAccounts(field string, in []wire.WalletAccountParams) ([]accountSpec, error) {
+	if err := checkCount(field, len(in), MaxAccountsPerRequest, "accounts"); err != nil {
+		return nil, err
+	}
 	out := make([]accountSpec, 0, len(in))
 	for i, a := range in {
 		f := fieldIdx(field, i)
@@ -287,16 +316,16 @@ func SaveSubOrgWallet(x *activity.Exec, minted any) (*wire.WalletResult, error) 
 // wallet's sealed mnemonic, which never changes): inside SQLite's single writer it made every
 // other activity wait.
 func (d Deps) prepareWalletAccounts(x *activity.Exec, in *wire.CreateWalletAccountsIntent) (any, error) {
-	w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, in.WalletId, "wallet")
-	if err != nil {
-		return nil, err
-	}
 	specs, err := checkAccounts("parameters.accounts", in.Accounts)
 	if err != nil {
 		return nil, err
 	}
 	if len(specs) == 0 {
 		return nil, apierr.Invalid("parameters.accounts", "at least one account is required")
+	}
+	w, err := load[Wallet](x.Ctx, x.R, KindWallet, x.OrgID, in.WalletId, "wallet")
+	if err != nil {
+		return nil, err
 	}
 	return d.deriveAccounts(x, w, specs)
 }
@@ -353,6 +382,9 @@ func deleteWallets(x *activity.Exec, in *wire.DeleteWalletsIntent) (any, error) 
 	if len(in.WalletIds) == 0 {
 		return nil, apierr.Invalid("parameters.walletIds", "at least one wallet id is required")
 	}
+	if err := checkCount("parameters.walletIds", len(in.WalletIds), MaxWalletsPerOrg, "wallet ids"); err != nil {
+		return nil, err
+	}
 	force := in.DeleteWithoutExport != nil && *in.DeleteWithoutExport
 	for i, wid := range in.WalletIds {
 		w, err := load[Wallet](x.Ctx, x.Tx, KindWallet, x.OrgID, wid, "wallet")
@@ -387,6 +419,11 @@ func deleteWallets(x *activity.Exec, in *wire.DeleteWalletsIntent) (any, error) 
 func deleteWalletAccounts(x *activity.Exec, in *wire.DeleteWalletAccountsIntent) (any, error) {
 	if len(in.WalletAccountIds) == 0 {
 		return nil, apierr.Invalid("parameters.walletAccountIds", "at least one wallet account id is required")
+	}
+	if err := checkCount(
+		"parameters.walletAccountIds", len(in.WalletAccountIds), MaxIDsPerRequest, "wallet account ids",
+	); err != nil {
+		return nil, err
 	}
 	force := in.DeleteWithoutExport != nil && *in.DeleteWithoutExport
 	for i, aid := range in.WalletAccountIds {
