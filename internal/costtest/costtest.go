@@ -3,6 +3,7 @@ package costtest
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -89,7 +90,10 @@ func Check(s Shape, n int) (problems []string, figures string) {
 }
 
 // Allocated is the bytes f allocates on the heap (runtime.MemStats.TotalAlloc before and after).
+// The collector is off meanwhile, so that buffers kept in a sync.Pool are reused or not the same
+// way in every run.
 func Allocated(f func()) int64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	f()
@@ -97,14 +101,16 @@ func Allocated(f func()) int64 {
 	return int64(after.TotalAlloc - before.TotalAlloc)
 }
 
-// Duration is the shortest of a few runs of f (the least disturbed by the rest of the machine).
+// Duration is the shortest of a few runs of f, each measured as the CPU time the process spent
+// (where the system tells it; wall-clock time elsewhere), so that other processes on the machine
+// do not count.
 func Duration(f func()) time.Duration {
 	best := time.Duration(1<<63 - 1)
 	var spent time.Duration
 	for i := 0; i < 5 && (i < 2 || spent < 500*time.Millisecond); i++ {
-		start := time.Now()
+		start := cpuTime()
 		f()
-		d := time.Since(start)
+		d := cpuTime() - start
 		spent += d
 		best = min(best, d)
 	}
