@@ -169,7 +169,7 @@ func do(c *http.Client, req *http.Request) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes))
 	if err != nil {
 		return nil, 0, err
 	}
