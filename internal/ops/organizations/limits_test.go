@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/ops/allowlists"
+	"github.com/latchkey/latchkey/internal/ops/mfa"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/ops/secrets"
 	"github.com/latchkey/latchkey/internal/servertest"
@@ -193,6 +194,13 @@ func TestPerRequestLimits(t *testing.T) {
 				return map[string]any{"cidr": "10.0.0.0/8"}
 			})},
 			"parameters.rules", fmt.Sprintf("at most %d rules", allowlists.MaxRules)},
+		// Bounded before issue 23; listed here so that every list's limit is tested in one place.
+		{"MFA steps", "create_mfa_policy", "ACTIVITY_TYPE_CREATE_MFA_POLICY",
+			mfaPolicy(uid, rep(over(mfa.MaxSteps), func(int) any { return mfaStep(1) })),
+			"parameters.requiredAuthenticationMethods", fmt.Sprintf("at most %d steps", mfa.MaxSteps)},
+		{"methods of an MFA step", "create_mfa_policy", "ACTIVITY_TYPE_CREATE_MFA_POLICY",
+			mfaPolicy(uid, []any{mfaStep(over(mfa.MaxMethodsPerStep))}),
+			"parameters.requiredAuthenticationMethods[0].any", fmt.Sprintf("1 to %d methods", mfa.MaxMethodsPerStep)},
 		{"webhook subscriptions", "create_webhook_endpoint", "ACTIVITY_TYPE_CREATE_WEBHOOK_ENDPOINT",
 			map[string]any{"url": "https://hooks.example/x", "name": "n",
 				"subscriptions": rep(over(webhooks.MaxSubscriptionsPerEndpoint), func(int) any {
@@ -225,4 +233,15 @@ func invitation(sender string, tags int) func(int) any {
 func secret(int) any {
 	return map[string]any{"secretPayload": "{}", "targetPublicKey": "04",
 		"encryptionSuite": "TRANSPORT_ENCRYPTION_SUITE_ENCLAVE_ENCRYPT_V1"}
+}
+
+func mfaPolicy(uid string, steps []any) map[string]any {
+	return map[string]any{"userId": uid, "mfaPolicyName": "m", "condition": "true", "order": 0,
+		"requiredAuthenticationMethods": steps}
+}
+
+func mfaStep(methods int) any {
+	return map[string]any{"any": rep(methods, func(int) any {
+		return map[string]any{"type": "AUTHENTICATION_TYPE_API_KEY"}
+	})}
 }
