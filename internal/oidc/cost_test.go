@@ -1,10 +1,12 @@
 package oidc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -153,5 +155,43 @@ func TestJWSDepthBounded(t *testing.T) {
 		if refused != tc.refused || (!tc.refused && err != nil) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// docTransport serves body as every document: discovery, JWKS, token and user-info answers.
+type docTransport struct{ body []byte }
+
+func (d docTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(d.body)), Request: r,
+		Header: http.Header{}}, nil
+}
+
+// Discovery documents and OAuth 2.0 answers come from configured providers, but are still bytes
+// from the network: whatever their shape, reading them costs no more than their size.
+func TestProviderDocumentsCost(t *testing.T) {
+	var shapes []costtest.Shape
+	for _, h := range hostileJSON {
+		doc := func(n int) []byte { return []byte(`{"issuer":"x","jwks_uri":` + h.make(n) + `}`) }
+		shapes = append(shapes,
+			costtest.Shape{Name: "discovery " + h.name, Make: doc, Run: func(in []byte) {
+				v := NewVerifier(Config{TrustedIssuers: []string{fuzzIssuer}, NoDefaultIssuers: true,
+					HTTPClient: &http.Client{Transport: docTransport{in}}})
+				_, _ = v.fetch(context.Background(), fuzzIssuer)
+			}},
+			costtest.Shape{Name: "user info " + h.name, Make: func(n int) []byte {
+				return []byte(`{"id":"1","data":` + h.make(n) + `}`)
+			}, Run: func(in []byte) { _, _ = parseUserInfo("x", in) }},
+		)
+	}
+	costtest.Linear(t, 16<<10, shapes...)
+
+	// The user info's nesting is bounded as an id_token's claims are.
+	at := strings.Repeat("[", MaxJSONDepth-1) + strings.Repeat("]", MaxJSONDepth-1)
+	if u, err := parseUserInfo("x", []byte(`{"id":"1","x":`+at+`}`)); err != nil || u.ID != "1" {
+		t.Fatalf("user info at the depth limit: %v", err)
+	}
+	_, err := parseUserInfo("x", []byte(`{"id":"1","x":[`+at+`]}`))
+	if !errors.Is(err, ErrOAuth2) || !strings.Contains(err.Error(), fmt.Sprintf("deeper than %d", MaxJSONDepth)) {
+		t.Fatalf("user info over the depth limit: %v", err)
 	}
 }

@@ -204,6 +204,11 @@ func oauthError(body []byte, secrets []string) string {
 }
 
 func parseUserInfo(name string, body []byte) (*UserInfo, error) {
+	// Decoded into maps: its nesting is bounded first, as an id_token's claims are (real user
+	// objects nest two deep, X's inside its "data").
+	if jsonDepth(body) > MaxJSONDepth {
+		return nil, fmt.Errorf("%w: %s user info nests deeper than %d levels", ErrOAuth2, name, MaxJSONDepth)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var top map[string]any
