@@ -131,3 +131,19 @@ func TestDidYouMeanLongName(t *testing.T) {
 		t.Fatalf("a 1 MiB name allocated %d bytes", a)
 	}
 }
+
+// FuzzApplyConfig: the configuration file is bytes a parser reads; whatever they are, applying
+// them costs a bounded multiple of their size (yaml.v3's node per collection allowed for).
+func FuzzApplyConfig(f *testing.F) {
+	f.Add([]byte("api-addr: 0.0.0.0:8080\nchain-rpc:\n  - eip155:1=https://a.example\n"))
+	f.Add([]byte(billionLaughs(3)))
+	f.Add([]byte("? " + strings.Repeat("k", 100) + "\n: x\n"))
+	f.Add([]byte("chain-rpc: [[[[{a: b}]]]]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > MaxConfigFileBytes {
+			return
+		}
+		fs, _, _, _ := configFlags()
+		costtest.Budget(t, b, 512, 256<<10, func() { _ = applyConfig(fs, "latchkey.yaml", b, nil) })
+	})
+}
