@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -31,15 +32,45 @@ type repeatable interface{ repeatable() }
 
 func (*listFlag) repeatable() {}
 
+// MaxConfigFileBytes bounds the configuration file, checked before it is parsed
+// (docs/limits.md §9). The example in docs/operations.md is about 300 bytes; one that sets every
+// flag of serve, with a few dozen chain RPC URLs, is under 8 KiB. The parser keeps a node of
+// about 200 bytes per collection it reads (and stops at 10,000 levels of nesting), so the bound
+// also bounds its memory.
+const MaxConfigFileBytes = 64 << 10
+
 // applyConfigFile fills, from the YAML file at path, every flag of fs not in set (the flags the
 // command line or the environment gave). The file is a mapping of flag names (without the
 // dashes) to values: a scalar, or a list for a repeatable flag. Unknown keys, keys given twice,
 // secrets and values of the wrong shape are refused, naming the line.
 func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) error {
-	b, err := os.ReadFile(path)
+	b, err := readConfigFile(path)
 	if err != nil {
 		return usageError{fmt.Sprintf("--%s: %v", configFlag, err)}
 	}
+	return applyConfig(fs, path, b, set)
+}
+
+// readConfigFile reads the file at path, refusing one over MaxConfigFileBytes without reading
+// the rest of it.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxConfigFileBytes)
+	}
+	return b, nil
+}
+
+// applyConfig is applyConfigFile on the file's bytes b.
+func applyConfig(fs *flag.FlagSet, path string, b []byte, set map[string]bool) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return usageError{fmt.Sprintf("%s: %v", path, err)}
@@ -72,6 +103,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) error {
 		at := fmt.Sprintf("%s: line %d", path, k.Line)
 		if k.Kind != yaml.ScalarNode {
 			return usageError{at + ": a key must be a flag name"}
+		}
+		if v.Kind == yaml.AliasNode {
+			return usageError{at + ": " + noAliases}
 		}
 		name := strings.TrimPrefix(k.Value, "--")
 		if seen[name] {
@@ -111,6 +145,12 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) error {
 	return nil
 }
 
+// noAliases refuses a YAML alias (*name). The file is parsed into nodes, so an alias is never
+// expanded (a "billion laughs" of nested aliases costs its size); it is refused rather than
+// followed, because a flag's value is a plain scalar and following aliases would bring the
+// expansion back.
+const noAliases = "aliases (*name) are not supported: write the value itself"
+
 // configValues is the list of strings a YAML value sets a flag to.
 func configValues(f *flag.Flag, v *yaml.Node) ([]string, error) {
 	switch v.Kind {
@@ -125,6 +165,9 @@ func configValues(f *flag.Flag, v *yaml.Node) ([]string, error) {
 		}
 		out := make([]string, 0, len(v.Content))
 		for _, item := range v.Content {
+			if item.Kind == yaml.AliasNode {
+				return nil, fmt.Errorf("line %d: %s", item.Line, noAliases)
+			}
 			if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
 				return nil, fmt.Errorf("line %d: a list item must be a plain value", item.Line)
 			}

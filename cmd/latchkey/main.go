@@ -286,9 +286,13 @@ var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", 
 func didYouMean(typed string, names []string, flags bool) string {
 	best, bestD := "", 3
 	for _, n := range names {
-		d := editDistance(typed, n)
+		d := bestD
 		if strings.HasPrefix(n, typed) && len(typed) >= 3 {
-			d = min(d, 1)
+			d = 1
+		} else if abs(len(n)-len(typed)) < bestD {
+			// Two strings are at least their difference in length apart: only names near the
+			// typed one's length are measured, so a long typed name costs nothing more.
+			d = editDistance(typed, n)
 		}
 		if d < bestD {
 			best, bestD = n, d
@@ -303,13 +307,14 @@ func didYouMean(typed string, names []string, flags bool) string {
 	return fmt.Sprintf("; did you mean %q?", best)
 }
 
+func abs(x int) int { return max(x, -x) }
+
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
@@ -318,7 +323,7 @@ func editDistance(a, b string) int {
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	return prev[len(b)]
 }

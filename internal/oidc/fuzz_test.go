@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/costtest"
 )
 
 // stubTransport answers discovery and JWKS for fuzzIssuer from memory, so
@@ -64,8 +66,14 @@ func FuzzVerify(f *testing.F) {
 		HTTPClient: &http.Client{Transport: stubTransport{jwks: jwks}},
 		Now:        func() time.Time { return now },
 	})
+	// The first verification fetches the keys: not a cost of the token.
+	_, _ = v.Verify(context.Background(), sign(f, ec, nil, claims), Expect{})
 	f.Fuzz(func(t *testing.T, tok string) {
-		c, err := v.Verify(context.Background(), tok, Expect{Audiences: []string{"a"}, Nonce: "n"})
+		var c *Claims
+		var err error
+		costtest.Budget(t, []byte(tok), 64, 64<<10, func() {
+			c, err = v.Verify(context.Background(), tok, Expect{Audiences: []string{"a"}, Nonce: "n"})
+		})
 		if err != nil {
 			if len(tok) >= 24 && strings.Contains(err.Error(), tok) {
 				t.Fatalf("error contains the token: %v", err)
@@ -87,8 +95,11 @@ func FuzzParseJWKS(f *testing.F) {
 	f.Add(`{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}]}`)
 	f.Add(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`)
 	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)
+	f.Add(`{"keys":[` + strings.Repeat(`{"kty":"x"},`, MaxJWKSKeys) + `{}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		keys, err := parseJWKS([]byte(s))
+		var keys []verificationKey
+		var err error
+		costtest.Budget(t, []byte(s), 64, 64<<10, func() { keys, err = parseJWKS([]byte(s)) })
 		if err == nil && len(keys) == 0 {
 			t.Fatal("no error and no keys")
 		}

@@ -110,15 +110,31 @@ func parseJWK(j JWK) (crypto.PublicKey, error) {
 	return nil, fmt.Errorf("key type %q", j.Kty)
 }
 
+// MaxJWKSKeys bounds the keys of an issuer's JWKS, counted before any is decoded
+// (docs/limits.md §3). Issuers publish a handful (Google 2 or 3, Apple 3 to 5,
+// Microsoft's common endpoint about 10); a token without a kid is checked against
+// every key of its algorithm, so the bound is also the most signature checks one
+// token costs.
+const MaxJWKSKeys = 64
+
 // parseJWKS keeps the usable keys of a JWKS and skips the rest (issuers
 // publish encryption keys and key types we do not speak beside theirs).
 func parseJWKS(body []byte) ([]verificationKey, error) {
-	var set JWKS
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
 	if err := json.Unmarshal(body, &set); err != nil {
 		return nil, errors.New("JWKS is not valid JSON")
 	}
+	if len(set.Keys) > MaxJWKSKeys {
+		return nil, fmt.Errorf("JWKS has %d keys, more than %d", len(set.Keys), MaxJWKSKeys)
+	}
 	var keys []verificationKey
-	for _, j := range set.Keys {
+	for _, raw := range set.Keys {
+		var j JWK
+		if json.Unmarshal(raw, &j) != nil {
+			continue // not a JSON object: skipped like a key of an unknown type
+		}
 		k, err := parseJWK(j)
 		if err != nil {
 			continue

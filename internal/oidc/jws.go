@@ -15,8 +15,15 @@ import (
 	"strings"
 )
 
-// maxTokenBytes bounds what we parse; real id_tokens are 1-2 KB.
-const maxTokenBytes = 16 << 10
+// Limits of a compact JWS, checked before it is decoded (docs/limits.md §3).
+const (
+	// MaxTokenBytes bounds a token. Real id_tokens are 1 to 2 KiB (Google's about 1.2 KiB,
+	// Microsoft's with group claims a few KiB).
+	MaxTokenBytes = 16 << 10
+	// MaxJSONDepth bounds the nesting of a token's header and claims. Real claims nest two or
+	// three deep (an address object, a list of groups, a namespaced custom claim).
+	MaxJSONDepth = 32
+)
 
 // Algorithms the Verifier accepts.
 const (
@@ -43,22 +50,24 @@ var b64 = base64.RawURLEncoding.Strict()
 // parseJWS parses a compact JWS strictly. Errors wrap ErrMalformed and never
 // quote the token.
 func parseJWS(raw string) (*jws, error) {
-	if len(raw) > maxTokenBytes {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrMalformed, maxTokenBytes)
+	if len(raw) > MaxTokenBytes {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrMalformed, MaxTokenBytes)
 	}
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("%w: want three dot-separated segments, got %d", ErrMalformed, len(parts))
+	// Counted, then cut: splitting would allocate a string per dot.
+	if n := strings.Count(raw, ".") + 1; n != 3 {
+		return nil, fmt.Errorf("%w: want three dot-separated segments, got %d", ErrMalformed, n)
 	}
-	hb, err := b64.DecodeString(parts[0])
+	hdr, rest, _ := strings.Cut(raw, ".")
+	body, sigPart, _ := strings.Cut(rest, ".")
+	hb, err := b64.DecodeString(hdr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: header is not unpadded base64url", ErrMalformed)
 	}
-	pb, err := b64.DecodeString(parts[1])
+	pb, err := b64.DecodeString(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: payload is not unpadded base64url", ErrMalformed)
 	}
-	sig, err := b64.DecodeString(parts[2])
+	sig, err := b64.DecodeString(sigPart)
 	if err != nil || len(sig) == 0 {
 		return nil, fmt.Errorf("%w: signature is not unpadded base64url", ErrMalformed)
 	}
@@ -90,14 +99,18 @@ func parseJWS(raw string) (*jws, error) {
 	if err := decodeObject(pb, &payload); err != nil {
 		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
 	}
-	return &jws{header: h, payload: payload, signingInput: parts[0] + "." + parts[1], signature: sig}, nil
+	return &jws{header: h, payload: payload, signingInput: raw[:len(hdr)+1+len(body)], signature: sig}, nil
 }
 
-// decodeObject decodes exactly one JSON object, numbers as json.Number.
+// decodeObject decodes exactly one JSON object, numbers as json.Number, nested at most
+// MaxJSONDepth deep.
 func decodeObject(b []byte, v *map[string]any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("not a JSON object")
+	}
+	if jsonDepth(b) > MaxJSONDepth {
+		return fmt.Errorf("nested deeper than %d levels", MaxJSONDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -111,6 +124,29 @@ func decodeObject(b []byte, v *map[string]any) error {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in b, read in one pass without
+// decoding (brackets inside strings do not count). It is only a bound to refuse by: b may still
+// be invalid JSON, which the decoder then refuses.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++ // the escaped byte cannot end the string
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // verifySignature checks sig over input with key under alg; the algorithm

@@ -169,7 +169,7 @@ func do(c *http.Client, req *http.Request) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -204,37 +204,55 @@ func oauthError(body []byte, secrets []string) string {
 }
 
 func parseUserInfo(name string, body []byte) (*UserInfo, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var top map[string]any
-	if dec.Decode(&top) != nil {
+	// Only a few members are read: the object's members are kept as raw JSON, and only those are
+	// decoded, so a large or deep value elsewhere costs a copy, not a tree of Go values. Its
+	// nesting is bounded first all the same, as an id_token's claims are (real user objects nest
+	// two deep, X's inside its "data").
+	if jsonDepth(body) > MaxJSONDepth {
+		return nil, fmt.Errorf("%w: %s user info nests deeper than %d levels", ErrOAuth2, name, MaxJSONDepth)
+	}
+	var top map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&top) != nil || top == nil {
 		return nil, fmt.Errorf("%w: %s user info is not a JSON object", ErrOAuth2, name)
 	}
 	obj := top
 	// X wraps the user in {"data": {...}}.
-	if data, ok := top["data"].(map[string]any); ok {
+	var data map[string]json.RawMessage
+	if d := bytes.TrimSpace(top["data"]); len(d) > 0 && d[0] == '{' && json.Unmarshal(d, &data) == nil {
 		obj = data
 	}
 	u := &UserInfo{}
-	switch id := obj["id"].(type) {
-	case string:
-		u.ID = id
-	case json.Number:
-		u.ID = id.String()
+	var id any
+	dec := json.NewDecoder(bytes.NewReader(obj["id"]))
+	dec.UseNumber()
+	if dec.Decode(&id) == nil {
+		switch id := id.(type) {
+		case string:
+			u.ID = id
+		case json.Number:
+			u.ID = id.String()
+		}
 	}
 	if u.ID == "" {
 		return nil, fmt.Errorf("%w: %s user info has no id", ErrOAuth2, name)
 	}
-	str := func(k string) string { s, _ := obj[k].(string); return s }
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(obj[k], &s)
+		return s
+	}
+	flag := func(k string) bool {
+		var b bool
+		_ = json.Unmarshal(obj[k], &b)
+		return b
+	}
 	u.Email = str("email")
 	if u.Email == "" {
 		u.Email = str("confirmed_email") // X, with user.fields=confirmed_email
 		u.EmailVerified = u.Email != ""
 	} else {
 		// Discord: "verified" is about the e-mail address.
-		v, _ := obj["verified"].(bool)
-		ev, _ := obj["email_verified"].(bool)
-		u.EmailVerified = v || ev
+		u.EmailVerified = flag("verified") || flag("email_verified")
 	}
 	for _, k := range []string{"name", "global_name", "username"} {
 		if s := str(k); s != "" {

@@ -469,7 +469,9 @@ func (v *Verifier) fetch(ctx context.Context, iss string) ([]verificationKey, er
 	return keys, nil
 }
 
-const maxDocumentBytes = 1 << 20
+// MaxDocumentBytes bounds a discovery document, a JWKS and an OAuth 2.0 answer read from a
+// provider (docs/limits.md §3); real ones are 1 to 6 KiB.
+const MaxDocumentBytes = 1 << 20
 
 func (v *Verifier) get(ctx context.Context, u string) ([]byte, error) {
 	if err := outbound.Check(ctx, "OIDC discovery"); err != nil {
@@ -488,11 +490,11 @@ func (v *Verifier) get(ctx context.Context, u string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > maxDocumentBytes {
+	if len(body) > MaxDocumentBytes {
 		return nil, errors.New("document too large")
 	}
 	return body, nil

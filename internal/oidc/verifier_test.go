@@ -273,7 +273,7 @@ func TestVerifyRefuses(t *testing.T) {
 			ErrMalformed,
 		},
 		{"empty", func() string { return "" }, ErrMalformed},
-		{"huge", func() string { return strings.Repeat("a", maxTokenBytes+1) }, ErrMalformed},
+		{"huge", func() string { return strings.Repeat("a", MaxTokenBytes+1) }, ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,12 +44,27 @@ const (
 	ActionSealed   = "sealed"
 )
 
+// Body limits of the seal endpoints, read before anything else (docs/limits.md §9).
+const (
+	// MaxUnsealBodyBytes bounds an unseal request, {"key": "<share>"}: a share is about 100
+	// bytes of text.
+	MaxUnsealBodyBytes = 4 << 10
+	// MaxSealBodyBytes bounds a seal request, a stamped {"organizationId", "timestampMs"} of
+	// about 100 bytes.
+	MaxSealBodyBytes = 64 << 10
+)
+
 const (
 	// unsealFailures wrong shares from one client address in unsealWindow, and it waits.
 	unsealFailures = 5
 	unsealWindow   = 10 * time.Minute
-	// maxUnsealClients addresses with failures are kept before the expired ones are swept.
+	// maxUnsealClients bounds the addresses whose wrong shares are counted one by one; beyond
+	// it (a flood from many addresses, an IPv6 prefix), new addresses share one count,
+	// overflowClient. The expired counts are swept when the table is full, at most once per
+	// unsealSweepEvery, so a flood costs each request no scan of the table.
 	maxUnsealClients = 10000
+	overflowClient   = "(addresses past the table of counts)"
+	unsealSweepEvery = time.Second
 	// sealSkew is how far a seal request's timestampMs may be from now (a replayed request
 	// seals again only within it).
 	sealSkew = 5 * time.Minute
@@ -79,6 +94,7 @@ type Sealed struct {
 	mu       sync.Mutex
 	unsealer *custody.ShamirUnsealer
 	failures map[string][]time.Time
+	swept    time.Time    // when failures was last swept
 	progress atomic.Int32 // the unsealer's progress, read without mu
 	live     atomic.Pointer[liveServer]
 	draining atomic.Bool
@@ -439,14 +455,17 @@ func (z *Sealed) unsealHTTP(w http.ResponseWriter, r *http.Request) {
 	if !putOrPost(w, r, UnsealPath) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxUnsealBodyBytes))
 	defer clear(body)
 	var in struct {
 		Key   json.RawMessage `json:"key"`
 		Reset bool            `json:"reset"`
 	}
 	if err != nil || json.Unmarshal(body, &in) != nil {
-		apierr.Render(w, apierr.Invalid("body", `want {"key": "<share>"} (at most 4 KiB of JSON)`))
+		apierr.Render(
+			w,
+			apierr.Invalid("body", `want {"key": "<share>"} (at most %d bytes of JSON)`, MaxUnsealBodyBytes),
+		)
 		return
 	}
 	defer clear(in.Key)
@@ -481,23 +500,19 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 		return z.Status(), nil
 	}
 	now := time.Now()
-	if len(z.failures) > maxUnsealClients {
-		// Many addresses failed once: forget those whose failures left the window.
-		for c, ts := range z.failures {
-			if now.Sub(ts[len(ts)-1]) >= unsealWindow {
-				delete(z.failures, c)
-			}
-		}
+	key, from := z.failureKey(client, now), client
+	if key == overflowClient {
+		from = client + " and other addresses"
 	}
-	recent := z.failures[client][:0]
-	for _, t := range z.failures[client] {
+	recent := z.failures[key][:0]
+	for _, t := range z.failures[key] {
 		if now.Sub(t) < unsealWindow {
 			recent = append(recent, t)
 		}
 	}
-	z.failures[client] = recent
+	z.failures[key] = recent
 	if len(recent) == 0 {
-		delete(z.failures, client)
+		delete(z.failures, key)
 	}
 	if len(recent) >= unsealFailures {
 		wait := unsealWindow - now.Sub(recent[0])
@@ -505,7 +520,7 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 			apierr.ResourceExhausted,
 			"",
 			"too many wrong unseal shares from %s: try again in %d s",
-			client,
+			from,
 			int(wait.Seconds())+1,
 		)
 	}
@@ -514,7 +529,7 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 	if err != nil {
 		var se *custody.ShareError
 		if !errors.As(err, &se) || !se.Repeated {
-			z.failures[client] = append(z.failures[client], now)
+			z.failures[key] = append(z.failures[key], now)
 			z.log.Warn(
 				"unseal: a wrong share was refused; the unseal progress is reset",
 				"share",
@@ -555,6 +570,28 @@ func (z *Sealed) Unseal(ctx context.Context, client string, share []byte) (SealS
 		}
 	}
 	return z.Status(), nil
+}
+
+// failureKey is the key client's wrong shares are counted under: its address, or, when
+// maxUnsealClients other addresses are counted, overflowClient. z.mu is held.
+func (z *Sealed) failureKey(client string, now time.Time) string {
+	if _, counted := z.failures[client]; counted || len(z.failures) < maxUnsealClients {
+		return client
+	}
+	if now.Sub(z.swept) >= unsealSweepEvery {
+		// Forget the addresses whose failures left the window; at most once a second, so the
+		// cost of a sweep is spread over the requests of a flood.
+		z.swept = now
+		for c, ts := range z.failures {
+			if now.Sub(ts[len(ts)-1]) >= unsealWindow {
+				delete(z.failures, c)
+			}
+		}
+		if len(z.failures) < maxUnsealClients {
+			return client
+		}
+	}
+	return overflowClient
 }
 
 func shareName(se *custody.ShareError) int {
@@ -638,9 +675,12 @@ func (z *Sealed) sealHTTP(w http.ResponseWriter, r *http.Request) {
 	if !putOrPost(w, r, SealPath) {
 		return
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSealBodyBytes))
 	if err != nil {
-		apierr.Render(w, apierr.Invalid("body", "could not read the request body (at most 64 KiB)"))
+		apierr.Render(
+			w,
+			apierr.Invalid("body", "could not read the request body (at most %d bytes)", MaxSealBodyBytes),
+		)
 		return
 	}
 	l := z.live.Load()

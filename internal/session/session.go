@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"strings"
 	"time"
@@ -70,25 +71,43 @@ func Encode(c Claims, sign func(digest []byte) ([]byte, error)) (string, error) 
 // ErrInvalid is returned for any token that is malformed, forged or expired.
 var ErrInvalid = errors.New("invalid session token")
 
+// MaxTokenBytes bounds a session token, checked before anything else (docs/limits.md §3): an
+// X-Session header is read before anyone is known. Tokens Encode makes are about 500 bytes
+// (the claims are five ids and a public key); the limit leaves room for an uncompressed key
+// and long ids.
+const MaxTokenBytes = 4 << 10
+
+// sigLen is the base64url length of a 64-byte r‖s signature.
+var sigLen = base64.RawURLEncoding.EncodedLen(64)
+
 // Parse checks a token's signature with the notarizer's public key and its expiry at now.
 func Parse(token string, notarizer *ecdsa.PublicKey, now time.Time) (*Claims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 || parts[0] != header {
+	if len(token) > MaxTokenBytes {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalid, MaxTokenBytes)
+	}
+	// The header is fixed: compare it and cut the rest without splitting the whole token, which
+	// would allocate a string per dot.
+	rest, ok := strings.CutPrefix(token, header+".")
+	if !ok {
 		return nil, ErrInvalid
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || len(sig) != 64 {
+	payloadB64, sigB64, ok := strings.Cut(rest, ".")
+	if !ok || len(sigB64) != sigLen {
+		return nil, ErrInvalid
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(sigB64)
+	if err != nil {
 		return nil, ErrInvalid
 	}
 	if !ecdsa.Verify(
 		notarizer,
-		Digest(parts[0]+"."+parts[1]),
+		Digest(token[:len(token)-len(sigB64)-1]),
 		new(big.Int).SetBytes(sig[:32]),
 		new(big.Int).SetBytes(sig[32:]),
 	) {
 		return nil, ErrInvalid
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	payload, err := base64.RawURLEncoding.DecodeString(payloadB64)
 	if err != nil {
 		return nil, ErrInvalid
 	}

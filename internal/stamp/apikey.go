@@ -69,8 +69,8 @@ func VerifyAPIKey(header string, body []byte) (APIKeyProof, error) {
 	if header == "" {
 		return APIKeyProof{}, malformed("X-Stamp is empty")
 	}
-	if len(header) > maxHeaderLen {
-		return APIKeyProof{}, malformed("X-Stamp is too long (%d bytes)", len(header))
+	if len(header) > MaxStampHeaderBytes {
+		return APIKeyProof{}, malformed("X-Stamp is longer than %d bytes", MaxStampHeaderBytes)
 	}
 	raw, ok := decodeBase64(strings.TrimSpace(header))
 	if !ok {

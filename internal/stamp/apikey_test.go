@@ -291,7 +291,7 @@ func TestVerifyAPIKeyErrors(t *testing.T) {
 		{"secp256k1 non-DER", stampHeader("02"+strings.Repeat("79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798", 1), SchemeSecp256k1, "3000"), ErrMalformed, "not DER"},
 		{"wrong key", stampHeader("03"+pub[2:], SchemeP256, sig), ErrUnverified, "does not verify"},
 		{"p256 key as secp256k1", stampHeader(pub, SchemeSecp256k1, sig), ErrMalformed, "not a point on the curve"},
-		{"too long", strings.Repeat("A", maxHeaderLen+1), ErrMalformed, "too long"},
+		{"too long", strings.Repeat("A", MaxStampHeaderBytes+1), ErrMalformed, "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := VerifyAPIKey(tc.header, body)

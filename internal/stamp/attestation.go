@@ -5,11 +5,24 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
-// maxAttestationObject bounds the decoded attestationObject. Certificate
-// chains in tpm or android-key statements reach a few KiB.
-const maxAttestationObject = 64 << 10
+// Limits of a passkey registration, checked on the base64url text before it is
+// decoded (docs/limits.md §3).
+const (
+	// MaxAttestationObjectBytes bounds the decoded attestationObject. Certificate
+	// chains in tpm or android-key statements reach 3 to 5 KiB; a none or packed
+	// attestation is about 300 bytes.
+	MaxAttestationObjectBytes = 64 << 10
+	// MaxClientDataJSONBytes bounds the decoded clientDataJSON of a registration.
+	// Browsers send 130 to 300 bytes (Chrome's longest adds a note of about 100).
+	MaxClientDataJSONBytes = 16 << 10
+)
+
+// decodedLen is the number of bytes base64 text s decodes to (if it is valid),
+// known before decoding it.
+func decodedLen(s string) int { return len(strings.TrimRight(s, "=")) * 6 / 8 }
 
 // Attestation is a passkey registration as Turnkey clients send it
 // (docs/wire.md §2 "Registration"): every field base64url.
@@ -121,12 +134,15 @@ func ParseAttestation(att Attestation, challenge string, pol WebAuthnPolicy) (Re
 	if !ok || len(credID) == 0 {
 		return Registered{}, malformed("attestation credentialId is not valid base64url")
 	}
+	if decodedLen(att.ClientDataJSON) > MaxClientDataJSONBytes {
+		return Registered{}, malformed("attestation clientDataJson is longer than %d bytes", MaxClientDataJSONBytes)
+	}
 	cdj, ok := decodeBase64(att.ClientDataJSON)
 	if !ok || len(cdj) == 0 {
 		return Registered{}, malformed("attestation clientDataJson is not valid base64url")
 	}
-	if len(att.AttestationObject) > maxAttestationObject*4/3+4 {
-		return Registered{}, malformed("attestationObject is too large")
+	if decodedLen(att.AttestationObject) > MaxAttestationObjectBytes {
+		return Registered{}, malformed("attestationObject is longer than %d bytes", MaxAttestationObjectBytes)
 	}
 	attObj, ok := decodeBase64(att.AttestationObject)
 	if !ok || len(attObj) == 0 {

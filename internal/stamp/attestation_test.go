@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -127,6 +128,20 @@ func TestParseAttestationErrors(t *testing.T) {
 		{"packed without sig", with(func(r *stamptest.Registration) {
 			r.AttestationObject = attObject("packed", stamptest.Map{{K: "alg", V: -7}}, ad)
 		}), chB64, ErrMalformed, "sig"},
+		// The limits, checked on the text before it is decoded.
+		{"attestationObject over the limit", with(func(r *stamptest.Registration) {
+			r.AttestationObject = enc(make([]byte, MaxAttestationObjectBytes+1))
+		}), chB64, ErrMalformed, fmt.Sprintf("longer than %d bytes", MaxAttestationObjectBytes)},
+		{"clientDataJson over the limit", with(func(r *stamptest.Registration) {
+			r.ClientDataJSON = enc(make([]byte, MaxClientDataJSONBytes+1))
+		}), chB64, ErrMalformed, fmt.Sprintf("longer than %d bytes", MaxClientDataJSONBytes)},
+		{"attestationObject over the item budget", with(func(r *stamptest.Registration) {
+			many := make([]any, MaxCBORItems)
+			for i := range many {
+				many[i] = 0
+			}
+			r.AttestationObject = attObject("none", stamptest.Map{{K: "x", V: many}}, ad)
+		}), chB64, ErrMalformed, fmt.Sprintf("more than %d items", MaxCBORItems)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseAttestation(tc.att, tc.challenge, testPolicy)

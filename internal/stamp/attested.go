@@ -38,8 +38,8 @@ func VerifyAttested(header string, body []byte) (AttestedProof, error) {
 	if header == "" {
 		return AttestedProof{}, malformed("X-Stamp-Attested is empty")
 	}
-	if len(header) > maxHeaderLen {
-		return AttestedProof{}, malformed("X-Stamp-Attested is too long (%d bytes)", len(header))
+	if len(header) > MaxStampHeaderBytes {
+		return AttestedProof{}, malformed("X-Stamp-Attested is longer than %d bytes", MaxStampHeaderBytes)
 	}
 	raw := []byte(header)
 	if header[0] != '{' {

@@ -10,16 +10,26 @@ import (
 // strings, arrays and maps (definite and indefinite length), and the simple
 // values false, true, null and undefined; floats are kept as raw bits. Tags
 // are rejected (WebAuthn does not use them). Map keys must be integers or
-// text and must not repeat. Nesting depth and element counts are bounded,
-// and no allocation is larger than the remaining input, so hostile input
-// cannot exhaust memory.
+// text and must not repeat. Nesting depth, items and map pairs are bounded,
+// a head's declared length is checked against the data and the item budget
+// before anything is allocated for it, and no allocation is larger than the
+// remaining input, so hostile input costs no more than its size.
 
+// Limits of the CBOR decoder (docs/limits.md §3).
 const (
-	cborMaxDepth = 16
-	cborMaxItems = 1 << 16 // total items in one document
-	// Keys are checked for duplicates pairwise, so maps stay small; the
-	// largest WebAuthn map (an RSA COSE key or a TPM attStmt) has under 10.
-	cborMaxMapPairs = 256
+	// MaxCBORDepth bounds the nesting of arrays and maps. WebAuthn nests three
+	// deep at most (attestation object, attStmt, x5c).
+	MaxCBORDepth = 16
+	// MaxCBORItems bounds the data items of one document (a map pair is two).
+	// Real YubiKey registrations (testdata/real_yubico.json) hold 12 and 14; a
+	// tpm or android-key statement adds a certificate chain and a few members,
+	// tens of items. Every item costs a few dozen bytes of decoded value, so
+	// 65,536 one-byte items cost over 100 times their size.
+	MaxCBORItems = 1024
+	// MaxCBORMapPairs bounds one map. Keys are checked for duplicates pairwise,
+	// so maps stay small; the largest WebAuthn map (an RSA COSE key or a TPM
+	// attStmt) has under 10 pairs.
+	MaxCBORMapPairs = 256
 )
 
 // cborInt is a CBOR integer: the value is v when !neg, else -1-v.
@@ -157,12 +167,12 @@ func (d *cborDecoder) isBreak() (bool, error) {
 }
 
 func (d *cborDecoder) item(depth int) (any, error) {
-	if depth > cborMaxDepth {
-		return nil, d.errorf("nesting deeper than %d", cborMaxDepth)
+	if depth > MaxCBORDepth {
+		return nil, d.errorf("nesting deeper than %d", MaxCBORDepth)
 	}
 	d.items++
-	if d.items > cborMaxItems {
-		return nil, d.errorf("more than %d items", cborMaxItems)
+	if d.items > MaxCBORItems {
+		return nil, d.errorf("more than %d items", MaxCBORItems)
 	}
 	start := d.off
 	major, info, arg, indef, err := d.head()
@@ -218,11 +228,15 @@ func (d *cborDecoder) item(depth int) (any, error) {
 	case 4:
 		var arr []any
 		if !indef {
-			// Every element takes at least one byte.
+			// Every element takes at least one byte and one item of the budget: both are
+			// checked before the array is allocated, at its declared length.
 			if arg > uint64(len(d.b)-d.off) {
 				return nil, d.errorf("array of %d elements is longer than the data", arg)
 			}
-			arr = make([]any, 0, min(int(arg), 16)) // grow as elements actually decode
+			if arg > uint64(MaxCBORItems-d.items) {
+				return nil, d.errorf("array of %d elements: more than %d items", arg, MaxCBORItems)
+			}
+			arr = make([]any, 0, int(arg))
 			for i := uint64(0); i < arg; i++ {
 				v, err := d.item(depth + 1)
 				if err != nil {
@@ -250,11 +264,14 @@ func (d *cborDecoder) item(depth int) (any, error) {
 	case 5:
 		var m cborMap
 		if !indef {
-			if arg > cborMaxMapPairs {
-				return nil, d.errorf("map has more than %d pairs", cborMaxMapPairs)
+			if arg > MaxCBORMapPairs {
+				return nil, d.errorf("map has more than %d pairs", MaxCBORMapPairs)
 			}
 			if arg > uint64(len(d.b)-d.off)/2 {
 				return nil, d.errorf("map of %d pairs is longer than the data", arg)
+			}
+			if 2*arg > uint64(MaxCBORItems-d.items) {
+				return nil, d.errorf("map of %d pairs: more than %d items", arg, MaxCBORItems)
 			}
 			m = make(cborMap, 0, int(arg))
 		}
@@ -286,8 +303,8 @@ func (d *cborDecoder) item(depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if len(m) >= cborMaxMapPairs {
-				return nil, d.errorf("map has more than %d pairs", cborMaxMapPairs)
+			if len(m) >= MaxCBORMapPairs {
+				return nil, d.errorf("map has more than %d pairs", MaxCBORMapPairs)
 			}
 			m = append(m, cborEntry{key: k, val: v})
 		}

@@ -3,6 +3,7 @@ package stamp
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestCBORDecode(t *testing.T) {
 }
 
 func TestCBORRejects(t *testing.T) {
-	deep := strings.Repeat("81", cborMaxDepth+1) + "00"
+	deep := strings.Repeat("81", MaxCBORDepth+1) + "00"
 	manyPairs := "b90101" + strings.Repeat("0000", 257)
 	for _, tc := range []struct{ name, hex, msg string }{
 		{"empty", "", "end of data"},
@@ -84,11 +85,45 @@ func TestCBORRejects(t *testing.T) {
 		{"trailing", "0000", "trailing"},
 		{"too deep", deep, "nesting"},
 		{"too many pairs", manyPairs, "more than"},
+		// The item budget: an array declaring more elements than it leaves is refused at its
+		// head, before anything is allocated for it; so is a map declaring too many pairs.
+		{"array over the item budget", "9a00000401" + strings.Repeat("00", MaxCBORItems+1),
+			fmt.Sprintf("more than %d items", MaxCBORItems)},
+		{"map over the item budget", "9a00000259" + strings.Repeat("00", 600) + hex.EncodeToString(intKeyMap(255)),
+			fmt.Sprintf("more than %d items", MaxCBORItems)},
+		{"items over the budget", "9f" + strings.Repeat("00", MaxCBORItems) + "ff",
+			fmt.Sprintf("more than %d items", MaxCBORItems)},
+		{"nested items over the budget", "82" + "9f" + strings.Repeat("00", MaxCBORItems/2) + "ff" +
+			"9f" + strings.Repeat("00", MaxCBORItems/2) + "ff", fmt.Sprintf("more than %d items", MaxCBORItems)},
 	} {
 		b, _ := hex.DecodeString(strings.ReplaceAll(tc.hex, " ", ""))
 		_, err := cborDecode(b)
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: err = %v, want mention of %q", tc.name, err, tc.msg)
+		}
+	}
+}
+
+// intKeyMap is a map of n pairs {0: 0, 1: 0, …}.
+func intKeyMap(n int) []byte {
+	b := cborHead(5, uint64(n))
+	for i := range n {
+		b = append(append(b, cborHead(0, uint64(i))...), 0x00)
+	}
+	return b
+}
+
+// A document of exactly MaxCBORItems items decodes: the budget refuses only what is over it.
+func TestCBORItemBudgetAccepts(t *testing.T) {
+	for _, h := range []string{
+		"99" + fmt.Sprintf("%04x", MaxCBORItems-1) + strings.Repeat("00", MaxCBORItems-1),
+		"9f" + strings.Repeat("00", MaxCBORItems-1) + "ff",
+		hex.EncodeToString(intKeyMap(255)), // 1 + 510 items
+		"9a00000201" + strings.Repeat("00", 512) + hex.EncodeToString(intKeyMap(255)),
+	} {
+		b, _ := hex.DecodeString(h)
+		if _, err := cborDecode(b); err != nil {
+			t.Errorf("%.20s…: %v", h, err)
 		}
 	}
 }

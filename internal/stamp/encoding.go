@@ -6,10 +6,14 @@ import (
 	"strings"
 )
 
-// maxHeaderLen bounds the work done on any one stamp header. Real headers are
-// well under 4 KiB; an X-Stamp-Attested carrying an OIDC id_token may reach a
-// few KiB more.
-const maxHeaderLen = 64 << 10
+// MaxStampHeaderBytes bounds each stamp header (X-Stamp, X-Stamp-WebAuthn,
+// X-Stamp-Attested), checked before it is decoded (docs/limits.md §3). Real
+// headers are under 4 KiB: an X-Stamp is about 300 bytes, an X-Stamp-WebAuthn
+// about 1 KiB (more with a long credential id), an X-Stamp-Attested carrying an
+// OIDC id_token 2 to 3 KiB. The limit holds the longest id_token Latchkey
+// accepts (oidc.MaxTokenBytes, 16 KiB) base64url-wrapped with the rest of the
+// stamp.
+const MaxStampHeaderBytes = 32 << 10
 
 // decodeBase64 decodes base64url with or without padding, and tolerates the
 // standard alphabet, because clients disagree (docs/wire.md §9.7).

@@ -7,7 +7,15 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/costtest"
 	"github.com/latchkey/latchkey/internal/stamp/stamptest"
+)
+
+// The allocation bound every fuzz target holds each parser to (costtest.Budget): a few dozen
+// bytes per input byte, beside the fixed cost of a key and a signature check.
+const (
+	fuzzPerByte = 64
+	fuzzFixed   = 64 << 10
 )
 
 // checkErr fails unless err is nil or one of the package's two kinds.
@@ -29,7 +37,9 @@ func FuzzVerifyAPIKey(f *testing.F) {
 	}
 	f.Add("", []byte(nil))
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		p, err := VerifyAPIKey(header, body)
+		var p APIKeyProof
+		var err error
+		costtest.Budget(t, []byte(header), fuzzPerByte, fuzzFixed, func() { p, err = VerifyAPIKey(header, body) })
 		checkErr(t, err)
 		if err == nil {
 			k, herr := hex.DecodeString(p.PublicKey)
@@ -52,7 +62,9 @@ func FuzzParseWebAuthn(f *testing.F) {
 		[]byte{0xa0},
 	)
 	f.Fuzz(func(t *testing.T, header string, body, cose []byte) {
-		a, err := ParseWebAuthn(header)
+		var a Assertion
+		var err error
+		costtest.Budget(t, []byte(header), fuzzPerByte, fuzzFixed, func() { a, err = ParseWebAuthn(header) })
 		checkErr(t, err)
 		if err != nil {
 			return
@@ -60,7 +72,8 @@ func FuzzParseWebAuthn(f *testing.F) {
 		if len(cose) == 0 {
 			cose = auth.COSEPublicKey()
 		}
-		_, err = a.Verify(body, cose, testPolicy)
+		in := append([]byte(header), cose...)
+		costtest.Budget(t, in, fuzzPerByte, fuzzFixed, func() { _, err = a.Verify(body, cose, testPolicy) })
 		checkErr(t, err)
 	})
 }
@@ -80,8 +93,11 @@ func FuzzParseAttestation(f *testing.F) {
 			ClientDataJSON:    base64.RawURLEncoding.EncodeToString(cdj),
 			AttestationObject: base64.RawURLEncoding.EncodeToString(obj),
 		}
+		in := []byte(credID + att.ClientDataJSON + att.AttestationObject + challenge)
 		for _, pol := range []WebAuthnPolicy{testPolicy, {}} {
-			r, err := ParseAttestation(att, challenge, pol)
+			var r Registered
+			var err error
+			costtest.Budget(t, in, fuzzPerByte, fuzzFixed, func() { r, err = ParseAttestation(att, challenge, pol) })
 			checkErr(t, err)
 			if err == nil {
 				// What registration stores must be usable for verification.
@@ -104,7 +120,9 @@ func FuzzCBOR(f *testing.F) {
 	obj, _ := base64.RawURLEncoding.DecodeString(reg.AttestationObject)
 	f.Add(obj)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, n, err := cborDecodeFirst(b)
+		var n int
+		var err error
+		costtest.Budget(t, b, fuzzPerByte, fuzzFixed, func() { _, n, err = cborDecodeFirst(b) })
 		checkErr(t, err)
 		if err == nil && (n <= 0 || n > len(b)) {
 			t.Fatalf("consumed %d of %d bytes", n, len(b))
@@ -124,7 +142,8 @@ func FuzzVerifyAttested(f *testing.F) {
 	h, _ = attestedHeader(f, priv, SchemeAttestedVerificationToken, "a.b.c", body, true)
 	f.Add(h, body)
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		_, err := VerifyAttested(header, body)
+		var err error
+		costtest.Budget(t, []byte(header), fuzzPerByte, fuzzFixed, func() { _, err = VerifyAttested(header, body) })
 		checkErr(t, err)
 	})
 }
@@ -147,7 +166,9 @@ func FuzzParseAPIKeyStamp(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := parsePlainStamp(raw)
+		var got apiKeyStampJSON
+		var ok bool
+		costtest.Budget(t, raw, fuzzPerByte, fuzzFixed, func() { got, ok = parsePlainStamp(raw) })
 		if !ok {
 			return
 		}

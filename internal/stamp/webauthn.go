@@ -49,8 +49,8 @@ func ParseWebAuthn(header string) (Assertion, error) {
 	if header == "" {
 		return Assertion{}, malformed("X-Stamp-WebAuthn is empty")
 	}
-	if len(header) > maxHeaderLen {
-		return Assertion{}, malformed("X-Stamp-WebAuthn is too long (%d bytes)", len(header))
+	if len(header) > MaxStampHeaderBytes {
+		return Assertion{}, malformed("X-Stamp-WebAuthn is longer than %d bytes", MaxStampHeaderBytes)
 	}
 	raw := []byte(header)
 	if header[0] != '{' {

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +43,15 @@ const (
 	EventBalanceFinalized  = "BALANCE_FINALIZED_UPDATES"
 	// MaxEndpoints bounds an organization's endpoints.
 	MaxEndpoints = 20
+	// MaxSubscriptionsPerEndpoint bounds the subscriptions create_webhook_endpoint lists
+	// (docs/limits.md §8.2): there are four event types, each listed once in a real request.
+	MaxSubscriptionsPerEndpoint = 32
+	// MaxURLBytes bounds an endpoint's URL. An endpoint is read for every activity of its
+	// organization (and of its sub-organizations) and its URL copied into every delivery, so
+	// what it holds is bounded, not only what one request carries; real webhook URLs are under
+	// 200 bytes, and 2 KiB is what every HTTP client and proxy accepts. Its name is bounded as
+	// any name (directory.MaxNameLength).
+	MaxURLBytes = 2 << 10
 )
 
 // Endpoint is a subscribed URL.
@@ -140,6 +148,9 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 }
 
 func checkURL(field, raw string, allowLoopback bool) error {
+	if len(raw) > MaxURLBytes {
+		return apierr.Invalid(field, "must be at most %d bytes", MaxURLBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return apierr.Invalid(field, "not an absolute URL: %q", raw)
@@ -191,7 +202,15 @@ func createEndpoint(
 	networks func() []string,
 ) func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
 	return func(x *activity.Exec, in *wire.CreateWebhookEndpointIntent) (any, error) {
+		if n := len(in.Subscriptions); n > MaxSubscriptionsPerEndpoint {
+			return nil, apierr.Invalid("parameters.subscriptions", "%d subscriptions, at most %d in one request", n,
+				MaxSubscriptionsPerEndpoint)
+		}
 		if err := checkURL("parameters.url", in.Url, allowLoopback); err != nil {
+			return nil, err
+		}
+		name, err := directory.CheckName("parameters.name", in.Name)
+		if err != nil {
 			return nil, err
 		}
 		o, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)
@@ -221,15 +240,12 @@ func createEndpoint(
 		e := &Endpoint{
 			ID:        id.New(),
 			OrgID:     x.OrgID,
-			Name:      strings.TrimSpace(in.Name),
+			Name:      name,
 			URL:       in.Url,
 			Active:    true,
 			Events:    events,
 			CreatedAt: x.Now,
 			UpdatedAt: x.Now,
-		}
-		if e.Name == "" {
-			return nil, apierr.Required("parameters.name")
 		}
 		if err := records.Save(x.Ctx, x.Tx, KindEndpoint, e.ID, e.OrgID, e.CreatedAt, e.UpdatedAt, e, e.keys()...); err != nil {
 			return nil, err
@@ -255,7 +271,9 @@ func updateEndpoint(allowLoopback bool) func(x *activity.Exec, in *wire.UpdateWe
 			e.URL = in.Url
 		}
 		if in.Name != "" {
-			e.Name = in.Name
+			if e.Name, err = directory.CheckName("parameters.name", in.Name); err != nil {
+				return nil, err
+			}
 		}
 		if in.IsActive != nil {
 			e.Active = *in.IsActive

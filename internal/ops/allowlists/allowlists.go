@@ -12,8 +12,18 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// MaxRules bounds one allowlist.
-const MaxRules = 100
+// Limits of one allowlist (docs/limits.md §8.2). An allowlist is stored in its organization's
+// (or API key's) record, which every request of that organization reads: what it may hold is
+// bounded, not only what one request may carry.
+const (
+	// MaxRules bounds the rules of one allowlist.
+	MaxRules = 100
+	// MaxRuleLabelBytes bounds a rule's label, as any name (directory.MaxNameLength).
+	MaxRuleLabelBytes = directory.MaxNameLength
+	// maxCIDRBytes is longer than any CIDR block's text (an IPv6 address with a zone and a
+	// prefix length is under 64 bytes); a longer one is refused without being parsed or quoted.
+	maxCIDRBytes = 64
+)
 
 // Deps are the dependencies of the operations (none yet: they take what they need from the
 // Exec).
@@ -67,12 +77,19 @@ func setAllowlist(x *activity.Exec, in *wire.SetIpAllowlistIntent) (any, error) 
 	}
 	l := &directory.IPAllowlist{Enabled: true, OnError: onErr, Updated: x.Now, Rules: []directory.IPRule{}}
 	for i, r := range in.Rules {
+		f := "parameters.rules[" + strconv.Itoa(i) + "]"
+		if len(r.Label) > MaxRuleLabelBytes {
+			return nil, apierr.Invalid(f+".label", "must be at most %d bytes", MaxRuleLabelBytes)
+		}
+		if len(r.Cidr) > maxCIDRBytes {
+			return nil, apierr.Invalid(f+".cidr", "not a CIDR block: longer than %d bytes", maxCIDRBytes)
+		}
 		p, err := netip.ParsePrefix(strings.TrimSpace(r.Cidr))
 		if err != nil {
 			if a, aerr := netip.ParseAddr(strings.TrimSpace(r.Cidr)); aerr == nil {
 				p = netip.PrefixFrom(a, a.BitLen()) // a bare address is its /32 or /128
 			} else {
-				return nil, apierr.Invalid("parameters.rules["+strconv.Itoa(i)+"].cidr", "not a CIDR block: %q", r.Cidr)
+				return nil, apierr.Invalid(f+".cidr", "not a CIDR block: %q", r.Cidr)
 			}
 		}
 		l.Rules = append(l.Rules, directory.IPRule{CIDR: p.Masked().String(), Label: r.Label, CreatedAt: x.Now})

@@ -10,6 +10,7 @@ import (
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/login"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/session"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -144,6 +145,10 @@ func (d Deps) createAPIKeys(x *activity.Exec, intent any) (any, error) {
 	case *wire.CreateApiKeysIntent:
 		userID, specs = in.UserId, directory.APIKeysV1("parameters.apiKeys", in.ApiKeys)
 	}
+	const f = "parameters.apiKeys"
+	if err := organizations.CheckCount(f, len(specs), organizations.MaxAPIKeysPerRequest, "API keys"); err != nil {
+		return nil, err
+	}
 	ids, err := createFor(
 		x,
 		userID,
@@ -194,6 +199,9 @@ func (d Deps) createAuthenticators(x *activity.Exec, intent any) (any, error) {
 		userID, specs = in.UserId, directory.AuthenticatorsV2("parameters.authenticators", in.Authenticators)
 	case *wire.CreateAuthenticatorsIntent:
 		userID, specs = in.UserId, directory.AuthenticatorsV1("parameters.authenticators", in.Authenticators)
+	}
+	if err := organizations.CheckAuthenticators("parameters.authenticators", specs); err != nil {
+		return nil, err
 	}
 	ids, err := createFor(
 		x,
@@ -273,6 +281,9 @@ func deleteFor(
 ) error {
 	if len(ids) == 0 {
 		return apierr.Invalid(field, "at least one %s id is required", what)
+	}
+	if err := organizations.CheckIDs(field, ids, organizations.MaxIDsPerRequest, what+" ids"); err != nil {
+		return err
 	}
 	if _, err := loadUser(x, userID); err != nil {
 		return err

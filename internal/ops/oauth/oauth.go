@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/oidc"
 	"github.com/latchkey/latchkey/internal/ops/login"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -233,8 +234,13 @@ func (d Deps) createProviders(x *activity.Exec, in *wire.CreateOauthProvidersInt
 }
 
 func (d Deps) addProviders(x *activity.Exec, userID string, specs []directory.OAuthSpec) (any, error) {
+	const f = "parameters.oauthProviders"
 	if len(specs) == 0 {
-		return nil, apierr.Invalid("parameters.oauthProviders", "at least one provider is required")
+		return nil, apierr.Invalid(f, "at least one provider is required")
+	}
+	const limit = organizations.MaxOAuthProvidersPerRequest
+	if err := organizations.CheckCount(f, len(specs), limit, "OAuth providers"); err != nil {
+		return nil, err
 	}
 	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, userID)
 	if err != nil {
@@ -253,8 +259,12 @@ func (d Deps) addProviders(x *activity.Exec, userID string, specs []directory.OA
 }
 
 func deleteProviders(x *activity.Exec, in *wire.DeleteOauthProvidersIntent) (any, error) {
+	const f = "parameters.providerIds"
 	if len(in.ProviderIds) == 0 {
-		return nil, apierr.Invalid("parameters.providerIds", "at least one provider id is required")
+		return nil, apierr.Invalid(f, "at least one provider id is required")
+	}
+	if err := organizations.CheckIDs(f, in.ProviderIds, organizations.MaxIDsPerRequest, "provider ids"); err != nil {
+		return nil, err
 	}
 	ps, err := directory.UserOAuthProviders(x.Ctx, x.Tx, in.UserId)
 	if err != nil {

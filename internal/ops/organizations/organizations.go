@@ -150,6 +150,9 @@ func ValidateQuorum(x *activity.Exec, orgID string, userIDs []string, threshold 
 }
 
 func updateRootQuorum(x *activity.Exec, in *wire.UpdateRootQuorumIntent) (any, error) {
+	if err := CheckCount("parameters.userIds", len(in.UserIds), MaxUsersPerRequest, "quorum users"); err != nil {
+		return nil, err
+	}
 	// The quorum's members must exist when it commits: serialise with delete_users, which
 	// refuses to delete a member (see LockRootQuorum).
 	if err := LockRootQuorum(x); err != nil {

@@ -131,6 +131,10 @@ func (d Deps) prepareSubOrganization(x *activity.Exec, intent any) (any, error) 
 	if err != nil || s.Wallet == nil || d.MintSubOrgWallet == nil {
 		return nil, err
 	}
+	// Refused before the wallet is minted (its accounts are bounded where they are derived).
+	if err := CheckUserSpecs(rootField, s.RootUsers); err != nil {
+		return nil, err
+	}
 	p := &subOrgPrepared{orgID: id.New()}
 	if p.minted, err = d.MintSubOrgWallet(x, p.orgID, s.Wallet); err != nil {
 		return nil, err
@@ -141,6 +145,9 @@ func (d Deps) prepareSubOrganization(x *activity.Exec, intent any) (any, error) 
 func (d Deps) createSubOrganization(x *activity.Exec, intent any) (any, error) {
 	s, err := subOrgFromIntent(intent)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckUserSpecs(rootField, s.RootUsers); err != nil {
 		return nil, err
 	}
 	parent, err := directory.LoadOrganization(x.Ctx, x.Tx, x.OrgID)

@@ -9,6 +9,7 @@ import (
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/notify"
 	"github.com/latchkey/latchkey/internal/ops/login"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -221,6 +222,9 @@ func (d Deps) recoverUser(x *activity.Exec, in *wire.RecoverUserIntent) (any, er
 		return nil, apierr.Required("parameters.authenticator")
 	}
 	specs[0].Field = "parameters.authenticator"
+	if err := organizations.CheckAuthenticators("parameters", specs); err != nil {
+		return nil, err
+	}
 	a, err := directory.CreateAuthenticator(x.Ctx, x.Tx, d.Env(x), c.User, specs[0])
 	if err != nil {
 		return nil, err

@@ -78,13 +78,24 @@ func SafeJSON(b []byte) []byte {
 // ErrInvalidToken is returned for a verification token that is malformed or forged.
 var ErrInvalidToken = errors.New("invalid verification token")
 
+// MaxTokenBytes bounds a verification token, checked before it is decoded (docs/limits.md §3).
+// EncodeToken makes tokens of about 500 bytes; an e-mail address of non-ASCII characters,
+// which SafeJSON writes as \u escapes, makes one a few KiB.
+const MaxTokenBytes = 8 << 10
+
 // ParseToken checks a verification token's header, its signature with one of keys (the OTP key
 // in use, and others while a rotation overlaps) and its expiry at now, and returns its claims.
 func ParseToken(token string, keys []*ecdsa.PublicKey, now time.Time) (*TokenClaims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
+	if len(token) > MaxTokenBytes {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenBytes)
+	}
+	// Cut, not split: a token of dots would otherwise allocate a string per dot.
+	hdr, rest, ok1 := strings.Cut(token, ".")
+	body, sigB64, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || strings.Contains(sigB64, ".") {
 		return nil, ErrInvalidToken
 	}
+	parts := [3]string{hdr, body, sigB64}
 	hb, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
 	if err != nil {
 		return nil, ErrInvalidToken
@@ -97,7 +108,7 @@ func ParseToken(token string, keys []*ecdsa.PublicKey, now time.Time) (*TokenCla
 	if err != nil || len(sig) != 64 {
 		return nil, ErrInvalidToken
 	}
-	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	d := sha256.Sum256([]byte(token[:len(hdr)+1+len(body)]))
 	r, sv := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
 	if !slices.ContainsFunc(keys, func(k *ecdsa.PublicKey) bool { return ecdsa.Verify(k, d[:], r, sv) }) {
 		return nil, ErrInvalidToken

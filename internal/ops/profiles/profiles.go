@@ -10,6 +10,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/ops/organizations"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -188,8 +189,20 @@ func Scope(ctx context.Context, r store.Reader, orgID, profileID string) (*polic
 }
 
 func createInvitations(x *activity.Exec, in *wire.CreateInvitationsIntent) (any, error) {
+	const field = "parameters.invitations"
 	if len(in.Invitations) == 0 {
-		return nil, apierr.Invalid("parameters.invitations", "at least one invitation is required")
+		return nil, apierr.Invalid(field, "at least one invitation is required")
+	}
+	n := len(in.Invitations)
+	if err := organizations.CheckCount(field, n, organizations.MaxInvitationsPerRequest, "invitations"); err != nil {
+		return nil, err
+	}
+	for i, inv := range in.Invitations {
+		f := field + "[" + strconv.Itoa(i) + "].receiverUserTags"
+		const limit = organizations.MaxTagsPerRequest
+		if err := organizations.CheckIDs(f, inv.ReceiverUserTags, limit, "user tags"); err != nil {
+			return nil, err
+		}
 	}
 	ids := make([]string, 0, len(in.Invitations))
 	for i, inv := range in.Invitations {

@@ -27,9 +27,14 @@ const (
 // OwnedKinds are the record kinds an organization owns here.
 var OwnedKinds = []string{KindSecret, KindSecretTarget}
 
-// Limits.
+// Limits (docs/limits.md §8.2).
 const (
-	MaxTargetsPerInit    = 100
+	// MaxTargetsPerInit bounds the import targets one init_import_secrets makes.
+	MaxTargetsPerInit = 100
+	// MaxSecretsPerRequest bounds the secrets one import_secrets or export_secrets carries (each
+	// is a key agreement and a decryption or an encryption): as many as one init makes targets
+	// for.
+	MaxSecretsPerRequest = MaxTargetsPerInit
 	MaxStaticProperties  = 32
 	maxNameLen           = 256
 	maxPropertyLen       = 1024
@@ -159,6 +164,9 @@ func (d Deps) importSecrets(x *activity.Exec, in *wire.ImportSecretsIntent) (any
 	if len(in.Secrets) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret is required")
 	}
+	if err := organizations.CheckCount(f, len(in.Secrets), MaxSecretsPerRequest, "secrets"); err != nil {
+		return nil, err
+	}
 	out := wire.ImportSecretsResult{SecretIds: make([]string, 0, len(in.Secrets))}
 	for i, p := range in.Secrets {
 		fi := idx(f, i)
@@ -227,6 +235,9 @@ func (d Deps) exportSecrets(x *activity.Exec, in *wire.ExportSecretsIntent) (any
 	if len(in.Secrets) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret is required")
 	}
+	if err := organizations.CheckCount(f, len(in.Secrets), MaxSecretsPerRequest, "secrets"); err != nil {
+		return nil, err
+	}
 	out := wire.ExportSecretsResult{SecretPayloads: make([]string, 0, len(in.Secrets))}
 	for i, p := range in.Secrets {
 		fi := idx(f, i)
@@ -254,6 +265,9 @@ func deleteSecrets(x *activity.Exec, in *wire.DeleteSecretsIntent) (any, error) 
 	const f = "parameters.secretIds"
 	if len(in.SecretIds) == 0 {
 		return nil, apierr.Invalid(f, "at least one secret id is required")
+	}
+	if err := organizations.CheckIDs(f, in.SecretIds, organizations.MaxIDsPerRequest, "secret ids"); err != nil {
+		return nil, err
 	}
 	for i, sid := range in.SecretIds {
 		if _, err := records.Load[Secret](x.Ctx, x.Tx, KindSecret, x.OrgID, sid, "secret"); err != nil {

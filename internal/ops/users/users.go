@@ -134,6 +134,12 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 	return nil
 }
 
+// The per-request limits these operations check (docs/limits.md §8.2).
+const (
+	maxIDs  = organizations.MaxIDsPerRequest
+	maxTags = organizations.MaxTagsPerRequest
+)
+
 func field(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
 
 func (d Deps) createUsers(x *activity.Exec, intent any) (any, error) {
@@ -176,6 +182,9 @@ func (d Deps) createUsers(x *activity.Exec, intent any) (any, error) {
 	if len(specs) == 0 {
 		return nil, apierr.Invalid(f, "at least one user is required")
 	}
+	if err := organizations.CheckUserSpecs(f, specs); err != nil {
+		return nil, err
+	}
 	if err := markSpecs(x, specs); err != nil {
 		return nil, err
 	}
@@ -198,21 +207,26 @@ func (d Deps) createAPIOnlyUsers(x *activity.Exec, in *wire.CreateApiOnlyUsersIn
 	if len(in.ApiOnlyUsers) == 0 {
 		return nil, apierr.Invalid(f, "at least one user is required")
 	}
+	if err := organizations.CheckCount(f, len(in.ApiOnlyUsers), organizations.MaxUsersPerRequest, "users"); err != nil {
+		return nil, err
+	}
+	specs := make([]directory.UserSpec, 0, len(in.ApiOnlyUsers))
+	for i, u := range in.ApiOnlyUsers {
+		s := directory.UserSpec{Name: u.UserName, Email: u.UserEmail, TagIDs: u.UserTags, Field: field(f, i)}
+		s.APIKeys = directory.APIKeysV1(s.Field+".apiKeys", u.ApiKeys)
+		specs = append(specs, s)
+	}
+	if err := organizations.CheckUserSpecs(f, specs); err != nil {
+		return nil, err
+	}
 	env := d.Env(x)
 	ok, err := vouched(x)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(in.ApiOnlyUsers))
-	for i, u := range in.ApiOnlyUsers {
-		s := directory.UserSpec{
-			Name:          u.UserName,
-			Email:         u.UserEmail,
-			TagIDs:        u.UserTags,
-			Field:         field(f, i),
-			EmailUnproven: !ok,
-		}
-		s.APIKeys = directory.APIKeysV1(s.Field+".apiKeys", u.ApiKeys)
+	ids := make([]string, 0, len(specs))
+	for _, s := range specs {
+		s.EmailUnproven = !ok
 		created, err := directory.CreateUser(x.Ctx, x.Tx, env, x.OrgID, s)
 		if err != nil {
 			return nil, err
@@ -261,6 +275,10 @@ func setPhone(u *directory.User, phone string, proven bool) error {
 }
 
 func updateUser(x *activity.Exec, in *wire.UpdateUserIntent) (any, error) {
+	const tags = "parameters.userTagIds"
+	if err := organizations.CheckCount(tags, len(in.UserTagIds), maxTags, "user tags"); err != nil {
+		return nil, err
+	}
 	u, err := loadUser(x, in.UserId)
 	if err != nil {
 		return nil, err
@@ -418,6 +436,9 @@ func deleteUsers(x *activity.Exec, in *wire.DeleteUsersIntent) (any, error) {
 	if len(in.UserIds) == 0 {
 		return nil, apierr.Invalid("parameters.userIds", "at least one user id is required")
 	}
+	if err := organizations.CheckIDs("parameters.userIds", in.UserIds, maxIDs, "user ids"); err != nil {
+		return nil, err
+	}
 	if err := organizations.LockRootQuorum(x); err != nil {
 		return nil, err
 	}
@@ -447,6 +468,9 @@ func deleteUsers(x *activity.Exec, in *wire.DeleteUsersIntent) (any, error) {
 }
 
 func checkUsers(x *activity.Exec, f string, ids []string) error {
+	if err := organizations.CheckCount(f, len(ids), maxIDs, "user ids"); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, uid := range ids {
 		if seen[uid] {
@@ -487,6 +511,14 @@ func (d Deps) createUserTag(x *activity.Exec, in *wire.CreateUserTagIntent) (any
 }
 
 func updateUserTag(x *activity.Exec, in *wire.UpdateUserTagIntent) (any, error) {
+	for _, l := range []struct {
+		field string
+		ids   []string
+	}{{"parameters.addUserIds", in.AddUserIds}, {"parameters.removeUserIds", in.RemoveUserIds}} {
+		if err := organizations.CheckCount(l.field, len(l.ids), maxIDs, "user ids"); err != nil {
+			return nil, err
+		}
+	}
 	t, err := directory.LoadUserTag(x.Ctx, x.Tx, x.OrgID, in.UserTagId)
 	if err != nil {
 		return nil, apierr.Invalid("parameters.userTagId", "no user tag %s in this organization", in.UserTagId)
@@ -512,6 +544,10 @@ func updateUserTag(x *activity.Exec, in *wire.UpdateUserTagIntent) (any, error) 
 func deleteUserTags(x *activity.Exec, in *wire.DeleteUserTagsIntent) (any, error) {
 	if len(in.UserTagIds) == 0 {
 		return nil, apierr.Invalid("parameters.userTagIds", "at least one user tag id is required")
+	}
+	const f = "parameters.userTagIds"
+	if err := organizations.CheckIDs(f, in.UserTagIds, maxIDs, "user tag ids"); err != nil {
+		return nil, err
 	}
 	users := []string{}
 	seen := map[string]bool{}
