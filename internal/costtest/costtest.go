@@ -86,7 +86,13 @@ func Check(s Shape, n int) (problems []string, figures string) {
 	}
 	return append(problems, fmt.Sprintf(
 		"time grows faster than the input: %v at %d input bytes, %v at %d (×%.1f for ×%.1f)",
-		ts, len(small), tl, len(large), float64(tl)/float64(max(ts, 1)), float64(len(large))/float64(len(small)))), figures
+		ts,
+		len(small),
+		tl,
+		len(large),
+		float64(tl)/float64(max(ts, 1)),
+		float64(len(large))/float64(len(small)),
+	)), figures
 }
 
 // Allocated is the bytes f allocates on the heap (runtime.MemStats.TotalAlloc before and after).
