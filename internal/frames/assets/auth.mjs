@@ -81,7 +81,9 @@ export function authFrame({ storage, now = () => Date.now(), log = () => {} }) {
     const bytes = await decodeCredentialBundle(m.value);
     if (bytes.length <= 33 + 16) throw new FrameError("the credential bundle is too short");
     const key = await serial(current);
-    if (!key) throw new FrameError("this frame has no embedded key (it expired or was reset): make a new one and ask again");
+    if (!key) {
+      throw new FrameError("this frame has no embedded key (it expired or was reset): make a new one and ask again");
+    }
     const scalar = await open(key, bytes.subarray(0, 33), bytes.subarray(33));
     try {
       if (scalar.length !== 32) throw new FrameError("the credential bundle does not hold a P-256 private key");

@@ -58,8 +58,12 @@ export async function verifyEnvelope(text, trustedKeys) {
   } catch {
     throw new FrameError("the bundle is not JSON");
   }
-  if (env === null || typeof env !== "object" || Array.isArray(env)) throw new FrameError("the bundle is not a JSON object");
-  if (env.version !== BUNDLE_VERSION) throw new FrameError(`unsupported bundle version (this frame reads ${BUNDLE_VERSION})`);
+  if (env === null || typeof env !== "object" || Array.isArray(env)) {
+    throw new FrameError("the bundle is not a JSON object");
+  }
+  if (env.version !== BUNDLE_VERSION) {
+    throw new FrameError(`unsupported bundle version (this frame reads ${BUNDLE_VERSION})`);
+  }
   const dataHex = str(env.data);
   const sigHex = str(env.dataSignature);
   if (!dataHex) throw new FrameError("the bundle has no data");

@@ -59,9 +59,12 @@ async function answer(port, frame, ready, msg) {
   let reply;
   try {
     await ready;
-    const handler = typeof msg.type === "string" && Object.hasOwn(frame.handlers, msg.type) ? frame.handlers[msg.type] : null;
+    const known = typeof msg.type === "string" && Object.hasOwn(frame.handlers, msg.type);
+    const handler = known ? frame.handlers[msg.type] : null;
     if (!handler && UNSUPPORTED.has(msg.type)) {
-      throw new FrameError(`${msg.type} is not supported by Latchkey's frames (it belongs to Turnkey's export-and-sign frame)`);
+      throw new FrameError(
+        `${msg.type} is not supported by Latchkey's frames (it belongs to Turnkey's export-and-sign frame)`,
+      );
     }
     if (!handler) throw new FrameError(`unknown message type: ${safeName(msg.type)}`);
     const [type, value] = await handler(msg);

@@ -2,7 +2,17 @@
 // credential bundles: base58 (Bitcoin alphabet), base58check, bech32 (BIP-173, not bech32m),
 // compressed WIF, and Solana's 64-byte secret key, whose public half is derived with WebCrypto
 // Ed25519. Errors never repeat the text they were given.
-import { FrameError, base64urlDecode, bytesToHex, concat, equalBytes, hexToBytes, safeName, sha256, wipe } from "./util.mjs";
+import {
+  FrameError,
+  base64urlDecode,
+  bytesToHex,
+  concat,
+  equalBytes,
+  hexToBytes,
+  safeName,
+  sha256,
+  wipe,
+} from "./util.mjs";
 
 const B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const B58_RE = /^[1-9A-HJ-NP-Za-km-z]*$/;
@@ -253,10 +263,13 @@ export async function decodePrivateKey(text, format) {
     case "BITCOIN_TESTNET_WIF": {
       const payload = await base58checkDecode(s, "the WIF private key");
       try {
-        if (payload.length === 33) throw new FrameError("uncompressed WIF keys are not supported; use the compressed form");
+        if (payload.length === 33) {
+          throw new FrameError("uncompressed WIF keys are not supported; use the compressed form");
+        }
         if (payload.length !== 34 || payload[33] !== 0x01) throw new FrameError("the WIF private key is malformed");
         if (payload[0] !== WIF_VERSION[f]) {
-          throw new FrameError(`the WIF private key is not a ${f === "BITCOIN_MAINNET_WIF" ? "mainnet" : "testnet"} key`);
+          const net = f === "BITCOIN_MAINNET_WIF" ? "mainnet" : "testnet";
+          throw new FrameError(`the WIF private key is not a ${net} key`);
         }
         return payload.slice(1, 33);
       } finally {

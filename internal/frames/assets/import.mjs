@@ -10,6 +10,7 @@ import { decodePrivateKey, keyFormat } from "./encoding.mjs";
 import { sanitizeSettings } from "./settings.mjs";
 
 const WORD_COUNTS = [12, 15, 18, 21, 24];
+const NO_TARGET = "no import bundle has been injected (or it was used): start the import again";
 
 // normalizeMnemonic joins the words of what the user typed by single spaces.
 export function normalizeMnemonic(text) {
@@ -26,7 +27,7 @@ export function importFrame({ trustedKeys, ui, log = () => {} }) {
   let target = null; // the import bundle's target key (65 bytes), used once
   const encryptTo = async (plaintext) => {
     const t = target;
-    if (!t) throw new FrameError("no import bundle has been injected (or it was used): start the import again");
+    if (!t) throw new FrameError(NO_TARGET);
     target = null;
     try {
       return encryptedBundle(await seal(t, plaintext));
@@ -49,14 +50,14 @@ export function importFrame({ trustedKeys, ui, log = () => {} }) {
       },
       async EXTRACT_WALLET_ENCRYPTED_BUNDLE() {
         const mnemonic = normalizeMnemonic(ui.readSecret());
-        if (!target) throw new FrameError("no import bundle has been injected (or it was used): start the import again");
+        if (!target) throw new FrameError(NO_TARGET);
         return ["ENCRYPTED_BUNDLE_EXTRACTED", await encryptTo(utf8Encode(mnemonic))];
       },
       async EXTRACT_KEY_ENCRYPTED_BUNDLE(m) {
         const raw = await decodePrivateKey(ui.readSecret(), keyFormat(m.keyFormat));
         if (!target) {
           wipe(raw);
-          throw new FrameError("no import bundle has been injected (or it was used): start the import again");
+          throw new FrameError(NO_TARGET);
         }
         return ["ENCRYPTED_BUNDLE_EXTRACTED", await encryptTo(raw)];
       },

@@ -25,7 +25,9 @@ const RULES = {
   borderStyle: upTo4(`(?:${BORDER_STYLE})`),
   borderColor: COLOR,
   borderRadius: upTo4(POS_LEN),
-  fontSize: new RegExp(`^(?:${POS_LEN}|xx-small|x-small|small|medium|large|x-large|xx-large|xxx-large|smaller|larger)$`),
+  fontSize: new RegExp(
+    `^(?:${POS_LEN}|xx-small|x-small|small|medium|large|x-large|xx-large|xxx-large|smaller|larger)$`,
+  ),
   fontWeight: oneOf("normal", "bold", "bolder", "lighter", "[1-9]00"),
   fontFamily: /^[A-Za-z0-9 ,'"_-]{1,200}$/,
   color: COLOR,
@@ -68,7 +70,9 @@ export function sanitizeSettings(value) {
   } catch {
     throw new FrameError("the settings are not JSON");
   }
-  if (s === null || typeof s !== "object" || Array.isArray(s)) throw new FrameError("the settings are not a JSON object");
+  if (s === null || typeof s !== "object" || Array.isArray(s)) {
+    throw new FrameError("the settings are not a JSON object");
+  }
   const styles = {};
   const ignored = [];
   const given = s.styles ?? {};
