@@ -29,7 +29,7 @@ fi
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=$(( 20000 + RANDOM % 20000 ))
-"$out" serve --dev --data-dir "$tmp/data" --api-addr "127.0.0.1:$port" --proxy-addr "" --dashboard-addr "" \
+"$out" serve --dev --data-dir "$tmp/data" --api-addr "127.0.0.1:$port" --proxy-addr "" --dashboard-addr "" --frames-addr "" \
   >"$tmp/log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do

@@ -164,6 +164,8 @@ func TestSecondServeOnOneDataDirIsRefused(t *testing.T) {
 		"",
 		"--dashboard-addr",
 		"",
+		"--frames-addr",
+		"",
 	)
 	var logs syncBuffer
 	first.Stderr = &logs
@@ -188,6 +190,8 @@ func TestSecondServeOnOneDataDirIsRefused(t *testing.T) {
 			"--proxy-addr",
 			"",
 			"--dashboard-addr",
+			"",
+			"--frames-addr",
 			"",
 		},
 		io.Discard,
@@ -223,6 +227,8 @@ func TestSecondSignalDuringDrainExitsAtOnce(t *testing.T) {
 		"--proxy-addr",
 		"",
 		"--dashboard-addr",
+		"",
+		"--frames-addr",
 		"",
 		"--drain-timeout",
 		"60s",

@@ -232,6 +232,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"auth proxy one-time-code sends allowed per client address, COUNT/DURATION (0: no limit)",
 	)
 	dashAddr := fs.String("dashboard-addr", "127.0.0.1:8070", "operator dashboard listen address (\"\" serves none)")
+	var framesAddr optionalString
+	fs.Var(
+		&framesAddr,
+		"frames-addr",
+		`listen address of Latchkey's export, import and auth iframe pages (docs/frames.md); "" serves none (default "", with --dev `+devFramesAddr+`)`,
+	)
+	var framesAncestors listFlag
+	fs.Var(
+		&framesAncestors,
+		"frames-ancestors",
+		`comma-separated origins that may frame those pages (Content-Security-Policy frame-ancestors), beside an organization's auth proxy origins; "*" for any (empty: 'none', or * with --dev)`,
+	)
 	var rpIDs, origins listFlag
 	fs.Var(&rpIDs, "webauthn-rp-ids", "comma-separated WebAuthn relying party ids accepted for passkeys (empty: any)")
 	fs.Var(&origins, "webauthn-origins", "comma-separated origins accepted in passkey assertions (empty: any)")
@@ -354,8 +366,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"proxy":     new(server.TLSFiles),
 		"dashboard": new(server.TLSFiles),
 		"metrics":   new(server.TLSFiles),
+		"frames":    new(server.TLSFiles),
 	}
-	for _, l := range []string{"api", "proxy", "dashboard", "metrics"} {
+	for _, l := range []string{"api", "proxy", "dashboard", "metrics", "frames"} {
 		fs.StringVar(
 			&listenerTLS[l].CertFile,
 			l+"-tls-cert-file",
@@ -390,7 +403,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.APIAddr, cfg.ProxyAddr, cfg.DashboardAddr, cfg.CoordinatorURL = *apiAddr, *proxyAddr, *dashAddr, *coordinatorURL
 	cfg.MetricsAddr = *metricsAddr
-	for l, to := range map[string]*server.TLSFiles{"api": &cfg.APITLS, "proxy": &cfg.ProxyTLS, "dashboard": &cfg.DashboardTLS, "metrics": &cfg.MetricsTLS} {
+	cfg.FramesAddr, cfg.FramesAncestors = framesAddr.value, framesAncestors
+	if sf.dev && !framesAddr.set {
+		cfg.FramesAddr = devFramesAddr
+	}
+	for l, to := range map[string]*server.TLSFiles{"api": &cfg.APITLS, "proxy": &cfg.ProxyTLS, "dashboard": &cfg.DashboardTLS,
+		"metrics": &cfg.MetricsTLS, "frames": &cfg.FramesTLS} {
 		f := *listenerTLS[l]
 		if f.CertFile == "" && f.KeyFile == "" {
 			f.CertFile, f.KeyFile = tlsAll.CertFile, tlsAll.KeyFile
@@ -485,6 +503,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		out := map[string]string{"organizationId": dc.OrganizationID, "apiPublicKey": dc.APIPublicKey,
 			"apiBaseUrl": s.APIURL(), "authProxyUrl": s.ProxyURL(), "credentials": sf.dataDir + "/" + server.DevCredentialsFile}
+		if s.FramesURL() != "" {
+			out["framesUrl"] = s.FramesURL()
+		}
 		if s.DashboardURL() != "" {
 			op, opCreated, err := s.EnsureDevOperator(ctx, s.DashboardURL())
 			if err != nil {
@@ -499,6 +520,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 	})
+}
+
+// devFramesAddr is where serve --dev serves the frames unless --frames-addr says otherwise
+// (beside the API's 8080, the proxy's 8090 and the dashboard's 8070).
+const devFramesAddr = "127.0.0.1:8060"
+
+// optionalString is a string flag that knows whether it was given (on the command line, in the
+// environment or in the configuration file), so that --dev can default it and "" still means
+// none.
+type optionalString struct {
+	value string
+	set   bool
+}
+
+func (o *optionalString) String() string { return o.value }
+func (o *optionalString) Set(v string) error {
+	o.value, o.set = v, true
+	return nil
 }
 
 func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -34,10 +34,11 @@ export async function startLatchkey(extraArgs = []) {
   const port = await freePort();
   const proxyPort = await freePort();
   const dashPort = await freePort();
+  const framesPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proxyUrl = `http://127.0.0.1:${proxyPort}`;
   const args = ["serve", "--dev", "--data-dir", dataDir, "--api-addr", `127.0.0.1:${port}`, "--proxy-addr", `127.0.0.1:${proxyPort}`,
-    "--dashboard-addr", `127.0.0.1:${dashPort}`,
+    "--dashboard-addr", `127.0.0.1:${dashPort}`, "--frames-addr", `127.0.0.1:${framesPort}`,
     "--log-level", "debug", ...extraArgs];
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
@@ -61,6 +62,8 @@ export async function startLatchkey(extraArgs = []) {
     url,
     proxyUrl,
     dashboardUrl: `http://127.0.0.1:${dashPort}`,
+    // Latchkey's export, import and auth frames (docs/frames.md): /export, /import, /auth.
+    framesUrl: `http://127.0.0.1:${framesPort}`,
     dataDir,
     creds,
     keys,

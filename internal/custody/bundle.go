@@ -1,6 +1,7 @@
 package custody
 
 import (
+	"bytes"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -161,6 +162,18 @@ func (c *Custodian) openImport(encryptedBundle string, sealedTarget []byte, tb B
 	return plain, nil
 }
 
+// PassphraseSeparator is how Turnkey's import frame appends a wallet passphrase to the mnemonic
+// it encrypts (docs/frames.md, "What is not supported").
+const PassphraseSeparator = "\n--PASS--\n"
+
+// ErrWalletPassphrase refuses an imported wallet that carries a passphrase: Latchkey derives
+// wallets from the mnemonic alone and keeps no passphrase, so importing one would silently give
+// other addresses than the user's.
+var ErrWalletPassphrase = errors.New(
+	"the imported wallet carries a passphrase (Turnkey's \"\\n--PASS--\\n\" separator): wallet passphrases " +
+		"are not supported by Latchkey; import the mnemonic alone",
+)
+
 // ImportMnemonic opens an imported mnemonic, checks it, and returns it sealed for the wallet.
 func (c *Custodian) ImportMnemonic(
 	encryptedBundle string,
@@ -177,6 +190,9 @@ func (c *Custodian) importMnemonic(encryptedBundle string, sealedTarget []byte, 
 		return nil, err
 	}
 	defer wipe(plain)
+	if bytes.Contains(plain, []byte(PassphraseSeparator)) {
+		return nil, ErrWalletPassphrase
+	}
 	m, err := hd.CanonicalMnemonic(plain)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ type Metrics struct {
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latchkey_http_requests_total",
-		Help: "HTTP requests answered, by listener (api, proxy, dashboard), operation and status code."},
+		Help: "HTTP requests answered, by listener (api, proxy, dashboard, frames), operation and status code."},
 		[]string{"listener", "operation", "code"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "latchkey_http_request_duration_seconds",
 		Help:    "Time to answer an HTTP request, by listener and operation.",

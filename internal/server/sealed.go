@@ -327,6 +327,7 @@ func (z *Sealed) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 			"api":       z.front("api"),
 			"proxy":     z.front("proxy"),
 			"dashboard": z.front("dashboard"),
+			"frames":    z.front("frames"),
 		},
 		draining: func() {
 			z.draining.Store(true)

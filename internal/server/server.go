@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/ecdsa"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +26,12 @@ import (
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/admission"
 	"github.com/latchkey/latchkey/internal/api"
+	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/authproxy"
 	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/frames"
 	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/messages"
 	"github.com/latchkey/latchkey/internal/metrics"
@@ -136,9 +139,15 @@ type Config struct {
 	CoordinatorURL string
 	// MetricsAddr is the Prometheus metrics listener's address (GET /metrics); empty serves none.
 	MetricsAddr string
-	// APITLS, ProxyTLS, DashboardTLS and MetricsTLS serve each listener over TLS when given a
-	// certificate; DashboardTLS.ClientCAFile asks dashboard clients for a certificate too.
-	APITLS, ProxyTLS, DashboardTLS, MetricsTLS TLSFiles
+	// FramesAddr is the listener of Latchkey's own export, import and auth iframe pages
+	// (internal/frames; docs/frames.md); empty serves none.
+	FramesAddr string
+	// FramesAncestors are the origins that may always frame those pages (--frames-ancestors):
+	// exact origins, or "*" alone.
+	FramesAncestors []string
+	// APITLS, ProxyTLS, DashboardTLS, MetricsTLS and FramesTLS serve each listener over TLS when
+	// given a certificate; DashboardTLS.ClientCAFile asks dashboard clients for a certificate too.
+	APITLS, ProxyTLS, DashboardTLS, MetricsTLS, FramesTLS TLSFiles
 	// ProxySignupRate and ProxyOTPRate limit the auth proxy's sign-ups and code sends per
 	// client address (nil: authproxy's defaults; a zero Rate: no limit).
 	ProxySignupRate, ProxyOTPRate *authproxy.Rate
@@ -213,6 +222,8 @@ type Server struct {
 	ProxyServer *authproxy.Server
 	// Dashboard is the operator dashboard (--dashboard-addr).
 	Dashboard *dashboard.Server
+	// Frames serves the export, import and auth iframe pages (--frames-addr).
+	Frames *frames.Handler
 	// OIDCIssuer mints Latchkey's id_tokens (served at <api>/oidc); OIDCVerifier verifies id_tokens.
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
@@ -224,13 +235,13 @@ type Server struct {
 	// Metrics are the process's Prometheus metrics, served on --metrics-addr.
 	Metrics *metrics.Metrics
 	// tls holds each TLS listener's certificate by listener name (api, proxy, dashboard,
-	// metrics), reloaded by ReloadTLS.
+	// metrics, frames), reloaded by ReloadTLS.
 	tls  map[string]*tlsListener
 	lock *os.File // the data directory's lock (Config.Exclusive)
 }
 
 // listenerURLs are the listeners' base URLs once they listen.
-type listenerURLs struct{ apiURL, proxyURL, dashboardURL, metricsURL string }
+type listenerURLs struct{ apiURL, proxyURL, dashboardURL, metricsURL, framesURL string }
 
 // MetricsURL is the metrics listener's address once Run listens ("" without one).
 func (u *listenerURLs) MetricsURL() string { return u.metricsURL }
@@ -244,6 +255,9 @@ func (u *listenerURLs) DashboardURL() string { return u.dashboardURL }
 // ProxyURL is the auth proxy's address once Run listens ("" before, or without a proxy).
 func (u *listenerURLs) ProxyURL() string { return u.proxyURL }
 
+// FramesURL is the frames' base URL once Run listens ("" before, or without --frames-addr).
+func (u *listenerURLs) FramesURL() string { return u.framesURL }
+
 // bound records a listener's base URL.
 func (u *listenerURLs) bound(name, url string) {
 	switch name {
@@ -255,6 +269,8 @@ func (u *listenerURLs) bound(name, url string) {
 		u.dashboardURL = url
 	case "metrics":
 		u.metricsURL = url
+	case "frames":
+		u.framesURL = url
 	}
 }
 
@@ -331,6 +347,9 @@ func (cfg Config) Validate() error {
 		if err := l.files.check(l.name); err != nil {
 			return err
 		}
+	}
+	if _, err := frames.CheckAncestors(cfg.FramesAncestors); err != nil {
+		return fmt.Errorf("--frames-ancestors: %w", err)
 	}
 	return nil
 }
@@ -537,8 +556,38 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.ProxyServer = &authproxy.Server{Configs: s.Proxy, Coordinator: coord, Log: cfg.Log,
 		SignupRate: cfg.ProxySignupRate, OTPRate: cfg.ProxyOTPRate, TrustedProxies: cfg.TrustedProxies}
+	ancestors, _ := frames.CheckAncestors(cfg.FramesAncestors) // checked by Validate
+	s.Frames = &frames.Handler{SignerKeys: s.signerKeys, Ancestors: ancestors, OrgOrigins: s.proxyOrigins,
+		Dev: cfg.Dev, Log: cfg.Log}
 	opened = true
 	return s, nil
+}
+
+// signerKeys are the signer public keys the frames trust now: the key in use, a pending next
+// key, and replaced keys still in their grace period (custody.ServerKeys.VerifyKeys).
+func (s *Server) signerKeys() []string {
+	var out []string
+	for _, k := range s.Keys.VerifyKeys(custody.Signer) {
+		if b, err := k.Bytes(); err == nil {
+			out = append(out, hex.EncodeToString(b))
+		}
+	}
+	return out
+}
+
+// proxyOrigins are the allowed origins of orgID's auth proxy while it is enabled, which may
+// frame the frames (docs/frames.md, "Who may frame the pages"); none without one.
+func (s *Server) proxyOrigins(ctx context.Context, orgID string) ([]string, error) {
+	c, err := s.Proxy.Get(ctx, orgID)
+	switch {
+	case err != nil && apierr.From(err).Code == apierr.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !c.Settings.Enabled:
+		return nil, nil
+	}
+	return c.Settings.AllowedOrigins, nil
 }
 
 func (s *Server) env(now time.Time) directory.Env {
@@ -891,6 +940,7 @@ func (s *Server) handlers() map[string]http.Handler {
 		"api":       s.Hot.PerRequest(s.Dashboard.Observe(s.API.Handler())),
 		"proxy":     s.Hot.PerRequest(s.ProxyServer.Handler()),
 		"dashboard": s.Dashboard.Handler(),
+		"frames":    s.Frames,
 	}
 }
 
@@ -910,8 +960,8 @@ func (s *Server) startWorkers() (stop func()) {
 	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }
 }
 
-// listenerSet is the listeners of cfg (api always; proxy, dashboard and metrics when their
-// addresses are set) serving handlers by name, metrics observed.
+// listenerSet is the listeners of cfg (api always; proxy, dashboard, frames and metrics when
+// their addresses are set) serving handlers by name, metrics observed.
 type listenerSet struct {
 	cfg      Config
 	tls      map[string]*tlsListener
@@ -971,7 +1021,9 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 		maxBody          int64
 	}{{"api", "--api-addr", l.cfg.APIAddr, api.Operation, maxAPIBody},
 		{"proxy", "--proxy-addr", l.cfg.ProxyAddr, authproxy.Operation, authproxy.DefaultMaxBody},
-		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation, dashboard.MaxBodyBytes}} {
+		{"dashboard", "--dashboard-addr", l.cfg.DashboardAddr, dashboard.Operation, dashboard.MaxBodyBytes},
+		// The frames are GET only: a request with a body is refused before it is read.
+		{"frames", "--frames-addr", l.cfg.FramesAddr, frames.Operation, 0}} {
 		if ls.addr == "" && ls.name != "api" {
 			continue
 		}

@@ -109,7 +109,8 @@ func (cfg Config) listenerTLS() []struct {
 	return []struct {
 		name  string
 		files TLSFiles
-	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS}}
+	}{{"api", cfg.APITLS}, {"proxy", cfg.ProxyTLS}, {"dashboard", cfg.DashboardTLS}, {"metrics", cfg.MetricsTLS},
+		{"frames", cfg.FramesTLS}}
 }
 
 // loadTLS loads every listener's TLS files (Config.Validate checked that each set is

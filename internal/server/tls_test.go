@@ -114,8 +114,8 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 	s, err := server.Open(
 		context.Background(),
 		server.Config{DataDir: dir, MasterKeyFile: mk, APIAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
-			DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-			APITLS: files, ProxyTLS: files, MetricsTLS: files,
+			DashboardAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", FramesAddr: "127.0.0.1:0",
+			APITLS: files, ProxyTLS: files, MetricsTLS: files, FramesTLS: files,
 			DashboardTLS: server.TLSFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile},
 			Log:          slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))},
 	)
@@ -148,12 +148,13 @@ func TestTLSListenersAndReloadOnSIGHUP(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, resp.TLS.PeerCertificates[0].Subject.CommonName, nil
 	}
-	for _, u := range []string{s.APIURL(), s.ProxyURL(), s.DashboardURL(), s.MetricsURL()} {
+	for _, u := range []string{s.APIURL(), s.ProxyURL(), s.DashboardURL(), s.MetricsURL(), s.FramesURL()} {
 		if !strings.HasPrefix(u, "https://") {
 			t.Fatalf("a TLS listener's URL: %q", u)
 		}
 	}
-	for _, u := range []string{s.APIURL() + "/livez", s.MetricsURL() + "/metrics", s.ProxyURL() + "/v1/no_such_thing"} {
+	for _, u := range []string{s.APIURL() + "/livez", s.MetricsURL() + "/metrics", s.ProxyURL() + "/v1/no_such_thing",
+		s.FramesURL() + "/export"} {
 		code, cn, err := get(u)
 		if err != nil || cn != "first" || code == 0 {
 			t.Fatalf("GET %s: %d %q %v", u, code, cn, err)
@@ -257,6 +258,10 @@ func TestConfigurationRefusedBeforeAnythingIsWritten(t *testing.T) {
 		{"assets file", func(c *server.Config) { c.AssetsFile = filepath.Join(dir, "missing.json") }, "missing.json"},
 		{"prices file", func(c *server.Config) { c.PricesFile = filepath.Join(dir, "missing-prices.json") }, "missing-prices.json"},
 		{"QuorumOS versions", func(c *server.Config) { c.TVCQOSVersions = []string{"a b"} }, ""},
+		{"frames certificate without key", func(c *server.Config) { c.FramesTLS = server.TLSFiles{CertFile: cert} },
+			"frames listener: give both"},
+		{"frames ancestors", func(c *server.Config) { c.FramesAncestors = []string{"*", "https://a.example"} },
+			"--frames-ancestors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")

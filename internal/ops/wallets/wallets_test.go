@@ -862,3 +862,34 @@ func TestPolicyEnvironmentOfKeys(t *testing.T) {
 	servertest.MustOK(t, export(hot))
 	servertest.WantError(t, export(cold), http.StatusForbidden, 7, "denied")
 }
+
+// A wallet import carrying a passphrase the way Turnkey's import frame appends one
+// ("<mnemonic>\n--PASS--\n<passphrase>") is refused with a 400 saying passphrases are not
+// supported, not as an invalid mnemonic, and the passphrase is not repeated; the import can be
+// made again without it.
+func TestImportWalletRefusesAPassphrase(t *testing.T) {
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	const mnemonic = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+	importWith := func(plaintext string) servertest.Response {
+		h.Advance(time.Millisecond)
+		ib := root.MustSubmit("init_import_wallet", "ACTIVITY_TYPE_INIT_IMPORT_WALLET",
+			map[string]any{"userId": created.UserID})
+		enc, err := custody.SealToImportBundle(ib.Result("initImportWalletResult", "importBundle"), []byte(plaintext),
+			created.OrganizationID, created.UserID, h.Server.PublicKeys().SignerPublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root.Submit("import_wallet", "ACTIVITY_TYPE_IMPORT_WALLET", map[string]any{"userId": created.UserID,
+			"walletName": "imported", "encryptedBundle": enc, "accounts": servertest.WalletAccounts[:1]})
+	}
+	r := importWith(mnemonic + custody.PassphraseSeparator + "correct horse battery staple")
+	servertest.WantError(t, r, http.StatusBadRequest, 3, "wallet passphrases are not supported")
+	if strings.Contains(string(r.Raw), "horse") || strings.Contains(string(r.Raw), "abandon") {
+		t.Fatalf("the refusal repeats the secret: %s", r.Raw)
+	}
+	if l := root.MustQuery("list_wallets", nil); l.Len("wallets") != 0 {
+		t.Fatalf("a refused import left a wallet: %s", l.Raw)
+	}
+	servertest.MustOK(t, importWith(mnemonic))
+}
