@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -72,12 +71,15 @@ func (g *Gate) take(n, size int64) bool {
 
 func (g *Gate) give(n int64) { g.held.Add(-n) }
 
-type bodyKey struct{}
-
-// Body is the request body the gate read for r (nil, false outside Wrap).
+// Body is the request body the gate read for r (nil, false outside Wrap). It is found through
+// r.Body, not r's context: a request a handler makes from its own context (the auth proxy's
+// in-process call to the API, with the body it stamped) must not be served the body of the
+// request that handler is answering.
 func Body(r *http.Request) ([]byte, bool) {
-	b, ok := r.Context().Value(bodyKey{}).([]byte)
-	return b, ok
+	if rc, ok := r.Body.(*readCloser); ok {
+		return rc.body, true
+	}
+	return nil, false
 }
 
 // ReadBody is r's body: the one Wrap read, or (outside Wrap, as in tests) read here, at most
@@ -132,7 +134,7 @@ func (g *Gate) Wrap(listener string, maxBody int64, h http.Handler) http.Handler
 			return
 		}
 		r.Body = &readCloser{body: body}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -65,6 +65,44 @@ func TestWrapReadsTheBodyOnce(t *testing.T) {
 	}
 }
 
+// A handler that calls another handler in process with a request of its own, made from its own
+// request's context (as the auth proxy sends the activity it stamped to the API), must have that
+// request's body read, not its own: the API verifies the stamp over the body it reads.
+func TestBodyIsTheRequestsOwn(t *testing.T) {
+	g := New(1 << 20)
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := ReadBody(w, r, 1<<10)
+		if err != nil {
+			t.Error(err)
+		}
+		_, _ = w.Write(b)
+	})
+	outer := g.Wrap("proxy", 1<<10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := Body(r); !ok || string(b) != "from the client" {
+			t.Errorf("Body = %q, %v", b, ok)
+		}
+		sub, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/api", strings.NewReader("stamped by the proxy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := Body(sub); ok {
+			t.Errorf("Body of a request the gate did not read = %q", b)
+		}
+		inner.ServeHTTP(w, sub)
+	}))
+	srv := httptest.NewServer(outer)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader("from the client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "stamped by the proxy" {
+		t.Errorf("the inner handler read %q", got)
+	}
+}
+
 func TestWrapRefusesBodiesOverTheLimit(t *testing.T) {
 	g := New(1 << 20)
 	var seen refusals
