@@ -61,6 +61,11 @@ type ListOptions struct {
 	// never read whole. A record that grows between the two reads may take the page over
 	// MaxBytes by its growth.
 	MaxBytes int
+	// Key, when its Name is set, keeps only the records carrying the key (Name, Value) (Unique
+	// is ignored): the accounts of one wallet, paged in the same order as the organization's.
+	// The page's cost does not grow with the records of the kind that do not carry it beyond
+	// reading their index entries.
+	Key Key
 }
 
 // Activity is one stored activity. Data is the activity JSON (opaque to the store); the other

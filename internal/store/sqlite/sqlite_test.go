@@ -429,3 +429,23 @@ func queryPlan(t *testing.T, s *Store, ctx context.Context, query string, args [
 	}
 	return plan.String()
 }
+
+// TestKeyedListUsesIndexes: a page of the records carrying a key (the accounts of one wallet)
+// reads the records in order from their index and checks the key by its index, without
+// scanning either table or sorting.
+func TestKeyedListUsesIndexes(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := context.Background()
+	key := store.Key{Name: "wallet_account.wallet", Value: "w"}
+	for _, opts := range []store.ListOptions{{Key: key, Limit: 10}, {Key: key, Limit: 10, After: "x"},
+		{Key: key, Limit: 10, Before: "x"}} {
+		for _, cols := range []string{sqlcore.RecordColumns, sqlcore.RecordHeadColumns} {
+			query, args, _ := sqlcore.ListRecords(sqlcore.Question, cols, "wallet_account", "o", opts)
+			plan := queryPlan(t, s, ctx, query, args)
+			if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN records\n") ||
+				strings.Contains(plan, "SCAN record_keys") {
+				t.Errorf("%s:\n%s", query, plan)
+			}
+		}
+	}
+}

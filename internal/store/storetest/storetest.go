@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LookupNonUniqueKey", testLookupNonUnique},
 		{"KeyValuesHoldAnyString", testKeyValuesHoldAnyString},
 		{"ListOrderAndPaging", testListPaging},
+		{"ListByKey", testListByKey},
 		{"ActivityFingerprints", testActivityFingerprints},
 		{"ListActivitiesFilters", testListActivities},
 		{"ListRecordsBoundedByBytes", testListRecordsByBytes},
