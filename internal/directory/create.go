@@ -26,9 +26,13 @@ type Limits struct {
 	ExpiringKeysPerUser   int
 	AuthenticatorsPerUser int
 	PoliciesPerOrg        int
+	// PrivateKeyTagsPerOrg bounds an organization's private key tags. Turnkey documents one
+	// limit on tags (100), which the user tags keep too; list_private_key_tags answers them all.
+	PrivateKeyTagsPerOrg int
 }
 
-// DefaultLimits are Turnkey's documented limits.
+// DefaultLimits are Turnkey's documented limits (and Latchkey's own where Turnkey documents
+// none).
 var DefaultLimits = Limits{
 	UsersPerOrg:           100,
 	UserTagsPerOrg:        100,
@@ -36,6 +40,7 @@ var DefaultLimits = Limits{
 	ExpiringKeysPerUser:   10,
 	AuthenticatorsPerUser: 10,
 	PoliciesPerOrg:        100,
+	PrivateKeyTagsPerOrg:  100,
 }
 
 // Check refuses one more record of kind in orgID when it already has limit of them (what names
@@ -70,6 +75,7 @@ func (l *Limits) LimitNames() map[string]*int {
 		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser,
 		"authenticators-per-user":    &l.AuthenticatorsPerUser,
 		"policies":                   &l.PoliciesPerOrg,
+		"private-key-tags":           &l.PrivateKeyTagsPerOrg,
 	}
 }
 

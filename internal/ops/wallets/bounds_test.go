@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/costtest"
+	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -174,4 +176,56 @@ func leastAllocated(f func()) int64 {
 		least = min(least, costtest.Allocated(f))
 	}
 	return least
+}
+
+// An organization holds at most Limits.PrivateKeyTagsPerOrg private key tags (100 by default,
+// Turnkey's documented limit on tags, as for user tags): list_private_key_tags answers them
+// all, and each may name up to 1,000 keys. Before, there was no limit at all.
+func TestPrivateKeyTagLimit(t *testing.T) {
+	if directory.DefaultLimits.PrivateKeyTagsPerOrg != 100 {
+		t.Fatalf("default private key tag limit %d", directory.DefaultLimits.PrivateKeyTagsPerOrg)
+	}
+	l := directory.DefaultLimits
+	if p := l.LimitNames()["private-key-tags"]; p == nil || *p != 100 {
+		t.Fatal(`LimitNames has no "private-key-tags"`)
+	}
+	h := servertest.New(t)
+	root, created := h.RootOrg("Acme")
+	ctx := context.Background()
+	err := h.Server.Store.Update(ctx, func(tx store.Tx) error {
+		for i := range 99 {
+			tag := &wallets.PrivateKeyTag{ID: id.New(), OrgID: created.OrganizationID, Name: fmt.Sprintf("tag %d", i),
+				KeyIDs: []string{}, CreatedAt: h.Now(), UpdatedAt: h.Now()}
+			if err := records.Save(ctx, tx, wallets.KindPrivateKeyTag, tag.ID, tag.OrgID, h.Now(), h.Now(), tag,
+				store.Key{Name: wallets.KeyPKTagName, Value: tag.OrgID + "/" + tag.Name, Unique: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string) servertest.Response {
+		return root.Submit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG",
+			map[string]any{"privateKeyTagName": name, "privateKeyIds": []string{}})
+	}
+	servertest.MustOK(t, create("the hundredth"))
+	servertest.WantError(t, create("one too many"), http.StatusTooManyRequests, 8,
+		"an organization can have at most 100 private key tags")
+	if n := root.MustQuery("list_private_key_tags", nil).Len("privateKeyTags"); n != 100 {
+		t.Errorf("list_private_key_tags answers %d tags, want 100", n)
+	}
+
+	lifted := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
+		c.Limits = directory.DefaultLimits
+		c.Limits.PrivateKeyTagsPerOrg = 1
+	}))
+	r2, _ := lifted.RootOrg("Small")
+	create2 := func(name string) servertest.Response {
+		return r2.Submit("create_private_key_tag", "ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG",
+			map[string]any{"privateKeyTagName": name, "privateKeyIds": []string{}})
+	}
+	servertest.MustOK(t, create2("one"))
+	servertest.WantError(t, create2("two"), http.StatusTooManyRequests, 8, "at most 1 private key tags")
 }

@@ -23,6 +23,16 @@ type Deps struct {
 	Custodian *custody.Custodian
 	// Signers, when set, keeps the keys signing activities resolve in memory (hot.go).
 	Signers *Signers
+	// Env gives the per-organization limits (nil: directory.DefaultLimits).
+	Env func(x *activity.Exec) directory.Env
+}
+
+// limits are the configured per-organization limits.
+func (d Deps) limits(x *activity.Exec) directory.Limits {
+	if d.Env == nil {
+		return directory.DefaultLimits
+	}
+	return d.Env(x).Limits
 }
 
 // Limits per organization (Turnkey's documented ones).
