@@ -29,6 +29,9 @@ type Limits struct {
 	// PrivateKeyTagsPerOrg bounds an organization's private key tags. Turnkey documents one
 	// limit on tags (100), which the user tags keep too; list_private_key_tags answers them all.
 	PrivateKeyTagsPerOrg int
+	// ContractInterfacesPerOrg bounds an organization's smart contract interfaces (each up to
+	// 400 KiB), which list_smart_contract_interfaces answers whole. Turnkey documents none.
+	ContractInterfacesPerOrg int
 }
 
 // DefaultLimits are Turnkey's documented limits (and Latchkey's own where Turnkey documents
@@ -41,6 +44,9 @@ var DefaultLimits = Limits{
 	AuthenticatorsPerUser: 10,
 	PoliciesPerOrg:        100,
 	PrivateKeyTagsPerOrg:  100,
+	// Latchkey's own: an organization keeps an interface per contract its policies decode, and
+	// the list answers every one.
+	ContractInterfacesPerOrg: 100,
 }
 
 // Check refuses one more record of kind in orgID when it already has limit of them (what names
@@ -76,6 +82,7 @@ func (l *Limits) LimitNames() map[string]*int {
 		"authenticators-per-user":    &l.AuthenticatorsPerUser,
 		"policies":                   &l.PoliciesPerOrg,
 		"private-key-tags":           &l.PrivateKeyTagsPerOrg,
+		"smart-contract-interfaces":  &l.ContractInterfacesPerOrg,
 	}
 }
 
