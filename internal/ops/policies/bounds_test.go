@@ -1,13 +1,16 @@
 package policies_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/costtest"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/ops/policies"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -71,4 +74,60 @@ func TestSmartContractInterfaceLimits(t *testing.T) {
 			t.Errorf("listing allocated %d bytes, over %d", alloc, limit)
 		}
 	})
+}
+
+// ContractABI parses an organization's ABI for an address once and answers the same parse
+// after; a Solana IDL, another organization's address or an address without an interface has
+// none, and an ABI go-ethereum does not parse (erc20ABI's fixed128x18, which CheckABI accepts)
+// answers its error each time.
+func TestContractABI(t *testing.T) {
+	const createType = "ACTIVITY_TYPE_CREATE_SMART_CONTRACT_INTERFACE"
+	h := newHarness(t, directory.DefaultLimits)
+	const eth = "0x00000000000000000000000000000000000000aB"
+	const sol = "TokenkegQfeZyiNwAJbNbGQPFNKzCQu9uwVZAhy4tGR"
+	const transfer = `[{"type":"function","name":"transfer","inputs":[{"name":"dst","type":"address"},` +
+		`{"name":"wad","type":"uint256"}],"outputs":[{"name":"","type":"bool"}]}]`
+	h.mustSubmit(h.root, "create_smart_contract_interface", createType, ethInterface(transfer, eth), nil)
+	h.mustSubmit(h.root, "create_smart_contract_interface", createType, solInterface(anchorIDL, sol), nil)
+	const broken = "0x00000000000000000000000000000000000000cd"
+	h.mustSubmit(h.root, "create_smart_contract_interface", createType, ethInterface(erc20ABI, broken), nil)
+	other, _, _ := h.organization("Other")
+	ctx := context.Background()
+	parse := func(org, addr string) (a *ethereum.ABI, err error) {
+		if verr := h.st.View(ctx, func(r store.Reader) error {
+			a, err = policies.ContractABI(ctx, r, org, addr)
+			return nil
+		}); verr != nil {
+			t.Fatal(verr)
+		}
+		return a, err
+	}
+	abi := func(org, addr string) *ethereum.ABI {
+		a, err := parse(org, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for range 2 {
+		if a, err := parse(h.org.ID, broken); a != nil || err == nil {
+			t.Errorf("an ABI go-ethereum does not parse: %v, %v", a, err)
+		}
+	}
+	first := abi(h.org.ID, strings.ToLower(eth))
+	if first == nil || abi(h.org.ID, eth) != first {
+		t.Fatalf("ContractABI parsed %p, then %p", first, abi(h.org.ID, eth))
+	}
+	if _, err := first.DecodeCall(make([]byte, 4)); err == nil {
+		t.Error("a selector the ABI does not have decoded")
+	}
+	for name, a := range map[string]*ethereum.ABI{
+		"a Solana IDL":                 abi(h.org.ID, sol),
+		"another organization's":       abi(other.ID, eth),
+		"an address without interface": abi(h.org.ID, "0x"+strings.Repeat("9", 40)),
+	} {
+		if a != nil {
+			t.Errorf("%s: an ABI", name)
+		}
+	}
 }
