@@ -20,7 +20,7 @@ func TestABICacheBounds(t *testing.T) {
 	}
 	put("a", 40)
 	put("b", 40)
-	c.get("a") // a is now more recently used than b
+	c.get("a")   // a is now more recently used than b
 	put("c", 40) // 120 bytes: b goes
 	if got, want := has("b", "a", "c"), "b:false a:true c:true "; got != want {
 		t.Errorf("after the bytes bound: %s, want %s", got, want)
