@@ -66,6 +66,10 @@ type ListOptions struct {
 	// The page's cost does not grow with the records of the kind that do not carry it beyond
 	// reading their index entries.
 	Key Key
+	// OwnerOf, when its Name is set, keeps only the records that own (as their OrgID) a record
+	// carrying the key (Name, Value) (Unique is ignored): listing a parent's organizations, the
+	// sub-organizations holding a user of a given name, a page at a time.
+	OwnerOf Key
 }
 
 // Activity is one stored activity. Data is the activity JSON (opaque to the store); the other

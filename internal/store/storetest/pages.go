@@ -435,3 +435,56 @@ func testListByKey(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// testListOwnersOf: List with OwnerOf keeps the records that own a record carrying the key (the
+// sub-organizations of a parent holding a user of some name), paged in order.
+func testListOwnersOf(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	update(t, s, func(tx store.Tx) error {
+		for i, id := range []string{"a", "b", "c", "d", "e"} {
+			at := base.Add(time.Duration(i) * time.Millisecond)
+			if err := tx.Insert(ctx, rec("organization", id, "p", at, "{}")); err != nil {
+				return err
+			}
+			name := "bob"
+			if id == "b" || id == "d" || id == "e" {
+				name = "al\x00ice"
+			}
+			if err := tx.Insert(ctx, rec("user", "u"+id, id, at, "{}"), store.Key{Name: "user.name_any", Value: name}); err != nil {
+				return err
+			}
+		}
+		// Another parent's organization holding such a user is not listed.
+		if err := tx.Insert(ctx, rec("organization", "x", "q", base, "{}")); err != nil {
+			return err
+		}
+		return tx.Insert(ctx, rec("user", "ux", "x", base, "{}"), store.Key{Name: "user.name_any", Value: "al\x00ice"})
+	})
+	alice := store.Key{Name: "user.name_any", Value: "al\x00ice"}
+	tests := []struct {
+		name string
+		opts store.ListOptions
+		want string
+	}{
+		{"all", store.ListOptions{OwnerOf: alice}, "b,d,e"},
+		{"limit", store.ListOptions{OwnerOf: alice, Limit: 2}, "b,d"},
+		{"after", store.ListOptions{OwnerOf: alice, After: "c", Limit: 2}, "d,e"},
+		{"before", store.ListOptions{OwnerOf: alice, Before: "e", Limit: 1}, "d"},
+		{"bytes", store.ListOptions{OwnerOf: alice, MaxBytes: 1}, "b"},
+		{"no one", store.ListOptions{OwnerOf: store.Key{Name: "user.name_any", Value: "carol"}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			read(t, s, func(mode string, r store.Reader) error {
+				got, err := r.List(ctx, "organization", "p", tc.opts)
+				if err != nil {
+					t.Fatalf("%s: List: %v", mode, err)
+				}
+				if ids(got) != tc.want {
+					t.Errorf("%s: List = %q, want %q", mode, ids(got), tc.want)
+				}
+				return nil
+			})
+		})
+	}
+}

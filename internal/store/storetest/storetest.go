@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"KeyValuesHoldAnyString", testKeyValuesHoldAnyString},
 		{"ListOrderAndPaging", testListPaging},
 		{"ListByKey", testListByKey},
+		{"ListOwnersOf", testListOwnersOf},
 		{"ActivityFingerprints", testActivityFingerprints},
 		{"ListActivitiesFilters", testListActivities},
 		{"ListRecordsBoundedByBytes", testListRecordsByBytes},
