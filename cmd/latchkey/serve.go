@@ -346,7 +346,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	limits := fs.String(
 		"limits",
 		"",
-		"raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user; 0 or unlimited lifts a limit; default: Turnkey's documented limits)",
+		"raise resource limits, e.g. users=1000,user-tags=100000 (names: users, user-tags, policies, api-keys-per-user, expiring-api-keys-per-user, authenticators-per-user, private-key-tags, smart-contract-interfaces; 0 or unlimited lifts a limit; default: Turnkey's documented limits)",
 	)
 	fs.String(
 		configFlag,

@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/stamp"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // MaxNameLength bounds every name (users, tags, keys, organizations).
@@ -26,9 +27,16 @@ type Limits struct {
 	ExpiringKeysPerUser   int
 	AuthenticatorsPerUser int
 	PoliciesPerOrg        int
+	// PrivateKeyTagsPerOrg bounds an organization's private key tags. Turnkey documents one
+	// limit on tags (100), which the user tags keep too; list_private_key_tags answers them all.
+	PrivateKeyTagsPerOrg int
+	// ContractInterfacesPerOrg bounds an organization's smart contract interfaces (each up to
+	// 400 KiB), which list_smart_contract_interfaces answers whole. Turnkey documents none.
+	ContractInterfacesPerOrg int
 }
 
-// DefaultLimits are Turnkey's documented limits.
+// DefaultLimits are Turnkey's documented limits (and Latchkey's own where Turnkey documents
+// none).
 var DefaultLimits = Limits{
 	UsersPerOrg:           100,
 	UserTagsPerOrg:        100,
@@ -36,6 +44,10 @@ var DefaultLimits = Limits{
 	ExpiringKeysPerUser:   10,
 	AuthenticatorsPerUser: 10,
 	PoliciesPerOrg:        100,
+	PrivateKeyTagsPerOrg:  100,
+	// Latchkey's own: an organization keeps an interface per contract its policies decode, and
+	// the list answers every one.
+	ContractInterfacesPerOrg: 100,
 }
 
 // Check refuses one more record of kind in orgID when it already has limit of them (what names
@@ -70,6 +82,8 @@ func (l *Limits) LimitNames() map[string]*int {
 		"expiring-api-keys-per-user": &l.ExpiringKeysPerUser,
 		"authenticators-per-user":    &l.AuthenticatorsPerUser,
 		"policies":                   &l.PoliciesPerOrg,
+		"private-key-tags":           &l.PrivateKeyTagsPerOrg,
+		"smart-contract-interfaces":  &l.ContractInterfacesPerOrg,
 	}
 }
 
@@ -142,8 +156,10 @@ func CreateUser(ctx context.Context, tx store.Tx, env Env, orgID string, spec Us
 	if err := checkName(spec.Field+".userName", spec.Name); err != nil {
 		return nil, err
 	}
-	if spec.Email != "" && !strings.Contains(spec.Email, "@") {
-		return nil, apierr.Invalid(spec.Field+".userEmail", "not an e-mail address: %q", spec.Email)
+	if spec.Email != "" {
+		if err := CheckEmail(spec.Field+".userEmail", spec.Email); err != nil {
+			return nil, err
+		}
 	}
 	if spec.PhoneNumber != "" && !ValidE164(spec.PhoneNumber) {
 		return nil, apierr.Invalid(spec.Field+".userPhoneNumber", "must be in E.164 format (e.g. +13214567890)")
@@ -324,7 +340,8 @@ func CreateAuthenticator(
 // CreateOAuthProvider links an OIDC identity to u: the claims given (oidcClaims), or those of
 // an id_token, verified.
 func CreateOAuthProvider(ctx context.Context, tx store.Tx, env Env, u *User, spec OAuthSpec) (*OAuthProvider, error) {
-	if spec.Issuer == "" || spec.Subject == "" || spec.Audience == "" {
+	fromToken := spec.Issuer == "" || spec.Subject == "" || spec.Audience == ""
+	if fromToken {
 		if spec.Token == "" {
 			return nil, apierr.Required(spec.Field + ".oidcToken")
 		}
@@ -336,6 +353,9 @@ func CreateOAuthProvider(ctx context.Context, tx store.Tx, env Env, u *User, spe
 			return nil, apierr.Invalid(spec.Field+".oidcToken", "%v", err)
 		}
 		spec.Issuer, spec.Subject, spec.Audience = id.Issuer, id.Subject, id.Audience
+	}
+	if err := checkOIDCIdentity(spec.Field, fromToken, spec); err != nil {
+		return nil, err
 	}
 	if spec.Name = strings.TrimSpace(spec.Name); spec.Name == "" {
 		return nil, apierr.Required(spec.Field + ".providerName")
@@ -418,6 +438,57 @@ func CheckName(field, name string) (string, error) {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// CheckEmail checks an e-mail address given in field: at most wire.MaxEmailBytes (RFC 5321's
+// 254), printable UTF-8, with an "@". A user's address is read with the user on every request
+// and indexed; the engine refuses a longer one already (wire.CheckText), this holds it for
+// every other caller.
+func CheckEmail(field, email string) error {
+	switch {
+	case len(email) > wire.MaxEmailBytes:
+		return apierr.Invalid(field, "must be at most %d bytes (RFC 5321), got %d", wire.MaxEmailBytes, len(email))
+	case !utf8.ValidString(email) || strings.ContainsFunc(email, isControl):
+		return apierr.Invalid(field, "must be printable UTF-8 (no control characters)")
+	case !strings.Contains(email, "@"):
+		return apierr.Invalid(field, "not an e-mail address: %q", email)
+	}
+	return nil
+}
+
+// Bounds of an OAuth provider's OIDC identity (issuer, subject, audience), given as oidcClaims
+// or read from a verified id_token. The identity is stored with the provider and joined into a
+// lookup key (oauth_provider.subject), which PostgreSQL's index refuses past 2,704 bytes (a
+// 3.2 KB subject answered 500). OpenID Connect bounds a subject to 255 ASCII characters; issuers
+// are URLs (https://accounts.google.com, 27 bytes; a Cognito pool's, about 70) and audiences
+// client ids (Google's, about 75 bytes).
+const (
+	MaxOIDCIssuerBytes   = 512
+	MaxOIDCSubjectBytes  = 255
+	MaxOIDCAudienceBytes = 512
+)
+
+// checkOIDCIdentity refuses an issuer, subject or audience over its bound, naming where it came
+// from: the claims given (field.oidcClaims.iss ...) or the token (field.oidcToken).
+func checkOIDCIdentity(field string, fromToken bool, spec OAuthSpec) error {
+	for _, c := range []struct {
+		name, value string
+		limit       int
+	}{
+		{"iss", spec.Issuer, MaxOIDCIssuerBytes},
+		{"sub", spec.Subject, MaxOIDCSubjectBytes},
+		{"aud", spec.Audience, MaxOIDCAudienceBytes},
+	} {
+		if len(c.value) <= c.limit {
+			continue
+		}
+		if fromToken {
+			return apierr.Invalid(field+".oidcToken", "its %s claim must be at most %d bytes, got %d",
+				c.name, c.limit, len(c.value))
+		}
+		return apierr.Invalid(field+".oidcClaims."+c.name, "must be at most %d bytes, got %d", c.limit, len(c.value))
+	}
+	return nil
+}
 
 func checkName(field, name string) error {
 	_, err := CheckName(field, name)

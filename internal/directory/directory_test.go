@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,41 @@ func TestLimitsCheckAndKeyEviction(t *testing.T) {
 			t.Errorf("after eviction: %d keys, oldest %s", len(keys), keys[0].PublicKey)
 		}
 		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An OIDC identity read from a verified token is held to the same bounds as one given as
+// claims, and the refusal names the token; one within them is stored.
+func TestOIDCIdentityFromTokenBounded(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "d.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sub := strings.Repeat("s", MaxOIDCSubjectBytes+1)
+	env := Env{Now: time.Now().UTC(), Limits: DefaultLimits,
+		VerifyOIDC: func(_ context.Context, token, _ string) (*OIDCIdentity, error) {
+			return &OIDCIdentity{Issuer: "https://issuer.example", Subject: sub[:len(token)], Audience: "app"}, nil
+		}}
+	err = st.Update(ctx, func(tx store.Tx) error {
+		u, err := CreateUser(ctx, tx, env, "org", UserSpec{Name: "a"})
+		if err != nil {
+			return err
+		}
+		long := OAuthSpec{Name: "p", Token: sub, Field: "parameters.oauthProviders[0]"}
+		_, err = CreateOAuthProvider(ctx, tx, env, u, long)
+		if e := apierr.From(err); e.Code != apierr.InvalidArgument ||
+			!strings.Contains(e.Message, "parameters.oauthProviders[0].oidcToken") ||
+			!strings.Contains(e.Message, "sub claim must be at most 255 bytes") {
+			t.Errorf("a token with a long subject: %v", err)
+		}
+		fits := OAuthSpec{Name: "p", Token: sub[:MaxOIDCSubjectBytes], Field: "f"}
+		_, err = CreateOAuthProvider(ctx, tx, env, u, fits)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,10 @@ const (
 	KeyOAuthUser         = "oauth_provider.user"
 	KeyOAuthSubject      = "oauth_provider.subject" // iss/sub/aud
 	KeyOrgName           = "organization.name"      // lowercased, for search
+	// KeyUserNameAny holds a user's name as given, in every organization: list_suborgs
+	// filtered by USERNAME pages through a parent's sub-organizations that own a user carrying
+	// it (store.ListOptions.OwnerOf). The store's migrations gave it to the users stored before.
+	KeyUserNameAny = "user.name_any"
 )
 
 // Quorum is an organization's root quorum.
@@ -244,7 +248,7 @@ func LoadUser(ctx context.Context, r store.Reader, orgID, id string) (*User, err
 
 // SaveUser writes a user.
 func SaveUser(ctx context.Context, tx store.Tx, u *User) error {
-	keys := []store.Key{{Name: KeyUserName, Value: u.OrgID + "/" + u.Name}}
+	keys := []store.Key{{Name: KeyUserName, Value: u.OrgID + "/" + u.Name}, {Name: KeyUserNameAny, Value: u.Name}}
 	if u.Email != "" {
 		name := KeyUserEmail
 		if u.EmailUnproven {

@@ -61,6 +61,15 @@ type ListOptions struct {
 	// never read whole. A record that grows between the two reads may take the page over
 	// MaxBytes by its growth.
 	MaxBytes int
+	// Key, when its Name is set, keeps only the records carrying the key (Name, Value) (Unique
+	// is ignored): the accounts of one wallet, paged in the same order as the organization's.
+	// The page's cost does not grow with the records of the kind that do not carry it beyond
+	// reading their index entries.
+	Key Key
+	// OwnerOf, when its Name is set, keeps only the records that own (as their OrgID) a record
+	// carrying the key (Name, Value) (Unique is ignored): listing a parent's organizations, the
+	// sub-organizations holding a user of a given name, a page at a time.
+	OwnerOf Key
 }
 
 // Activity is one stored activity. Data is the activity JSON (opaque to the store); the other

@@ -10,12 +10,14 @@ import (
 
 // Bounds of free-text request fields (docs/compatibility.md, "Validation"). Names follow the
 // directory's name rule (256 bytes); notes and values are longer text; an e-mail address is
-// bounded by RFC 5321. Fields not listed here (ids, keys, payloads, transactions, tokens,
-// bundles, policy conditions) carry data whose own parser checks it, bounded by the body limit.
+// bounded by RFC 5321, whose path (the address in angle brackets) is at most 256 octets, so no
+// mail server takes a longer address. Fields not listed here (ids, keys, payloads,
+// transactions, tokens, bundles, policy conditions) carry data whose own parser checks it,
+// bounded by the body limit.
 const (
 	MaxNameBytes  = 256
 	MaxTextBytes  = 8192
-	MaxEmailBytes = 320
+	MaxEmailBytes = 254
 )
 
 // textRule is what a free-text field may hold.
@@ -28,7 +30,7 @@ type textRule struct {
 // free text.
 func textRuleOf(member string) (textRule, bool) {
 	switch {
-	case member == "notes", member == "description":
+	case member == "notes", strings.HasSuffix(member, "Notes"), member == "description":
 		return textRule{max: MaxTextBytes, multiLine: true}, true
 	case member == "value":
 		return textRule{max: MaxTextBytes}, true

@@ -28,6 +28,16 @@ var OwnedKinds = []string{KindCredential}
 // MaxCredentialsPerOrg bounds an organization's OAuth 2.0 clients.
 const MaxCredentialsPerOrg = 32
 
+// MaxClientSecretBytes bounds an OAuth 2.0 client secret. The credential keeps it twice (the
+// client's envelope, answered by get and list, and sealed) and every oauth2_authenticate reads
+// it; the envelope format allowed 64 KiB. Real secrets are tens of bytes (Google, GitHub,
+// Discord, X, Microsoft), Apple's a signed JWT of a few hundred.
+const MaxClientSecretBytes = 4096
+
+// maxEnvelopeHex is the hex length of an envelope of MaxClientSecretBytes: nonce (12),
+// ephemeral key (65), length (4), ciphertext and tag (16), with an optional 0x.
+const maxEnvelopeHex = 2*(12+65+4+MaxClientSecretBytes+16) + len("0x")
+
 // Credential is a stored OAuth 2.0 client.
 type Credential struct {
 	ID        string    `json:"id"`
@@ -331,6 +341,14 @@ func fill(x *activity.Exec, c *Credential, provider wire.Oauth2Provider, clientI
 	clientID = strings.TrimSpace(clientID)
 	if clientID == "" || len(clientID) > 256 {
 		return apierr.Invalid("parameters.clientId", "must be 1 to 256 characters")
+	}
+	if len(strings.TrimSpace(envelope)) > maxEnvelopeHex {
+		return apierr.Invalid(
+			"parameters.encryptedClientSecret",
+			"the client secret must be at most %d bytes (an envelope of at most %d hex digits)",
+			MaxClientSecretBytes,
+			maxEnvelopeHex,
+		)
 	}
 	sealed, err := x.Services.Custodian.SealClientSecret(envelope, c.binding())
 	if err != nil {

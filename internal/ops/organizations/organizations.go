@@ -366,6 +366,19 @@ func listSuborgs(q *activity.Read, in *wire.GetSubOrgIdsRequest) (any, error) {
 	if in.FilterValue == "" {
 		return nil, apierr.Required("filterValue")
 	}
+	if in.FilterType == "USERNAME" {
+		// User names are not unique: a name may be held in many sub-organizations, so this
+		// filter pages like the unfiltered list.
+		opts, err := ListOptions(in.PaginationOptions, "paginationOptions", false)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := subOrgsWithUser(q.Ctx, q.R, parent.ID, in.FilterValue, opts)
+		if err != nil {
+			return nil, err
+		}
+		return wire.GetSubOrgIdsResponse{OrganizationIds: ids}, nil
+	}
 	filter, value := in.FilterType, in.FilterValue
 	if filter == "OIDC_TOKEN" {
 		if q.Services.VerifyOIDC == nil {
@@ -382,6 +395,29 @@ func listSuborgs(q *activity.Read, in *wire.GetSubOrgIdsRequest) (any, error) {
 		return nil, err
 	}
 	return wire.GetSubOrgIdsResponse{OrganizationIds: ids}, nil
+}
+
+// subOrgsWithUser returns a page (opts) of the ids of parentID's sub-organizations that hold a
+// user named name, oldest first: one query over the parent's sub-organizations that own a
+// record carrying the name's key (directory.KeyUserNameAny), within records.MaxPageBytes, so
+// its cost is the page's, not one look-up per sub-organization.
+func subOrgsWithUser(
+	ctx context.Context,
+	r store.Reader,
+	parentID, name string,
+	opts store.ListOptions,
+) ([]string, error) {
+	opts.MaxBytes = records.MaxPageBytes
+	opts.OwnerOf = store.Key{Name: directory.KeyUserNameAny, Value: name}
+	orgs, err := directory.ListSubOrganizations(ctx, r, parentID, opts)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(orgs))
+	for _, o := range orgs {
+		ids = append(ids, o.ID)
+	}
+	return ids, nil
 }
 
 // SubOrgsMatching returns the ids of parentID's sub-organizations that hold a user, credential or
@@ -401,22 +437,15 @@ func SubOrgsMatching(ctx context.Context, r store.Reader, parentID, filterType, 
 		}
 		return out, wrapLookup(err)
 	case "USERNAME":
-		// User names are keyed per organization; scan the parent's sub-organizations.
-		subs, err := directory.ListSubOrganizations(ctx, r, parentID, store.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
 		out := []string{}
-		for _, o := range subs {
-			hits, err := r.Lookup(ctx, directory.KeyUserName, o.ID+"/"+value)
-			if err != nil {
-				return nil, wrapLookup(err)
+		for opts := (store.ListOptions{Limit: 100}); ; {
+			page, err := subOrgsWithUser(ctx, r, parentID, value, opts)
+			if err != nil || len(page) == 0 {
+				return out, err
 			}
-			if len(hits) > 0 {
-				out = append(out, o.ID)
-			}
+			out = append(out, page...)
+			opts.After = page[len(page)-1]
 		}
-		return out, nil
 	case "EMAIL":
 		value = strings.ToLower(value)
 	case "PUBLIC_KEY":

@@ -3,7 +3,7 @@
 // delete_policy, delete_policies, create_smart_contract_interface and
 // delete_smart_contract_interface; the queries get_policy, list_policies,
 // get_policy_evaluations, get_smart_contract_interface and list_smart_contract_interfaces; and
-// the records the policy engine reads (ListPolicies, InterfaceForAddress) and writes
+// the records the policy engine reads (ListPolicies, InterfaceForAddress, ContractABI) and writes
 // (SaveEvaluation). Evaluating policies is the engine's job (internal/policy's Decide, called
 // from activity), never this package's.
 //
@@ -51,13 +51,15 @@
 //   - SMART_CONTRACT_INTERFACE_TYPE_SOLANA: the address is base58 of 32 bytes, stored as given;
 //     the interface is an Anchor IDL (CheckIDL: an object with named instructions).
 //
-// The JSON is stored as uploaded (at most MaxInterfaceBytes). An ABI must also keep within the
-// limits DecodeCall parses it under on every signing request (ethereum.CheckABILimits: entries,
+// The JSON is stored as uploaded (at most MaxInterfaceBytes; an organization keeps at most
+// Limits.ContractInterfacesPerOrg of them and MaxContractInterfaceBytesPerOrg together). An ABI
+// must also keep within the limits ethereum.ParseABI parses it under (ethereum.CheckABILimits: entries,
 // tuple depth, array dimensions, fixed-size arrays, repeated names), an IDL within
 // MaxIDLInstructions; docs/limits.md §4.3 lists them. An organization has one interface
 // per address (unique key smart_contract_interface.address = org/address) so the evaluator
-// never chooses between two; InterfaceForAddress finds it. Interfaces are not updated: delete
-// and re-create.
+// never chooses between two; InterfaceForAddress finds it, and ContractABI its ABI parsed (once
+// per process: see its cache). Interfaces are not updated: delete and re-create; the cache of
+// parsed ABIs relies on it.
 //
 // # Access
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -33,7 +34,14 @@ const MaxInterfaceBytes = 400 << 10
 // IDLs (Drift, Mango v4) have under 200; an ABI's entries are bounded by ethereum.MaxABIEntries.
 const MaxIDLInstructions = 4096
 
-func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceIntent) (any, error) {
+// MaxContractInterfaceBytesPerOrg bounds the stored bytes of an organization's smart contract
+// interfaces together. list_smart_contract_interfaces takes no pagination and answers every
+// one, so without it 100 interfaces of 400 KiB made each answer 41 MB (395 MB allocated). A
+// hundred interfaces the size of Seaport's ABI (33 KB, about 40 KB stored with its quotes
+// escaped) take half of it.
+const MaxContractInterfaceBytesPerOrg = 8 << 20
+
+func (d Deps) createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceIntent) (any, error) {
 	const (
 		fAddress   = "parameters.smartContractAddress"
 		fInterface = "parameters.smartContractInterface"
@@ -50,6 +58,12 @@ func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceInte
 			MaxInterfaceBytes,
 			len(in.SmartContractInterface),
 		)
+	}
+	lim := d.Env(x).Limits
+	if err := lim.Check(
+		x.Ctx, x.Tx, KindSmartContractInterface, x.OrgID, lim.ContractInterfacesPerOrg, "smart contract interfaces",
+	); err != nil {
+		return nil, err
 	}
 	addr := strings.TrimSpace(in.SmartContractAddress)
 	switch string(in.Type) {
@@ -81,10 +95,50 @@ func createInterface(x *activity.Exec, in *wire.CreateSmartContractInterfaceInte
 	}
 	s := &SmartContractInterface{ID: id.New(), OrgID: x.OrgID, Address: addr, Interface: in.SmartContractInterface,
 		Type: string(in.Type), Label: label, Notes: in.Notes, CreatedAt: x.Now, UpdatedAt: x.Now}
+	if err := checkInterfaceBytes(x, s); err != nil {
+		return nil, err
+	}
 	if err := SaveSmartContractInterface(x.Ctx, x.Tx, s, fAddress); err != nil {
 		return nil, err
 	}
 	return wire.CreateSmartContractInterfaceResult{SmartContractInterfaceId: s.ID}, nil
+}
+
+// checkInterfaceBytes refuses s when it would take the organization's interfaces over
+// MaxContractInterfaceBytesPerOrg. It reads the interfaces that fit beside s and no further
+// (store.ListOptions.MaxBytes), so its cost is bounded by the limit, and counts the rest.
+func checkInterfaceBytes(x *activity.Exec, s *SmartContractInterface) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return apierr.Internalf(err, "encoding smart contract interface")
+	}
+	room := MaxContractInterfaceBytesPerOrg - len(b)
+	recs, err := x.Tx.List(x.Ctx, KindSmartContractInterface, x.OrgID, store.ListOptions{MaxBytes: room})
+	if err != nil {
+		return apierr.Internalf(err, "listing smart contract interfaces")
+	}
+	held := 0
+	for _, r := range recs {
+		held += len(r.Data)
+	}
+	n := len(recs)
+	if held <= room {
+		// The page stops before the first interface that does not fit: is there one?
+		if n, err = x.Tx.Count(x.Ctx, KindSmartContractInterface, x.OrgID, len(recs)+1); err != nil {
+			return apierr.Internalf(err, "counting smart contract interfaces")
+		}
+	}
+	if held > room || n > len(recs) {
+		return apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"parameters.smartContractInterface: an organization can have at most %d bytes of smart contract "+
+				"interfaces, and this one (%d bytes) would take it over",
+			MaxContractInterfaceBytesPerOrg,
+			len(b),
+		)
+	}
+	return nil
 }
 
 func deleteInterface(x *activity.Exec, in *wire.DeleteSmartContractInterfaceIntent) (any, error) {

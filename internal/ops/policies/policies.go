@@ -57,7 +57,7 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 		activity.Operation{
 			Path:    "create_smart_contract_interface",
 			Access:  activity.AccessRoot,
-			Execute: activity.On(createInterface),
+			Execute: activity.On(d.createInterface),
 		},
 	)
 	reg.Submit(

@@ -3,7 +3,6 @@ package profiles
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -99,9 +98,9 @@ func Register(reg *activity.Registry, d Deps) (owned []string) {
 }
 
 func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, error) {
-	name := strings.TrimSpace(in.SessionProfileName)
-	if name == "" {
-		return nil, apierr.Required("parameters.sessionProfileName")
+	name, err := directory.CheckName("parameters.sessionProfileName", in.SessionProfileName)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := policy.Compile(in.Scope); err != nil {
 		return nil, apierr.Invalid("parameters.scope", "invalid session profile scope: %v", err)
@@ -130,7 +129,7 @@ func createProfile(x *activity.Exec, in *wire.CreateSessionProfileIntent) (any, 
 		CreatedAt:         x.Now,
 		UpdatedAt:         x.Now,
 	}
-	err := records.Save(x.Ctx, x.Tx, KindSessionProfile, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
+	err = records.Save(x.Ctx, x.Tx, KindSessionProfile, p.ID, p.OrgID, p.CreatedAt, p.UpdatedAt, p,
 		store.Key{Name: keyProfileName, Value: p.OrgID + "/" + name, Unique: true})
 	if err != nil {
 		if apierr.From(err).Code == apierr.AlreadyExists {
@@ -207,11 +206,11 @@ func createInvitations(x *activity.Exec, in *wire.CreateInvitationsIntent) (any,
 	ids := make([]string, 0, len(in.Invitations))
 	for i, inv := range in.Invitations {
 		f := "parameters.invitations[" + strconv.Itoa(i) + "]"
-		if strings.TrimSpace(inv.ReceiverUserName) == "" {
-			return nil, apierr.Required(f + ".receiverUserName")
+		if _, err := directory.CheckName(f+".receiverUserName", inv.ReceiverUserName); err != nil {
+			return nil, err
 		}
-		if !strings.Contains(inv.ReceiverUserEmail, "@") {
-			return nil, apierr.Invalid(f+".receiverUserEmail", "not an e-mail address: %q", inv.ReceiverUserEmail)
+		if err := directory.CheckEmail(f+".receiverUserEmail", inv.ReceiverUserEmail); err != nil {
+			return nil, err
 		}
 		if _, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, inv.SenderUserId); err != nil {
 			return nil, apierr.Invalid(f+".senderUserId", "no user %s in this organization", inv.SenderUserId)

@@ -258,6 +258,11 @@ func deleteApp(x *activity.Exec, in *wire.DeleteTvcAppAndDeploymentsIntent) (any
 		if err := records.Delete(x.Ctx, x.Tx, KindDeployment, d.ID); err != nil {
 			return nil, err
 		}
+		if d.SpecApart {
+			if err := records.Delete(x.Ctx, x.Tx, KindDeploymentSpec, d.ID); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := records.Delete(x.Ctx, x.Tx, KindApp, a.ID); err != nil {
 		return nil, err

@@ -108,32 +108,33 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 		ManifestSetID:  ms.ID,
 		ShareSetID:     ss.ID,
 		ManifestID:     id.New(),
+		SpecApart:      true,
 		QOSVersion:     in.QosVersion,
 		ExpectedDigest: digest,
 		Nonce:          nonce,
 		DebugMode:      debug,
 		Replicas:       replicas,
-		Pivot: wire.TvcContainerSpec{
-			ContainerUrl:      in.PivotContainerImageUrl,
-			Path:              in.PivotPath,
-			Args:              slices.Clone(in.PivotArgs),
-			HasPullSecret:     in.PivotContainerEncryptedPullSecret != "",
-			HealthCheckType:   in.HealthCheckType,
-			HealthCheckPort:   in.HealthCheckPort,
-			PublicIngressPort: in.PublicIngressPort,
-		},
-		Approvals: []Approval{},
-		CreatedAt: x.Now,
-		UpdatedAt: x.Now,
+		Approvals:      []Approval{},
+		CreatedAt:      x.Now,
+		UpdatedAt:      x.Now,
 	}
+	spec := &DeploymentSpec{ID: dep.ID, OrgID: x.OrgID, Pivot: wire.TvcContainerSpec{
+		ContainerUrl:      in.PivotContainerImageUrl,
+		Path:              in.PivotPath,
+		Args:              slices.Clone(in.PivotArgs),
+		HasPullSecret:     in.PivotContainerEncryptedPullSecret != "",
+		HealthCheckType:   in.HealthCheckType,
+		HealthCheckPort:   in.HealthCheckPort,
+		PublicIngressPort: in.PublicIngressPort,
+	}}
 	m := Manifest{Format: ManifestFormat, OrganizationID: x.OrgID, AppID: a.ID, AppName: a.Name, DeploymentID: dep.ID,
 		Nonce: nonce, QuorumKey: a.QuorumPublicKey, QOSVersion: dep.QOSVersion,
 		Pivot: ManifestPivot{
-			ImageURL:      dep.Pivot.ContainerUrl,
-			Path:          dep.Pivot.Path,
-			Args:          dep.Pivot.Args,
+			ImageURL:      spec.Pivot.ContainerUrl,
+			Path:          spec.Pivot.Path,
+			Args:          spec.Pivot.Args,
 			Digest:        digest,
-			HasPullSecret: dep.Pivot.HasPullSecret,
+			HasPullSecret: spec.Pivot.HasPullSecret,
 		},
 		Runtime: ManifestRuntime{HealthCheckType: string(in.HealthCheckType), HealthCheckPort: in.HealthCheckPort,
 			PublicIngressPort: in.PublicIngressPort, Replicas: replicas, DebugMode: debug, EnableEgress: a.EnableEgress}}
@@ -146,8 +147,11 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 	if m.ShareSet, err = manifestQuorum(x.Ctx, x.Tx, x.OrgID, ss); err != nil {
 		return nil, err
 	}
-	if dep.Manifest, err = json.Marshal(m); err != nil {
+	if spec.Manifest, err = json.Marshal(m); err != nil {
 		return nil, apierr.Internalf(err, "encoding manifest")
+	}
+	if err := chargeSpec(a, spec); err != nil {
+		return nil, err
 	}
 	if err := saveDeployment(x.Ctx, x.Tx, dep); err != nil {
 		if apierr.From(err).Code == apierr.AlreadyExists {
@@ -161,6 +165,9 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 		}
 		return nil, err
 	}
+	if err := saveSpec(x.Ctx, x.Tx, dep, spec); err != nil {
+		return nil, err
+	}
 	a.Deployments++
 	a.MaxNonce = max(a.MaxNonce, nonce)
 	a.UpdatedAt = x.Now
@@ -168,6 +175,28 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 		return nil, err
 	}
 	return wire.CreateTvcDeploymentResult{DeploymentId: dep.ID, ManifestId: dep.ManifestID}, nil
+}
+
+// chargeSpec counts a new deployment's spec against its app's MaxDeploymentSpecBytesPerApp,
+// refusing it when it would pass it.
+func chargeSpec(a *App, spec *DeploymentSpec) error {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return apierr.Internalf(err, "encoding deployment spec")
+	}
+	if a.SpecBytes+len(b) > MaxDeploymentSpecBytesPerApp {
+		return apierr.New(
+			apierr.ResourceExhausted,
+			"RESOURCE_EXHAUSTED",
+			"parameters.appId: an app's deployments hold at most %d bytes of pivot containers and manifests "+
+				"(this one %d, the app's %d); delete the app to start over",
+			MaxDeploymentSpecBytesPerApp,
+			len(b),
+			a.SpecBytes,
+		)
+	}
+	a.SpecBytes += len(b)
+	return nil
 }
 
 func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent) (any, error) {
@@ -199,6 +228,10 @@ func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent
 	ms, err := loadSet(x.Ctx, x.Tx, x.OrgID, dep.ManifestSetID)
 	if err != nil {
 		return nil, apierr.Internalf(err, "deployment %s names a missing manifest set", dep.ID)
+	}
+	spec, err := loadSpec(x.Ctx, x.Tx, dep)
+	if err != nil {
+		return nil, err
 	}
 	out := wire.CreateTvcManifestApprovalsResult{ApprovalIds: make([]string, 0, len(in.Approvals))}
 	for i, ap := range in.Approvals {
@@ -232,7 +265,7 @@ func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent
 		if err != nil {
 			return nil, apierr.Internalf(err, "operator %s has an unusable public key", o.ID)
 		}
-		if err := k.Verify(dep.Manifest, ap.Signature); err != nil {
+		if err := k.Verify(spec.Manifest, ap.Signature); err != nil {
 			return nil, apierr.Invalid(fi+".signature", "%v", err)
 		}
 		a := Approval{ID: id.New(), OperatorID: o.ID, Signature: hexLower(ap.Signature), CreatedAt: x.Now}

@@ -15,9 +15,13 @@
 //     of the app's quorum key). Sets may be shared by apps (manifestSetId / shareSetId).
 //   - tvc_app: name (unique in the organization), quorum public key, the two sets, egress and
 //     debug-mode flags fixed at creation, and the live-deployment pointer.
-//   - tvc_deployment: one deployment of an app: the pivot container spec, the QOS version, the
-//     replica count, and the manifest Latchkey derives from them (a JSON document, see
-//     Manifest) together with the operator approvals of that manifest.
+//   - tvc_deployment: one deployment of an app: the QOS version, the replica count, the
+//     operator approvals of its manifest and whether it is deleted.
+//   - tvc_deployment_spec: what the deployment was created with, under its id, never changed:
+//     the pivot container spec and the manifest Latchkey derives from it (a JSON document, see
+//     Manifest). Kept apart so that what reads a deployment's state (get_app_status, approvals,
+//     delete, restore) does not read up to 1 MiB of pivot arguments twice over; a deployment
+//     created before holds its spec itself (Deployment.SpecApart false).
 //
 // A deployment's life:
 //

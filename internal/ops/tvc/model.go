@@ -19,6 +19,11 @@ const (
 	KindOperatorSet = "tvc_operator_set"
 	KindApp         = "tvc_app"
 	KindDeployment  = "tvc_deployment"
+	// KindDeploymentSpec holds what a deployment was created with and answers whole (its pivot
+	// container, up to 1 MiB of arguments, and its manifest), apart from the deployment's own
+	// record, under the deployment's id: what reads only a deployment's state (get_app_status,
+	// approvals' bookkeeping, delete, restore) does not read it.
+	KindDeploymentSpec = "tvc_deployment_spec"
 
 	// KeyAppName holds orgID + "/" + name: app names are unique in an organization.
 	KeyAppName = "tvc_app.name"
@@ -31,7 +36,7 @@ const (
 )
 
 // OwnedKinds are the record kinds an organization owns here.
-var OwnedKinds = []string{KindOperator, KindOperatorSet, KindApp, KindDeployment}
+var OwnedKinds = []string{KindOperator, KindOperatorSet, KindApp, KindDeployment, KindDeploymentSpec}
 
 // PublicDomainSuffix ends every app's publicDomain. Latchkey serves no ingress, so the domain
 // sits under the reserved .invalid top-level domain (RFC 2606): it never resolves, and nobody can
@@ -65,19 +70,22 @@ type OperatorSet struct {
 
 // App is one TVC app.
 type App struct {
-	ID                         string    `json:"id"`
-	OrgID                      string    `json:"orgId"`
-	Name                       string    `json:"name"`
-	QuorumPublicKey            string    `json:"quorumPublicKey"`
-	ManifestSetID              string    `json:"manifestSetId"`
-	ShareSetID                 string    `json:"shareSetId"`
-	EnableEgress               bool      `json:"enableEgress"`
-	EnableDebugModeDeployments bool      `json:"enableDebugModeDeployments"`
-	LiveDeploymentID           string    `json:"liveDeploymentId,omitempty"`
-	Deployments                int       `json:"deployments"` // ever created, for MaxDeploymentsPerApp
-	MaxNonce                   int64     `json:"maxNonce"`
-	CreatedAt                  time.Time `json:"createdAt"`
-	UpdatedAt                  time.Time `json:"updatedAt"`
+	ID                         string `json:"id"`
+	OrgID                      string `json:"orgId"`
+	Name                       string `json:"name"`
+	QuorumPublicKey            string `json:"quorumPublicKey"`
+	ManifestSetID              string `json:"manifestSetId"`
+	ShareSetID                 string `json:"shareSetId"`
+	EnableEgress               bool   `json:"enableEgress"`
+	EnableDebugModeDeployments bool   `json:"enableDebugModeDeployments"`
+	LiveDeploymentID           string `json:"liveDeploymentId,omitempty"`
+	Deployments                int    `json:"deployments"` // ever created, for MaxDeploymentsPerApp
+	// SpecBytes is the stored size of the specs of the deployments created since specs were
+	// kept apart (KindDeploymentSpec), for MaxDeploymentSpecBytesPerApp.
+	SpecBytes int       `json:"specBytes,omitempty"`
+	MaxNonce  int64     `json:"maxNonce"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Approval is one operator's approval of a deployment's manifest.
@@ -88,25 +96,38 @@ type Approval struct {
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
-// Deployment is one deployment of an app.
+// Deployment is one deployment of an app: its state. What it was created with is its
+// DeploymentSpec (loadSpec).
 type Deployment struct {
-	ID             string                `json:"id"`
-	OrgID          string                `json:"orgId"`
-	AppID          string                `json:"appId"`
-	ManifestSetID  string                `json:"manifestSetId"`
-	ShareSetID     string                `json:"shareSetId"`
-	ManifestID     string                `json:"manifestId"`
-	Manifest       []byte                `json:"manifest"` // the exact bytes operators sign
-	QOSVersion     string                `json:"qosVersion"`
-	Pivot          wire.TvcContainerSpec `json:"pivot"`
-	ExpectedDigest string                `json:"expectedDigest"`
-	Nonce          int64                 `json:"nonce"`
-	DebugMode      bool                  `json:"debugMode"`
-	Replicas       int64                 `json:"replicas"`
-	Approvals      []Approval            `json:"approvals"`
-	Deleted        bool                  `json:"deleted"`
-	CreatedAt      time.Time             `json:"createdAt"`
-	UpdatedAt      time.Time             `json:"updatedAt"`
+	ID            string `json:"id"`
+	OrgID         string `json:"orgId"`
+	AppID         string `json:"appId"`
+	ManifestSetID string `json:"manifestSetId"`
+	ShareSetID    string `json:"shareSetId"`
+	ManifestID    string `json:"manifestId"`
+	// SpecApart says the spec is a KindDeploymentSpec record. A deployment created before
+	// specs were kept apart holds its own, in Manifest and Pivot.
+	SpecApart      bool                   `json:"specApart,omitempty"`
+	Manifest       []byte                 `json:"manifest,omitempty"`
+	Pivot          *wire.TvcContainerSpec `json:"pivot,omitempty"`
+	QOSVersion     string                 `json:"qosVersion"`
+	ExpectedDigest string                 `json:"expectedDigest"`
+	Nonce          int64                  `json:"nonce"`
+	DebugMode      bool                   `json:"debugMode"`
+	Replicas       int64                  `json:"replicas"`
+	Approvals      []Approval             `json:"approvals"`
+	Deleted        bool                   `json:"deleted"`
+	CreatedAt      time.Time              `json:"createdAt"`
+	UpdatedAt      time.Time              `json:"updatedAt"`
+}
+
+// DeploymentSpec is what a deployment was created with and what get_tvc_deployment and
+// list_tvc_app_deployments answer of it, stored under the deployment's id.
+type DeploymentSpec struct {
+	ID       string                `json:"id"` // the deployment's
+	OrgID    string                `json:"orgId"`
+	Manifest []byte                `json:"manifest"` // the exact bytes operators sign
+	Pivot    wire.TvcContainerSpec `json:"pivot"`
 }
 
 // Manifest is the document Latchkey records for a deployment: everything an enclave would be
@@ -185,6 +206,28 @@ func saveDeployment(ctx context.Context, tx store.Tx, d *Deployment) error {
 		store.Key{Name: KeyDeploymentApp, Value: d.AppID},
 		store.Key{Name: KeyManifest, Value: d.ManifestID, Unique: true},
 		store.Key{Name: KeyNonce, Value: d.AppID + "/" + itoa(d.Nonce), Unique: true})
+}
+
+// saveSpec writes a deployment's spec; it is never changed afterwards.
+func saveSpec(ctx context.Context, tx store.Tx, d *Deployment, s *DeploymentSpec) error {
+	return records.Save(ctx, tx, KindDeploymentSpec, s.ID, s.OrgID, d.CreatedAt, d.CreatedAt, s)
+}
+
+// loadSpec reads a deployment's spec: its own record, or the deployment's fields for a
+// deployment created before specs were kept apart.
+func loadSpec(ctx context.Context, r store.Reader, d *Deployment) (*DeploymentSpec, error) {
+	if !d.SpecApart {
+		s := &DeploymentSpec{ID: d.ID, OrgID: d.OrgID, Manifest: d.Manifest}
+		if d.Pivot != nil {
+			s.Pivot = *d.Pivot
+		}
+		return s, nil
+	}
+	s, err := records.Load[DeploymentSpec](ctx, r, KindDeploymentSpec, d.OrgID, d.ID, "TVC deployment spec")
+	if err != nil {
+		return nil, apierr.Internalf(err, "deployment %s has no spec", d.ID)
+	}
+	return s, nil
 }
 
 // appDeployments loads an app's deployments, oldest first.
@@ -272,6 +315,10 @@ func (rn *renderer) app(a *App) (wire.TvcApp, error) {
 }
 
 func (rn *renderer) deployment(d *Deployment) (wire.TvcDeployment, error) {
+	spec, err := loadSpec(rn.ctx, rn.r, d)
+	if err != nil {
+		return wire.TvcDeployment{}, err
+	}
 	ms, err := rn.set(d.ManifestSetID)
 	if err != nil {
 		return wire.TvcDeployment{}, err
@@ -284,12 +331,12 @@ func (rn *renderer) deployment(d *Deployment) (wire.TvcDeployment, error) {
 	w := wire.TvcDeployment{Id: d.ID, OrganizationId: d.OrgID, AppId: d.AppID, ManifestSet: ms, ShareSet: ss,
 		Manifest: wire.TvcManifest{
 			Id:        d.ManifestID,
-			Manifest:  base64.StdEncoding.EncodeToString(d.Manifest),
+			Manifest:  base64.StdEncoding.EncodeToString(spec.Manifest),
 			CreatedAt: created,
 			UpdatedAt: created,
 		},
 		ManifestApprovals: make([]wire.TvcOperatorApproval, 0, len(d.Approvals)),
-		QosVersion:        d.QOSVersion, PivotContainer: d.Pivot, CreatedAt: created, UpdatedAt: directory.Timestamp(d.UpdatedAt),
+		QosVersion:        d.QOSVersion, PivotContainer: spec.Pivot, CreatedAt: created, UpdatedAt: directory.Timestamp(d.UpdatedAt),
 		Delete: d.Deleted, DebugMode: d.DebugMode}
 	if w.PivotContainer.Args == nil {
 		w.PivotContainer.Args = []string{}

@@ -28,7 +28,13 @@ const (
 	MaxImageRefLen       = 1024
 	MaxPullSecretLen     = 64 << 10
 	MaxReplicas          = 100
-	maxQOSVersionLen     = 64
+	// MaxDeploymentSpecBytesPerApp bounds the stored specs (pivot container and manifest) of
+	// an app's deployments together: list_tvc_app_deployments takes no pagination and answers
+	// every deployment with its spec. A deployment's arguments may reach 1 MiB (MaxPivotArgs
+	// of MaxPivotArgLen), and its spec about 2.4 MiB with them; ordinary specs are 2 to 8 KB
+	// (a few short arguments, sets of a few operators), so 1,000 of them fit.
+	MaxDeploymentSpecBytesPerApp = 16 << 20
+	maxQOSVersionLen             = 64
 )
 
 func idx(f string, i int) string { return f + "[" + strconv.Itoa(i) + "]" }

@@ -2,7 +2,6 @@ package users
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
@@ -259,8 +258,10 @@ func setName(u *directory.User, name string) error {
 }
 
 func setEmail(u *directory.User, email string, proven bool) error {
-	if email != "" && !strings.Contains(email, "@") {
-		return apierr.Invalid("parameters.userEmail", "not an e-mail address: %q", email)
+	if email != "" {
+		if err := directory.CheckEmail("parameters.userEmail", email); err != nil {
+			return err
+		}
 	}
 	u.Email, u.EmailUnproven = email, email != "" && !proven
 	return nil

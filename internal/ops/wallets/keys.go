@@ -35,7 +35,7 @@ func (d Deps) registerKeys(reg *activity.Registry) {
 		activity.Operation{
 			Path:    "create_private_key_tag",
 			Access:  activity.AccessRoot,
-			Execute: activity.On(createPKTag),
+			Execute: activity.On(d.createPKTag),
 		},
 	)
 	reg.Submit(
@@ -243,9 +243,15 @@ func checkKeys(x *activity.Exec, field string, ids []string) error {
 	return nil
 }
 
-func createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, error) {
+func (d Deps) createPKTag(x *activity.Exec, in *wire.CreatePrivateKeyTagIntent) (any, error) {
 	name, err := directory.CheckName("parameters.privateKeyTagName", in.PrivateKeyTagName)
 	if err != nil {
+		return nil, err
+	}
+	// list_private_key_tags answers every tag, each naming up to MaxPrivateKeysPerOrg keys:
+	// counted (no further than the limit) before any key is looked up.
+	lim := d.limits(x)
+	if err := lim.Check(x.Ctx, x.Tx, KindPrivateKeyTag, x.OrgID, lim.PrivateKeyTagsPerOrg, "private key tags"); err != nil {
 		return nil, err
 	}
 	if err := checkKeys(x, "parameters.privateKeyIds", in.PrivateKeyIds); err != nil {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/activity"
-	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/ops/policies"
 	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/wire"
@@ -95,15 +94,16 @@ func addContractCall(x *activity.Exec, tx policy.Map) {
 	if to == "" || len(data) < 10 {
 		return
 	}
-	sci, err := policies.InterfaceForAddress(x.Ctx, x.R, x.OrgID, string(to))
-	if err != nil || sci == nil || sci.Type != policies.InterfaceEthereum {
-		return
-	}
 	raw, err := hex.DecodeString(strings.TrimPrefix(string(data), "0x"))
 	if err != nil {
 		return
 	}
-	call, err := ethereum.DecodeCall([]byte(sci.Interface), raw)
+	// Parsed once per interface and kept (policies.ContractABI), not on every request.
+	parsed, err := policies.ContractABI(x.Ctx, x.R, x.OrgID, string(to))
+	if err != nil || parsed == nil {
+		return
+	}
+	call, err := parsed.DecodeCall(raw)
 	if err != nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/ops/organizations"
+	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -22,6 +23,16 @@ type Deps struct {
 	Custodian *custody.Custodian
 	// Signers, when set, keeps the keys signing activities resolve in memory (hot.go).
 	Signers *Signers
+	// Env gives the per-organization limits (nil: directory.DefaultLimits).
+	Env func(x *activity.Exec) directory.Env
+}
+
+// limits are the configured per-organization limits.
+func (d Deps) limits(x *activity.Exec) directory.Limits {
+	if d.Env == nil {
+		return directory.DefaultLimits
+	}
+	return d.Env(x).Limits
 }
 
 // Limits per organization (Turnkey's documented ones).
@@ -491,25 +502,28 @@ func getWalletAccount(q *activity.Read, in *wire.GetWalletAccountRequest) (any, 
 	return nil, apierr.NotFoundf("wallet account not found in wallet %s", in.WalletId)
 }
 
+// listWalletAccounts answers one page of the organization's accounts, or of one wallet's, read
+// from the store page by page (store.ListOptions: limit, cursor, and records.MaxPageBytes), so
+// its cost is the page's whatever the organization or the wallet holds. A cursor naming no
+// account answers an empty page, as the other paginated lists do.
 func listWalletAccounts(q *activity.Read, in *wire.GetWalletAccountsRequest) (any, error) {
-	var accts []*Account
-	var err error
 	if in.WalletId != "" {
 		if _, err := load[Wallet](q.Ctx, q.R, KindWallet, q.OrgID, in.WalletId, "wallet"); err != nil {
 			return nil, err
 		}
-		accts, err = walletAccounts(q.Ctx, q.R, q.OrgID, in.WalletId)
-	} else {
-		accts, err = listKind[Account](q.Ctx, q.R, KindAccount, q.OrgID, store.ListOptions{})
-	}
-	if err != nil {
-		return nil, err
 	}
 	opts, err := organizations.ListOptions(in.PaginationOptions, "paginationOptions", false)
 	if err != nil {
 		return nil, err
 	}
-	accts = page(accts, opts)
+	opts.MaxBytes = records.MaxPageBytes
+	if in.WalletId != "" {
+		opts.Key = store.Key{Name: KeyAccountWallet, Value: in.WalletId}
+	}
+	accts, err := listKind[Account](q.Ctx, q.R, KindAccount, q.OrgID, opts)
+	if err != nil {
+		return nil, err
+	}
 	details := in.IncludeWalletDetails != nil && *in.IncludeWalletDetails
 	wallets := map[string]*Wallet{}
 	out := wire.GetWalletAccountsResponse{Accounts: make([]wire.WalletAccount, 0, len(accts))}
@@ -529,31 +543,6 @@ func listWalletAccounts(q *activity.Read, in *wire.GetWalletAccountsRequest) (an
 		out.Accounts = append(out.Accounts, w)
 	}
 	return out, nil
-}
-
-// page applies limit/after/before (account ids) to accounts in creation order.
-func page(accts []*Account, opts store.ListOptions) []*Account {
-	start, end := 0, len(accts)
-	for i, a := range accts {
-		if opts.After != "" && a.ID == opts.After {
-			start = i + 1
-		}
-		if opts.Before != "" && a.ID == opts.Before {
-			end = i
-		}
-	}
-	if start > end {
-		return nil
-	}
-	accts = accts[start:end]
-	if opts.Limit > 0 && len(accts) > opts.Limit {
-		if opts.Before != "" {
-			accts = accts[len(accts)-opts.Limit:]
-		} else {
-			accts = accts[:opts.Limit]
-		}
-	}
-	return accts
 }
 
 // TVCOperatorAccounts gives a TVC operator its two P-256 keys as accounts of a wallet: a new

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,6 +233,58 @@ func TestRetryable(t *testing.T) {
 	} {
 		if got := retryable(tc.err); got != tc.want {
 			t.Errorf("retryable(%v) = %v", tc.err, got)
+		}
+	}
+}
+
+// TestUserNameKeyMigration: migration 0003 gives the users stored before it their
+// user.name_any key, from their user.name key, leaving out a value stored encoded.
+func TestUserNameKeyMigration(t *testing.T) {
+	url, schema := freshSchema(t)
+	ctx := context.Background()
+	s, err := Open(ctx, url, Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, func(tx store.Tx) error {
+		for _, u := range []struct{ id, org, name string }{{"u1", "o1", "alice"}, {"u2", "o2", "a/b c"},
+			{"u3", "o3", "alice"}, {"u4", "o4", "nul\x00name"}} {
+			if err := tx.Insert(ctx, store.Record{Kind: "user", ID: u.id, OrgID: u.org, Data: []byte("{}")},
+				store.Key{Name: "user.name", Value: u.org + "/" + u.name}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "DELETE FROM "+q+".schema_migrations WHERE version = 3"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, url, Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, want := range map[string]string{"alice": "u1@o1 u3@o3", "a/b c": "u2@o2", "nul\x00name": ""} {
+		var got []string
+		err := s.View(ctx, func(r store.Reader) error {
+			refs, err := r.Lookup(ctx, "user.name_any", name)
+			for _, ref := range refs {
+				got = append(got, ref.ID+"@"+ref.OrgID)
+			}
+			return err
+		})
+		slices.Sort(got)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("user.name_any %q: %v (%v), want %q", name, got, err, want)
 		}
 	}
 }

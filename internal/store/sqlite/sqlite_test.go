@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -428,4 +429,82 @@ func queryPlan(t *testing.T, s *Store, ctx context.Context, query string, args [
 		plan.WriteString(detail + "\n")
 	}
 	return plan.String()
+}
+
+// TestKeyedListUsesIndexes: a page of the records carrying a key (the accounts of one wallet)
+// reads the records in order from their index and checks the key by its index, without
+// scanning either table or sorting.
+func TestKeyedListUsesIndexes(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := context.Background()
+	key := store.Key{Name: "wallet_account.wallet", Value: "w"}
+	for _, opts := range []store.ListOptions{{Key: key, Limit: 10}, {Key: key, Limit: 10, After: "x"},
+		{Key: key, Limit: 10, Before: "x"}} {
+		for _, cols := range []string{sqlcore.RecordColumns, sqlcore.RecordHeadColumns} {
+			query, args, _ := sqlcore.ListRecords(sqlcore.Question, cols, "wallet_account", "o", opts)
+			plan := queryPlan(t, s, ctx, query, args)
+			if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN records\n") ||
+				strings.Contains(plan, "SCAN record_keys") {
+				t.Errorf("%s:\n%s", query, plan)
+			}
+		}
+	}
+}
+
+// TestUserNameKeyMigration: migration 0004 gives the users stored before it their
+// user.name_any key, from their user.name key, and SQLite pages a parent's sub-organizations
+// holding a user of a name from its indexes.
+func TestUserNameKeyMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, func(tx store.Tx) error {
+		for _, u := range []struct{ id, org, name string }{{"u1", "o1", "alice"}, {"u2", "o2", "a/b c"},
+			{"u3", "o3", "alice"}} {
+			if err := tx.Insert(ctx, store.Record{Kind: "user", ID: u.id, OrgID: u.org, Data: []byte("{}")},
+				store.Key{Name: "user.name", Value: u.org + "/" + u.name}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM schema_migrations WHERE version = 4"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err = Open(ctx, path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, want := range map[string]string{"alice": "u1@o1 u3@o3", "a/b c": "u2@o2", "o1/alice": ""} {
+		var got []string
+		err := s.View(ctx, func(r store.Reader) error {
+			refs, err := r.Lookup(ctx, "user.name_any", name)
+			for _, ref := range refs {
+				got = append(got, ref.ID+"@"+ref.OrgID)
+			}
+			return err
+		})
+		slices.Sort(got)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("user.name_any %q: %v (%v), want %q", name, got, err, want)
+		}
+	}
+	query, args, _ := sqlcore.ListRecords(sqlcore.Question, sqlcore.RecordHeadColumns, "organization", "p",
+		store.ListOptions{OwnerOf: store.Key{Name: "user.name_any", Value: "alice"}, Limit: 10, After: "x"})
+	if plan := queryPlan(t, s, ctx, query, args); strings.Contains(plan, "TEMP B-TREE") ||
+		strings.Contains(plan, "SCAN records\n") || strings.Contains(plan, "SCAN record_keys") {
+		t.Errorf("%s:\n%s", query, plan)
+	}
 }

@@ -377,3 +377,114 @@ func testPagesCostWhatTheyKeep(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testListByKey: List with Key keeps the records carrying the key, in the same order and with
+// the same cursors, limits and byte bounds as without it; a key value the driver encodes (NUL)
+// matches as given.
+func testListByKey(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	// a..f in creation order; a, c, d, f carry ("by", "w\x001"), b and e ("by", "w2"); c and
+	// d share a timestamp.
+	at := map[string]int{"a": 0, "b": 1, "c": 2, "d": 2, "e": 3, "f": 4}
+	value := map[string]string{"a": "w\x001", "b": "w2", "c": "w\x001", "d": "w\x001", "e": "w2", "f": "w\x001"}
+	update(t, s, func(tx store.Tx) error {
+		for _, id := range []string{"f", "c", "a", "e", "b", "d"} {
+			r := store.Record{Kind: "wallet", ID: id, OrgID: "o1", Data: sized(id, 100),
+				CreatedAt: base.Add(time.Duration(at[id]) * time.Millisecond)}
+			r.UpdatedAt = r.CreatedAt
+			if err := tx.Insert(ctx, r, store.Key{Name: "by", Value: value[id]}, store.Key{Name: "other", Value: "x"}); err != nil {
+				return err
+			}
+		}
+		// The same key on another kind and in another organization is not listed.
+		if err := tx.Insert(ctx, rec("user", "u", "o1", base, "{}"), store.Key{Name: "by", Value: "w\x001"}); err != nil {
+			return err
+		}
+		return tx.Insert(ctx, rec("wallet", "z", "o2", base, "{}"), store.Key{Name: "by", Value: "w\x001"})
+	})
+	w1 := store.Key{Name: "by", Value: "w\x001"}
+	tests := []struct {
+		name string
+		opts store.ListOptions
+		want string
+	}{
+		{"all", store.ListOptions{Key: w1}, "a,c,d,f"},
+		{"other value", store.ListOptions{Key: store.Key{Name: "by", Value: "w2"}}, "b,e"},
+		{"no such value", store.ListOptions{Key: store.Key{Name: "by", Value: "w3"}}, ""},
+		{"descending", store.ListOptions{Key: w1, Desc: true}, "f,d,c,a"},
+		{"limit", store.ListOptions{Key: w1, Limit: 2}, "a,c"},
+		{"after", store.ListOptions{Key: w1, After: "c", Limit: 2}, "d,f"},
+		{"after a record without the key", store.ListOptions{Key: w1, After: "b"}, "c,d,f"},
+		{"before with limit keeps the nearest", store.ListOptions{Key: w1, Before: "f", Limit: 2}, "c,d"},
+		{"bytes end the page", store.ListOptions{Key: w1, MaxBytes: 250}, "a,c"},
+		{"bytes before", store.ListOptions{Key: w1, Before: "f", MaxBytes: 250}, "c,d"},
+		{"unknown cursor", store.ListOptions{Key: w1, After: "nope"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			read(t, s, func(mode string, r store.Reader) error {
+				got, err := r.List(ctx, "wallet", "o1", tc.opts)
+				if err != nil {
+					t.Fatalf("%s: List: %v", mode, err)
+				}
+				if ids(got) != tc.want {
+					t.Errorf("%s: List = %q, want %q", mode, ids(got), tc.want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// testListOwnersOf: List with OwnerOf keeps the records that own a record carrying the key (the
+// sub-organizations of a parent holding a user of some name), paged in order.
+func testListOwnersOf(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	update(t, s, func(tx store.Tx) error {
+		for i, id := range []string{"a", "b", "c", "d", "e"} {
+			at := base.Add(time.Duration(i) * time.Millisecond)
+			if err := tx.Insert(ctx, rec("organization", id, "p", at, "{}")); err != nil {
+				return err
+			}
+			name := "bob"
+			if id == "b" || id == "d" || id == "e" {
+				name = "al\x00ice"
+			}
+			if err := tx.Insert(ctx, rec("user", "u"+id, id, at, "{}"), store.Key{Name: "user.name_any", Value: name}); err != nil {
+				return err
+			}
+		}
+		// Another parent's organization holding such a user is not listed.
+		if err := tx.Insert(ctx, rec("organization", "x", "q", base, "{}")); err != nil {
+			return err
+		}
+		return tx.Insert(ctx, rec("user", "ux", "x", base, "{}"), store.Key{Name: "user.name_any", Value: "al\x00ice"})
+	})
+	alice := store.Key{Name: "user.name_any", Value: "al\x00ice"}
+	tests := []struct {
+		name string
+		opts store.ListOptions
+		want string
+	}{
+		{"all", store.ListOptions{OwnerOf: alice}, "b,d,e"},
+		{"limit", store.ListOptions{OwnerOf: alice, Limit: 2}, "b,d"},
+		{"after", store.ListOptions{OwnerOf: alice, After: "c", Limit: 2}, "d,e"},
+		{"before", store.ListOptions{OwnerOf: alice, Before: "e", Limit: 1}, "d"},
+		{"bytes", store.ListOptions{OwnerOf: alice, MaxBytes: 1}, "b"},
+		{"no one", store.ListOptions{OwnerOf: store.Key{Name: "user.name_any", Value: "carol"}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			read(t, s, func(mode string, r store.Reader) error {
+				got, err := r.List(ctx, "organization", "p", tc.opts)
+				if err != nil {
+					t.Fatalf("%s: List: %v", mode, err)
+				}
+				if ids(got) != tc.want {
+					t.Errorf("%s: List = %q, want %q", mode, ids(got), tc.want)
+				}
+				return nil
+			})
+		})
+	}
+}

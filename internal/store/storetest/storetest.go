@@ -30,6 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LookupNonUniqueKey", testLookupNonUnique},
 		{"KeyValuesHoldAnyString", testKeyValuesHoldAnyString},
 		{"ListOrderAndPaging", testListPaging},
+		{"ListByKey", testListByKey},
+		{"ListOwnersOf", testListOwnersOf},
 		{"ActivityFingerprints", testActivityFingerprints},
 		{"ListActivitiesFilters", testListActivities},
 		{"ListRecordsBoundedByBytes", testListRecordsByBytes},

@@ -165,6 +165,9 @@ func (r *Reader) Get(ctx context.Context, kind, id string) (store.Record, error)
 }
 
 func (r *Reader) List(ctx context.Context, kind, orgID string, opts store.ListOptions) ([]store.Record, error) {
+	if r.KeyValue != nil {
+		opts.Key.Value, opts.OwnerOf.Value = r.KeyValue(opts.Key.Value), r.KeyValue(opts.OwnerOf.Value)
+	}
 	var out []store.Record
 	var reversed bool
 	var err error

@@ -98,7 +98,9 @@ func Distinct(values []string) []string {
 // come back in the opposite of the wanted order (the query reads backwards from a Before cursor
 // so that Limit or MaxBytes keeps the rows nearest to it) and the caller must reverse them.
 //
-// A cursor id that names no record of that kind yields no rows.
+// A cursor id that names no record of that kind yields no rows. o.Key.Value and o.OwnerOf.Value
+// are compared as given: the caller encodes them as the driver stores key values (Reader.List
+// does).
 func ListRecords(
 	ph Placeholder,
 	cols, kind, orgID string,
@@ -109,6 +111,14 @@ func ListRecords(
 	b.sb.WriteString(b.arg(kind))
 	b.sb.WriteString(" AND org_id = ")
 	b.sb.WriteString(b.arg(orgID))
+	if o.Key.Name != "" {
+		fmt.Fprintf(&b.sb, " AND id IN (SELECT id FROM record_keys WHERE name = %s AND value = %s AND kind = %s)",
+			b.arg(o.Key.Name), b.arg(o.Key.Value), b.arg(kind))
+	}
+	if o.OwnerOf.Name != "" {
+		fmt.Fprintf(&b.sb, " AND id IN (SELECT org_id FROM record_keys WHERE name = %s AND value = %s)",
+			b.arg(o.OwnerOf.Name), b.arg(o.OwnerOf.Value))
+	}
 	// In ascending order "after" means greater; in descending order, smaller.
 	afterOp, beforeOp := ">", "<"
 	if o.Desc {
