@@ -150,8 +150,9 @@ func HashTypedData(payload []byte) (digest [32]byte, view map[string]any, err er
 // keccak256(0x19 0x01 ‖ domainSeparator ‖ hashStruct(message)), each struct type's type hash
 // once. The domain and the message are hashed from the payload's bytes as they are read,
 // without decoding them into Go values: the memory this takes does not grow with the payload
-// (beyond a string value's unescaped copy), and its time is linear in it; the limits above
-// bound the rest.
+// (beyond a string value's unescaped copy and the decoded types), and its time is linear in
+// it; the limits above bound the rest. The TypedData keeps the payload, which View reads
+// again: the caller must not modify it.
 func ParseTypedData(payload []byte) (*TypedData, error) {
 	if jsonDepth(payload) > MaxTypedDataJSONDepth {
 		return nil, typedErr("the JSON nests deeper than %d levels", MaxTypedDataJSONDepth)
