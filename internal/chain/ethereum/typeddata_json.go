@@ -7,8 +7,9 @@ import (
 )
 
 // Reading JSON that encoding/json has already checked (ParseTypedData decodes the payload
-// before it hashes it), in place: these helpers trust the syntax and never allocate. Each
-// takes the index of a value's first byte and returns the index just past it.
+// before it hashes it), in place: these helpers trust the syntax and allocate nothing but
+// stringValue's buffer. Most take the index of a value's first byte and return the index just
+// past it.
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
