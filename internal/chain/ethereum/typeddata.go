@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/ethereum/go-ethereum/crypto"
 )
 
 // ErrInvalidTypedData wraps every error of ParseTypedData and HashTypedData.
@@ -41,23 +38,14 @@ const (
 	// would otherwise cost the number of types times their total size.
 	MaxTypedDataTypeBytes = 64 << 10
 	// MaxTypedDataJSONDepth bounds the nesting of the payload's JSON, checked before it is
-	// decoded: a value the message reads nests at most MaxTypedDataDepth levels below it, and
-	// decoding deeper nesting that nothing reads would cost a map or a slice per level.
+	// read: a value the message reads nests at most MaxTypedDataDepth levels below it, and
+	// deeper nesting that nothing reads would only cost the readers' stacks.
 	MaxTypedDataJSONDepth = MaxTypedDataDepth + 16
 )
 
 type typedField struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
-}
-
-// typedPayload is the JSON of a payload as viem's serializeTypedData and ethers'
-// TypedDataEncoder.getPayload write it.
-type typedPayload struct {
-	Types       map[string][]typedField `json:"types"`
-	PrimaryType string                  `json:"primaryType"`
-	Domain      map[string]any          `json:"domain"`
-	Message     map[string]any          `json:"message"`
 }
 
 // domainFields is the EIP-712 order of the EIP712Domain fields, used to derive the domain
@@ -127,9 +115,10 @@ type structType struct {
 	name   string
 	fields []typedField
 	types  []*fieldType
-	deps   []*structType // the distinct struct types its fields name
-	defLen int           // len("Name(type field,...)")
-	hashed bool          // typeHash computed
+	index  map[string]int // field name → position, to find a member's field as it is read
+	deps   []*structType  // the distinct struct types its fields name
+	defLen int            // len("Name(type field,...)")
+	hashed bool           // typeHash computed
 	hash   [32]byte
 	mark   int // the last dependency walk that reached it
 }
@@ -137,10 +126,12 @@ type structType struct {
 // TypedData is a checked EIP-712 payload: ParseTypedData computes its digest, View its
 // policy view, only when a policy needs it.
 type TypedData struct {
-	Digest  [32]byte
-	primary *structType
-	domain  *structType
-	p       typedPayload
+	Digest      [32]byte
+	primary     *structType
+	domain      *structType
+	primaryType string
+	domainObjs  objects // the domain's JSON, in the payload
+	messageObjs objects // the message's
 }
 
 // HashTypedData computes the EIP-712 digest of a payload and its eth.eip_712 policy view at
@@ -157,47 +148,44 @@ func HashTypedData(payload []byte) (digest [32]byte, view map[string]any, err er
 // TypedDataEncoder.getPayload produce it (with or without EIP712Domain in types; numbers as
 // JSON numbers, decimal or 0x-hex strings) and computes its EIP-712 digest
 // keccak256(0x19 0x01 ‖ domainSeparator ‖ hashStruct(message)), each struct type's type hash
-// once. Its cost is linear in the payload: the limits above bound what is not.
+// once. The domain and the message are hashed from the payload's bytes as they are read,
+// without decoding them into Go values: the memory this takes does not grow with the payload
+// (beyond a string value's unescaped copy and the decoded types), and its time is linear in
+// it; the limits above bound the rest. The TypedData keeps the payload, which View reads
+// again: the caller must not modify it.
 func ParseTypedData(payload []byte) (*TypedData, error) {
 	if jsonDepth(payload) > MaxTypedDataJSONDepth {
 		return nil, typedErr("the JSON nests deeper than %d levels", MaxTypedDataJSONDepth)
 	}
 	var p typedPayload
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
+	body, err := decodePayload(payload, &p)
+	if err != nil {
 		return nil, typedErr("%v", err)
 	}
-	if dec.More() {
-		return nil, typedErr("trailing data after the JSON object")
-	}
-	if p.Types == nil || p.PrimaryType == "" || p.Domain == nil || p.Message == nil {
+	if p.Types.n == 0 || p.PrimaryType == "" || p.Domain.n == 0 || p.Message.n == 0 {
 		return nil, typedErr("types, primaryType, domain and message are required")
 	}
-	structs, err := compileTypes(&p)
+	types, err := decodeTypes(objectsOf(body, "types", &p.Types))
 	if err != nil {
 		return nil, err
 	}
-	td := &TypedData{primary: structs[p.PrimaryType], domain: structs["EIP712Domain"], p: p}
+	h := newHasher()
+	td := &TypedData{
+		primaryType: p.PrimaryType,
+		domainObjs:  objectsOf(body, "domain", &p.Domain),
+		messageObjs: objectsOf(body, "message", &p.Message),
+	}
+	structs, err := compileTypes(types, td.domainObjs, h)
+	if err != nil {
+		return nil, err
+	}
+	td.primary, td.domain = structs[p.PrimaryType], structs["EIP712Domain"]
 	if td.primary == nil {
 		return nil, typedErr("primaryType %s is not in types", quote(p.PrimaryType))
 	}
-	h := newHasher()
-	domainHash, verr := h.hashStruct(td.domain, p.Domain, 0)
-	if verr != nil {
-		return nil, verr.at("domain")
+	if td.Digest, err = h.digest(td, structs); err != nil {
+		return nil, err
 	}
-	buf := make([]byte, 0, 66)
-	buf = append(buf, 0x19, 0x01)
-	buf = append(buf, domainHash[:]...)
-	if td.primary != td.domain {
-		msgHash, verr := h.hashStruct(td.primary, p.Message, 0)
-		if verr != nil {
-			return nil, verr.at("message")
-		}
-		buf = append(buf, msgHash[:]...)
-	}
-	td.Digest = h.sum(0, buf)
 	return td, nil
 }
 
@@ -230,31 +218,28 @@ func jsonDepth(b []byte) int {
 }
 
 // compileTypes checks the declared types against the limits and parses every field type once.
-func compileTypes(p *typedPayload) (map[string]*structType, error) {
-	if _, ok := p.Types["EIP712Domain"]; !ok {
+func compileTypes(types map[string][]typedField, domain objects, h *hasher) (map[string]*structType, error) {
+	if _, ok := types["EIP712Domain"]; !ok {
+		present := h.domainPresent(domain)
 		var fields []typedField
-		for _, f := range domainFields {
-			if v, ok := p.Domain[f.Name]; ok && v != nil {
+		for i, f := range domainFields {
+			if present[i] {
 				fields = append(fields, f)
 			}
 		}
-		p.Types["EIP712Domain"] = fields
+		types["EIP712Domain"] = fields
 	}
-	if len(p.Types) > MaxTypedDataTypes {
-		return nil, typedErr(
-			"types declares %d struct types, more than the %d allowed",
-			len(p.Types),
-			MaxTypedDataTypes,
-		)
+	if len(types) > MaxTypedDataTypes {
+		return nil, typedErr("types declares %d struct types, more than the %d allowed", len(types), MaxTypedDataTypes)
 	}
-	names := make([]string, 0, len(p.Types))
-	for name := range p.Types {
+	names := make([]string, 0, len(types))
+	for name := range types {
 		names = append(names, name)
 	}
 	sort.Strings(names) // the first error reported does not depend on map order
 	structs := make(map[string]*structType, len(names))
 	for _, name := range names {
-		fields := p.Types[name]
+		fields := types[name]
 		if !typeName.MatchString(name) {
 			return nil, typedErr("bad type name %s", quote(name))
 		}
@@ -269,16 +254,15 @@ func compileTypes(p *typedPayload) (map[string]*structType, error) {
 		structs[name] = &structType{name: name, fields: fields}
 	}
 	parsed := map[string]*fieldType{}
-	seen := map[string]bool{}
 	for _, name := range names {
 		st := structs[name]
-		clear(seen)
+		st.index = make(map[string]int, len(st.fields))
 		st.defLen = len(name) + 2
 		for i, f := range st.fields {
-			if f.Name == "" || seen[f.Name] {
+			if _, seen := st.index[f.Name]; f.Name == "" || seen {
 				return nil, typedErr("type %s: empty or repeated field name %s", quote(name), quote(f.Name))
 			}
-			seen[f.Name] = true
+			st.index[f.Name] = i
 			ft, ok := parsed[f.Type]
 			if !ok {
 				var err error
@@ -377,7 +361,7 @@ func parseFieldType(t string, structs map[string]*structType) (*fieldType, error
 	return nil, fmt.Errorf("unknown type %s", quote(base))
 }
 
-func allDigits(s string) bool {
+func allDigits[S ~string | ~[]byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
@@ -395,247 +379,6 @@ func intBits(s string) (int, error) {
 		return 0, fmt.Errorf("bad integer size %s", quote(s))
 	}
 	return n, nil
-}
-
-// valueError is an error in the message or the domain, with the path to the value built only
-// when there is an error (segments innermost first).
-type valueError struct {
-	rev []string
-	msg string
-}
-
-func valueErr(format string, a ...any) *valueError {
-	return &valueError{msg: fmt.Sprintf(format, a...)}
-}
-
-func (e *valueError) in(segment string) *valueError {
-	e.rev = append(e.rev, segment)
-	return e
-}
-
-// at completes the path under root and returns the error.
-func (e *valueError) at(root string) error {
-	var b strings.Builder
-	b.WriteString(root)
-	for i := len(e.rev) - 1; i >= 0; i-- {
-		b.WriteString(e.rev[i])
-	}
-	return typedErr("%s: %s", b.String(), e.msg)
-}
-
-func fieldSeg(name string) string { return "." + cut(name) }
-func indexSeg(i int) string       { return "[" + strconv.Itoa(i) + "]" }
-
-// hasher encodes one payload's values without allocating per value: a struct or an array at
-// depth d streams its members' words into the Keccak state of depth d (its members, one level
-// deeper, use the states beyond), and one integer and one byte buffer serve every leaf.
-type hasher struct {
-	states    []crypto.KeccakState // by depth, made on first use (at most MaxTypedDataDepth+2)
-	types     crypto.KeccakState   // for type hashes
-	buf       []byte
-	word      [32]byte
-	n         big.Int
-	walk      int // dependency walks so far (structType.mark)
-	typeBytes int // encoded type bytes hashed so far (MaxTypedDataTypeBytes)
-	reach     []*structType
-}
-
-func newHasher() *hasher { return &hasher{} }
-
-// state returns the reset Keccak state of depth d.
-func (h *hasher) state(d int) crypto.KeccakState {
-	for len(h.states) <= d {
-		h.states = append(h.states, crypto.NewKeccakState())
-	}
-	k := h.states[d]
-	k.Reset()
-	return k
-}
-
-// read finishes k. It goes through h.word: a local array passed to the interface's methods
-// would escape, an allocation per value.
-func (h *hasher) read(k crypto.KeccakState) [32]byte {
-	_, _ = k.Read(h.word[:])
-	return h.word
-}
-
-// write absorbs one word into k (through h.word, as read).
-func (h *hasher) write(k crypto.KeccakState, w [32]byte) {
-	h.word = w
-	k.Write(h.word[:])
-}
-
-// sum hashes b with the state of depth d.
-func (h *hasher) sum(d int, b []byte) [32]byte {
-	k := h.state(d)
-	k.Write(b)
-	return h.read(k)
-}
-
-// typeHash is keccak256(encodeType(st)), computed once per payload: the type, then every
-// struct type it reaches sorted by name, each as "Name(type field,...)".
-func (h *hasher) typeHash(st *structType) ([32]byte, *valueError) {
-	if st.hashed {
-		return st.hash, nil
-	}
-	h.walk++
-	h.reach = append(h.reach[:0], st)
-	st.mark = h.walk
-	total := 0
-	for i := 0; i < len(h.reach); i++ {
-		s := h.reach[i]
-		if total += s.defLen; h.typeBytes+total > MaxTypedDataTypeBytes {
-			return st.hash, valueErr(
-				"the encoded types hashed exceed %d bytes (types that reach many or large types)",
-				MaxTypedDataTypeBytes,
-			)
-		}
-		for _, d := range s.deps {
-			if d.mark != h.walk {
-				d.mark = h.walk
-				h.reach = append(h.reach, d)
-			}
-		}
-	}
-	h.typeBytes += total
-	others := h.reach[1:]
-	sort.Slice(others, func(i, j int) bool { return others[i].name < others[j].name })
-	h.buf = h.buf[:0]
-	for _, s := range h.reach {
-		h.buf = appendDef(h.buf, s)
-	}
-	if h.types == nil {
-		h.types = crypto.NewKeccakState() // not a depth's: the struct being hashed holds its own
-	}
-	h.types.Reset()
-	h.types.Write(h.buf)
-	st.hash, st.hashed = h.read(h.types), true
-	return st.hash, nil
-}
-
-func appendDef(b []byte, s *structType) []byte {
-	b = append(b, s.name...)
-	b = append(b, '(')
-	for i, f := range s.fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, f.Type...)
-		b = append(b, ' ')
-		b = append(b, f.Name...)
-	}
-	return append(b, ')')
-}
-
-func (h *hasher) hashStruct(st *structType, v any, depth int) ([32]byte, *valueError) {
-	var w [32]byte
-	if depth > MaxTypedDataDepth {
-		return w, valueErr("nested deeper than %d levels", MaxTypedDataDepth)
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return w, valueErr("want an object for struct %s", cut(st.name))
-	}
-	th, err := h.typeHash(st)
-	if err != nil {
-		return w, err
-	}
-	k := h.state(depth)
-	h.write(k, th)
-	for i, f := range st.fields {
-		fv, ok := obj[f.Name]
-		if !ok {
-			return w, valueErr("missing").in(fieldSeg(f.Name))
-		}
-		fw, err := h.encodeValue(st.types[i], len(st.types[i].dims), fv, depth+1)
-		if err != nil {
-			return w, err.in(fieldSeg(f.Name))
-		}
-		h.write(k, fw)
-	}
-	return h.read(k), nil
-}
-
-// encodeValue is EIP-712 encodeData of one value of ft with level array dimensions left.
-func (h *hasher) encodeValue(ft *fieldType, level int, v any, depth int) ([32]byte, *valueError) {
-	var w [32]byte
-	if depth > MaxTypedDataDepth {
-		return w, valueErr("nested deeper than %d levels", MaxTypedDataDepth)
-	}
-	if level > 0 {
-		items, ok := v.([]any)
-		if !ok {
-			return w, valueErr("want an array for %s", cut(arrayTypeString(ft, level)))
-		}
-		if n := ft.dims[level-1]; n != -1 && n != len(items) {
-			return w, valueErr("want %s elements for %s, got %d",
-				cut(dimString(ft, level)), cut(arrayTypeString(ft, level)), len(items))
-		}
-		k := h.state(depth)
-		for i, it := range items {
-			iw, err := h.encodeValue(ft, level-1, it, depth+1)
-			if err != nil {
-				return w, err.in(indexSeg(i))
-			}
-			h.write(k, iw)
-		}
-		return h.read(k), nil
-	}
-	switch ft.kind {
-	case kindStruct:
-		return h.hashStruct(ft.st, v, depth)
-	case kindString:
-		s, ok := v.(string)
-		if !ok {
-			return w, valueErr("want a string")
-		}
-		h.buf = append(h.buf[:0], s...)
-		return h.sum(depth, h.buf), nil
-	case kindBytes:
-		var ok bool
-		if h.buf, ok = appendHex(h.buf[:0], v); !ok {
-			return w, valueErr("want a 0x-hex string")
-		}
-		return h.sum(depth, h.buf), nil
-	case kindBool:
-		b, ok := v.(bool)
-		if !ok {
-			return w, valueErr("want true or false")
-		}
-		if b {
-			w[31] = 1
-		}
-		return w, nil
-	case kindAddress:
-		var ok bool
-		if h.buf, ok = appendHex(h.buf[:0], v); !ok || len(h.buf) != 20 {
-			return w, valueErr("want a 20-byte 0x-hex address")
-		}
-		copy(w[12:], h.buf)
-		return w, nil
-	case kindBytesN:
-		var ok bool
-		if h.buf, ok = appendHex(h.buf[:0], v); !ok || len(h.buf) != ft.size {
-			return w, valueErr("want %d bytes of 0x-hex for %s", ft.size, cut(ft.raw))
-		}
-		copy(w[:], h.buf)
-		return w, nil
-	}
-	if err := parseIntegerInto(&h.n, v); err != nil {
-		return w, valueErr("%v", err)
-	}
-	if !intFits(&h.n, ft.size, ft.signed) {
-		return w, valueErr("%s out of range for %s", h.n.String(), cut(baseName(ft)))
-	}
-	h.n.FillBytes(w[:])
-	if h.n.Sign() < 0 { // two's complement over 256 bits
-		carry := 1
-		for i := 31; i >= 0; i-- {
-			x := int(^w[i]) + carry
-			w[i], carry = byte(x), x>>8
-		}
-	}
-	return w, nil
 }
 
 // arrayTypeString is the type of a value with level dimensions left, as written.
@@ -659,25 +402,14 @@ func baseName(ft *fieldType) string {
 	return ft.raw
 }
 
-// intFits reports whether x is an intN (signed) or uintN.
-func intFits(x *big.Int, bits int, signed bool) bool {
-	if !signed {
-		return x.Sign() >= 0 && x.BitLen() <= bits
-	}
-	bl := x.BitLen() // of |x|
-	if x.Sign() >= 0 {
-		return bl <= bits-1
-	}
-	return bl <= bits-1 || (bl == bits && x.TrailingZeroBits() == uint(bits-1))
-}
-
 // View is the eth.eip_712 policy view: primary_type, domain{name, version, chain_id,
 // verifying_contract, salt} (the fields present) and message, integers as *big.Int and hex
-// values lowercase. Its cost is linear in the payload; a signing request pays it only when a
-// policy reads eth.
+// values lowercase. It decodes the domain and the message into Go values, some 60 bytes of
+// memory per byte of their JSON and 30 more for the view (docs/limits.md §4.1): a signing
+// request pays it only when a policy reads eth.
 func (td *TypedData) View() map[string]any {
 	domain := map[string]any{}
-	if dv, ok := structView(td.domain, td.p.Domain).(map[string]any); ok {
+	if dv, ok := structView(td.domain, decodeObjects(td.domainObjs)).(map[string]any); ok {
 		for from, to := range domainViewNames {
 			if v, ok := dv[from]; ok {
 				domain[to] = v
@@ -686,11 +418,23 @@ func (td *TypedData) View() map[string]any {
 	}
 	msg := map[string]any{}
 	if td.primary != td.domain {
-		if mv, ok := structView(td.primary, td.p.Message).(map[string]any); ok {
+		if mv, ok := structView(td.primary, decodeObjects(td.messageObjs)).(map[string]any); ok {
 			msg = mv
 		}
 	}
-	return map[string]any{"primary_type": td.p.PrimaryType, "domain": domain, "message": msg}
+	return map[string]any{"primary_type": td.primaryType, "domain": domain, "message": msg}
+}
+
+// decodeObjects decodes a member's objects into one map as encoding/json decoded the member
+// (numbers as json.Number, an object named again merged into the first).
+func decodeObjects(objs objects) map[string]any {
+	var m map[string]any
+	for o := range objs.all {
+		dec := json.NewDecoder(bytes.NewReader(o))
+		dec.UseNumber()
+		_ = dec.Decode(&m) // ParseTypedData checked the JSON
+	}
+	return m
 }
 
 // structView and valueView render values ParseTypedData accepted (nil for anything else).
@@ -721,8 +465,8 @@ func valueView(ft *fieldType, level int, v any) any {
 	case kindString, kindBool:
 		return v
 	case kindBytes, kindAddress, kindBytesN:
-		b, ok := appendHex(nil, v)
-		if !ok {
+		b, err := hexBytes(v)
+		if err != nil {
 			return nil
 		}
 		return "0x" + hex.EncodeToString(b)
@@ -732,122 +476,4 @@ func valueView(ft *fieldType, level int, v any) any {
 		return nil
 	}
 	return x
-}
-
-// parseInteger reads a JSON number, a decimal string or a 0x-hex string (optionally negative).
-func parseInteger(v any) (*big.Int, error) {
-	n := new(big.Int)
-	if err := parseIntegerInto(n, v); err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-func parseIntegerInto(n *big.Int, v any) error {
-	var s string
-	switch x := v.(type) {
-	case json.Number:
-		s = x.String()
-	case string:
-		s = strings.TrimSpace(x)
-	default:
-		return errors.New("want an integer (number, decimal or 0x-hex string)")
-	}
-	neg := strings.HasPrefix(s, "-")
-	body := strings.TrimPrefix(s, "-")
-	ok := false
-	// big.Int.SetString allocates a reader per call: most values fit in 64 bits and take
-	// strconv instead.
-	switch {
-	case strings.HasPrefix(body, "0x") || strings.HasPrefix(body, "0X"):
-		if len(body) > 2 && len(body) <= 18 && hexDigits(body[2:]) {
-			u, _ := strconv.ParseUint(body[2:], 16, 64)
-			n.SetUint64(u)
-			ok = true
-		} else if len(body) > 2 && len(body) <= 66 {
-			_, ok = n.SetString(body[2:], 16)
-		}
-	case len(body) > 0 && len(body) <= 19 && allDigits(body):
-		u, _ := strconv.ParseUint(body, 10, 64)
-		n.SetUint64(u)
-		ok = true
-	case strings.ContainsAny(body, ".eE"):
-		// JavaScript prints large numbers as 1e+21; accept them only when exact integers.
-		if len(body) <= 100 {
-			// The exponent is checked before Int: "1e999999999" would otherwise build an
-			// integer of three billion bits.
-			f, _, err := big.ParseFloat(body, 10, 1024, big.ToNearestEven)
-			if err == nil && f.IsInt() && f.MantExp(nil) <= 256 {
-				f.Int(n)
-				ok = true
-			}
-		}
-	default:
-		if len(body) > 0 && len(body) <= 80 {
-			_, ok = n.SetString(body, 10)
-		}
-	}
-	if !ok {
-		return fmt.Errorf("not an integer: %s", quote(s))
-	}
-	if neg {
-		n.Neg(n)
-	}
-	return nil
-}
-
-// appendHex appends the bytes of a 0x-hex string value (an odd digit count reads as if it
-// had a leading 0).
-func appendHex(dst []byte, v any) ([]byte, bool) {
-	s, ok := v.(string)
-	if !ok || !(strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X")) {
-		return dst, false
-	}
-	s = s[2:]
-	if len(s)%2 == 1 {
-		lo, ok := fromHexChar(s[0])
-		if !ok {
-			return dst, false
-		}
-		dst = append(dst, lo)
-		s = s[1:]
-	}
-	for i := 0; i < len(s); i += 2 {
-		hi, ok1 := fromHexChar(s[i])
-		lo, ok2 := fromHexChar(s[i+1])
-		if !ok1 || !ok2 {
-			return dst, false
-		}
-		dst = append(dst, hi<<4|lo)
-	}
-	return dst, true
-}
-
-func fromHexChar(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
-
-func hexBytes(v any) ([]byte, error) {
-	b, ok := appendHex(nil, v)
-	if !ok {
-		return nil, errors.New("want a 0x-hex string")
-	}
-	return b, nil
-}
-
-func hexDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if _, ok := fromHexChar(s[i]); !ok {
-			return false
-		}
-	}
-	return true
 }
