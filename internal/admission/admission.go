@@ -10,8 +10,8 @@ import (
 )
 
 // DefaultMaxInFlight is the default bound on request-body bytes held at once by one process:
-// 16 bodies at the API's 2 MiB limit, or some thirty thousand signing requests.
-const DefaultMaxInFlight = 32 << 20
+// eight bodies at the API's 2 MiB limit, or some fifteen thousand signing requests.
+const DefaultMaxInFlight = 16 << 20
 
 // firstChunk is the first buffer a body is read into (a declared length smaller than it is read
 // into a buffer of its size); the buffer grows fourfold as bytes arrive (so all the buffers a
