@@ -19,6 +19,7 @@ require (
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/ebitengine/purego v0.11.3
 	github.com/ethereum/go-ethereum v1.17.10
+	github.com/holiman/uint256 v1.3.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mr-tron/base58 v1.2.0
 	github.com/prometheus/client_golang v1.25.0
@@ -82,7 +83,6 @@ require (
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
 	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
-	github.com/holiman/uint256 v1.3.2 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
