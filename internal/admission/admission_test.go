@@ -81,7 +81,12 @@ func TestBodyIsTheRequestsOwn(t *testing.T) {
 		if b, ok := Body(r); !ok || string(b) != "from the client" {
 			t.Errorf("Body = %q, %v", b, ok)
 		}
-		sub, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/api", strings.NewReader("stamped by the proxy"))
+		sub, err := http.NewRequestWithContext(
+			r.Context(),
+			http.MethodPost,
+			"/api",
+			strings.NewReader("stamped by the proxy"),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
