@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join, extname } from "node:path";
 import { chromium } from "playwright-core";
 import { verifyMessage, hashMessage, recoverAddress } from "viem";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
-import { createPublicKey, verify as verifySignature } from "node:crypto";
+import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { createHmac, createPrivateKey, createPublicKey, pbkdf2Sync, verify as verifySignature } from "node:crypto";
 import { startLatchkey, freePort } from "./lib.mjs";
 import { startSMTP } from "./smtp.mjs";
 import { buildKitApps } from "../kit/build.mjs";
@@ -28,6 +28,7 @@ const SOL = { curve: "CURVE_ED25519", pathFormat: "PATH_FORMAT_BIP32", path: "m/
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };
 
 let lk, smtp, app, appUrl, browser, configId, root;
+const secrets = []; // mnemonics and keys shown in or typed into the frames
 const offsite = []; // requests to a host other than localhost, aborted
 const problems = []; // page errors, in any page
 const contexts = [];
@@ -67,7 +68,11 @@ after(async () => {
   for (const c of contexts) await c.close().catch(() => {});
   await browser?.close();
   app?.close();
-  if (lk) assert.equal(await lk.stop(), 0);
+  if (lk) {
+    const all = lk.allBytes().toString("latin1");
+    for (const secret of secrets) assert.ok(!all.includes(secret), "a secret shown in or typed into a frame reached the server's logs or database");
+    assert.equal(await lk.stop(), 0);
+  }
   await smtp?.close();
   assert.deepEqual(offsite, [], "requests to hosts other than localhost");
 });
@@ -85,7 +90,10 @@ async function newBrowser(credentials = []) {
   });
   const page = await context.newPage();
   page.on("pageerror", (e) => problems.push(String(e)));
-  if (process.env.DEBUG_KIT) page.on("console", (m) => console.log("console:", m.type(), m.text()));
+  if (process.env.DEBUG_KIT) {
+    page.on("console", (m) => console.log("console:", m.type(), m.text()));
+    page.on("response", async (r) => r.status() >= 400 && console.log("refused:", r.url(), r.status(), await r.text().catch(() => "")));
+  }
   const cdp = await context.newCDPSession(page);
   await cdp.send("WebAuthn.enable");
   const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", { options: { protocol: "ctap2", transport: "internal",
@@ -179,4 +187,135 @@ test("2. passkey sign-up: one sub-organization with the passkey, the wallet aske
   await page.waitForSelector('#state[data-auth="authenticated"]');
   assert.equal((await ok(page, "getSession")).publicKey, session.publicKey, "the same session, restored");
   assert.equal((await first.passkeys())[0].signCount, passkey.signCount, "no new passkey login");
+});
+
+let wallet; // {walletId, eth, sol}: the wallet made in step 3
+
+// signatures lists the sub-organization's completed sign_raw_payload activities, newest first.
+async function signatures() {
+  const { activities } = await root.getActivities({ organizationId: subOrgId, filterByType: ["ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2"] });
+  return activities.filter((a) => a.status === "ACTIVITY_STATUS_COMPLETED");
+}
+
+test("3. a new wallet; Ethereum and Solana messages signed with the session, and with a passkey stamp", async () => {
+  const { page } = first;
+  const walletId = await ok(page, "createWallet", { walletName: "kit wallet", accounts: [ETH, SOL] });
+  await ok(page, "refreshWallets");
+  await page.locator("#wallets li", { hasText: "kit wallet" }).waitFor();
+  const accounts = (await root.getWalletAccounts({ organizationId: subOrgId, walletId })).accounts;
+  assert.deepEqual(accounts.map((a) => a.addressFormat), ["ADDRESS_FORMAT_ETHEREUM", "ADDRESS_FORMAT_SOLANA"]);
+  const inPage = await page.evaluate((id) => window.kit.wallets.find((w) => w.walletId === id).accounts, walletId);
+  assert.deepEqual(inPage.map((a) => a.address), accounts.map((a) => a.address));
+  wallet = { walletId, eth: inPage[0], sol: inPage[1] };
+
+  const message = "Latchkey signs for the kit";
+  const eth = await ok(page, "signMessage", { message, walletAccount: wallet.eth, addEthereumPrefix: true });
+  const signature = `0x${eth.r}${eth.s}${(27 + Number.parseInt(eth.v, 16)).toString(16)}`;
+  assert.equal(await verifyMessage({ address: wallet.eth.address, message, signature }), true, "viem verifies the Ethereum signature");
+
+  const sol = await ok(page, "signMessage", { message, walletAccount: wallet.sol });
+  const solKey = createPublicKey({ format: "jwk", key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(accounts[1].publicKey, "hex").toString("base64url") } });
+  assert.equal(verifySignature(null, Buffer.from(message), solKey, Buffer.from(sol.r + sol.s, "hex")), true, "the Ed25519 signature verifies");
+
+  const count = (await first.passkeys())[0].signCount;
+  const stamped = await ok(page, "signMessage", { message: "stamped by the passkey", walletAccount: wallet.eth, addEthereumPrefix: true,
+    stampWith: "passkey" });
+  const digest = hashMessage("stamped by the passkey");
+  assert.equal(await recoverAddress({ hash: digest, signature: `0x${stamped.r}${stamped.s}${(27 + Number.parseInt(stamped.v, 16)).toString(16)}` }),
+    wallet.eth.address);
+  assert.equal((await first.passkeys())[0].signCount, count + 1, "the passkey signed the request");
+
+  // The server's record: three signatures in the sub-organization, the last one voted by the passkey.
+  const signed = await signatures();
+  assert.equal(signed.length, 3);
+  const byPasskey = signed.find((a) => a.intent.signRawPayloadIntentV2.payload.includes(Buffer.from("stamped by the passkey").toString("hex")));
+  assert.ok(byPasskey, JSON.stringify(signed.map((a) => a.intent)));
+  assert.equal(byPasskey.votes[0].scheme, "SIGNATURE_SCHEME_TK_API_WEBAUTHN");
+  assert.equal(byPasskey.votes[0].userId, userId);
+  const [authenticator] = (await root.getAuthenticators({ organizationId: subOrgId, userId })).authenticators;
+  assert.equal(byPasskey.votes[0].publicKey, authenticator.credential.publicKey);
+  assert.ok(signed.filter((a) => a !== byPasskey).every((a) => a.votes[0].scheme === "SIGNATURE_SCHEME_TK_API_P256"), "the others by the session key");
+});
+
+const B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+function base58(bytes) {
+  let n = BigInt("0x" + (Buffer.from(bytes).toString("hex") || "0"));
+  let s = "";
+  while (n > 0n) { s = B58[Number(n % 58n)] + s; n /= 58n; }
+  for (const b of bytes) { if (b !== 0) break; s = "1" + s; }
+  return s;
+}
+
+// solanaAddress derives m/44'/501'/0'/0' from a mnemonic (BIP-39 seed, SLIP-10 for Ed25519).
+function solanaAddress(mnemonic) {
+  const seed = pbkdf2Sync(mnemonic.normalize("NFKD"), "mnemonic", 2048, 64, "sha512");
+  let I = createHmac("sha512", "ed25519 seed").update(seed).digest();
+  for (const i of [44, 501, 0, 0]) {
+    const index = Buffer.alloc(4);
+    index.writeUInt32BE((i | 0x80000000) >>> 0);
+    I = createHmac("sha512", I.subarray(32)).update(Buffer.concat([Buffer.alloc(1), I.subarray(0, 32), index])).digest();
+  }
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), I.subarray(0, 32)]);
+  const x = createPublicKey(createPrivateKey({ key: der, format: "der", type: "pkcs8" })).export({ format: "jwk" }).x;
+  return base58(Buffer.from(x, "base64url"));
+}
+
+const framed = (page, path) => page.frameLocator(`iframe[src^="${lk.framesUrl}${path}"]`);
+// frameReady waits until the kit's frame at path is up: it styles the frame (APPLY_SETTINGS) once
+// the frame answered with its key, and only then hands the frame's client to its dialog.
+async function frameReady(page, path) {
+  await framed(page, path).locator("#secret[style]").waitFor({ state: "attached" });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+async function shownInFrame(page) {
+  const secret = framed(page, "/export").locator("#secret");
+  await secret.filter({ hasText: /\S/ }).waitFor();
+  return (await secret.textContent()).trim();
+}
+async function completed(type) {
+  const { activities } = await root.getActivities({ organizationId: subOrgId, filterByType: [type] });
+  return activities.filter((a) => a.status === "ACTIVITY_STATUS_COMPLETED");
+}
+test("4. export through Latchkey's export frame: the mnemonic and an account's key; import a mnemonic through its import frame", async () => {
+  const { page } = first;
+  // The kit's export dialog: a warning, then the frame shows the mnemonic.
+  await page.evaluate((walletId) => { window.exporting = window.kit.handleExportWallet({ walletId }); }, wallet.walletId);
+  await frameReady(page, "/export");
+  await page.getByRole("button", { name: "Export Wallet" }).click();
+  const mnemonic = await shownInFrame(page);
+  secrets.push(mnemonic);
+  assert.equal(mnemonic.split(" ").length, 12);
+  assert.equal(mnemonicToAccount(mnemonic).address, wallet.eth.address, "the mnemonic derives the Ethereum account");
+  assert.equal(solanaAddress(mnemonic), wallet.sol.address, "the mnemonic derives the Solana account");
+  assert.equal((await page.content()).includes(mnemonic.split(" ").slice(0, 3).join(" ")), false, "the mnemonic stays in the frame");
+  await page.getByRole("button", { name: "Done" }).click();
+  await page.evaluate(() => window.exporting);
+  assert.equal((await completed("ACTIVITY_TYPE_EXPORT_WALLET")).length, 1);
+
+  await page.evaluate((address) => { window.exporting = window.kit.handleExportWalletAccount({ address }); }, wallet.eth.address);
+  await frameReady(page, "/export");
+  await page.getByRole("button", { name: "Export Wallet" }).click(); // the kit's label for an account too
+  const key = await shownInFrame(page);
+  secrets.push(key);
+  assert.equal(privateKeyToAccount(key.startsWith("0x") ? key : `0x${key}`).address, wallet.eth.address);
+  await page.getByRole("button", { name: "Done" }).click();
+  await page.evaluate(() => window.exporting);
+  assert.equal((await completed("ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT")).length, 1);
+
+  // The kit's import dialog: the user types a mnemonic into Latchkey's import frame.
+  const typed = generateMnemonic(english);
+  secrets.push(typed);
+  await page.evaluate((accounts) => {
+    // The kit's success screen loads an animation from lottie.host (docs/compatibility.md): none.
+    window.importing = window.kit.handleImportWallet({ walletName: "imported", defaultWalletAccounts: accounts, successPageDuration: 0 });
+  }, [ETH, SOL]);
+  await frameReady(page, "/import");
+  await framed(page, "/import").locator("#secret").fill(typed);
+  await page.getByRole("button", { name: "Import" }).click();
+  const importedId = await page.evaluate(() => window.importing);
+  await page.locator("#wallets li", { hasText: "imported" }).waitFor();
+  const accounts = (await root.getWalletAccounts({ organizationId: subOrgId, walletId: importedId })).accounts;
+  assert.deepEqual(accounts.map((a) => a.address), [mnemonicToAccount(typed).address, solanaAddress(typed)]);
+  assert.equal((await completed("ACTIVITY_TYPE_IMPORT_WALLET")).length, 1);
+  assert.deepEqual(await kitErrors(page), []);
 });
