@@ -319,3 +319,98 @@ test("4. export through Latchkey's export frame: the mnemonic and an account's k
   assert.equal((await completed("ACTIVITY_TYPE_IMPORT_WALLET")).length, 1);
   assert.deepEqual(await kitErrors(page), []);
 });
+
+// passkeyLogin logs in from the kit's modal with a discoverable passkey; the kit names the
+// parent organization and the server finds the sub-organization holding the credential.
+async function passkeyLogin(b) {
+  const { page } = b;
+  await page.click("#login");
+  await page.getByText("Log in with passkey").click();
+  await page.waitForSelector('#state[data-auth="authenticated"]', { timeout: 30000 });
+  await page.locator("#wallets li", { hasText: "kit wallet" }).waitFor();
+  const session = await ok(page, "getSession");
+  assert.equal(session.organizationId, subOrgId);
+  assert.equal(session.userId, userId);
+  assert.equal((await ok(page, "fetchUser")).userId, userId);
+  const keys = (await root.getApiKeys({ organizationId: subOrgId, userId })).apiKeys;
+  assert.ok(keys.some((k) => k.credential.publicKey === session.publicKey), "the new session key is registered with the server");
+  return session;
+}
+
+test("5. log out, log in again with the passkey; and from a second browser holding the same passkey", async () => {
+  const { page } = first;
+  const old = await ok(page, "getSession");
+  await ok(page, "logout");
+  await page.waitForSelector('#state[data-auth="unauthenticated"]');
+  assert.equal((await kit(page, "getSession")).value, undefined);
+  const again = await passkeyLogin(first);
+  assert.notEqual(again.publicKey, old.publicKey);
+
+  const [passkey] = await first.passkeys();
+  const second = await newBrowser([passkey]);
+  await load(second.page);
+  assert.equal(await authState(second.page), "unauthenticated");
+  const there = await passkeyLogin(second);
+  assert.notEqual(there.publicKey, again.publicKey);
+  assert.equal((await second.passkeys())[0].signCount > passkey.signCount, true);
+  assert.deepEqual(await kitErrors(page), []);
+  assert.deepEqual(await kitErrors(second.page), []);
+});
+
+// codeIn reads the one-time code from an e-mail's text part (alone on an indented line).
+function codeIn(message) {
+  const m = message.data.match(/^ {4}([0-9A-Z]{6,9})\s*$/m);
+  assert.ok(m, `no code in ${message.data}`);
+  return m[1];
+}
+
+// emailOtp runs docs/compatibility.md's e-mail route in the page: the kit's initOtp, the code
+// from the e-mail over SMTP, encrypted to Latchkey's OTP key, then the kit's sign-up or login.
+async function emailOtp(page, email) {
+  const seen = smtp.messages.length;
+  const started = await page.evaluate((email) => window.emailOtp.start(email), email);
+  assert.ok(started.otpId && started.otpEncryptionTargetBundle, JSON.stringify(started));
+  const message = await smtp.next(email, seen);
+  assert.match(message.data, /Kit E2E/);
+  const code = codeIn(message);
+  return page.evaluate((args) => window.emailOtp.finish(args), { ...started, email, code });
+}
+
+test("6. e-mail one-time codes: sign-up, login, and the session refresh the kit does before expiry", async () => {
+  // Sessions of 70 s: the kit refreshes a session one minute before it expires.
+  lk.proxy("update", ["--session-expiration-seconds", "70"]);
+  const b = await newBrowser();
+  const { page } = b;
+  await load(page);
+  const email = "kit-user@example.com";
+  const signup = await emailOtp(page, email);
+  assert.equal(signup.action, "signup");
+  await page.waitForSelector('#state[data-auth="authenticated"]');
+  await page.locator("#wallets li", { hasText: "e-mail wallet" }).waitFor();
+  const session = await ok(page, "getSession");
+  const { organizationIds } = await root.getVerifiedSubOrgIds({ organizationId: lk.creds.organizationId, filterType: "EMAIL", filterValue: email });
+  assert.deepEqual(organizationIds, [session.organizationId], "the sub-organization holds the address as verified");
+  const [user] = (await root.getUsers({ organizationId: session.organizationId })).users;
+  assert.equal(user.userEmail, email);
+  assert.deepEqual((await root.getWallets({ organizationId: session.organizationId })).wallets.map((w) => w.walletName), ["e-mail wallet"]);
+
+  await ok(page, "logout");
+  await page.waitForSelector('#state[data-auth="unauthenticated"]');
+  const login = await emailOtp(page, email);
+  assert.deepEqual(login, { action: "login", organizationId: session.organizationId });
+  await page.waitForSelector('#state[data-auth="authenticated"]');
+  const loggedIn = await ok(page, "getSession");
+  assert.equal(loggedIn.userId, user.userId);
+  assert.ok(loggedIn.expiry - Date.now() / 1000 <= 70, "the configured session lifetime");
+
+  // Ten seconds later the kit warns and refreshes: a new session key, known to the server.
+  await page.waitForFunction(() => window.kitEvents.some((e) => e.type === "beforeSessionExpiry"), null, { timeout: 30000 });
+  await page.waitForFunction((old) => window.kit.session && window.kit.session.publicKey !== old, loggedIn.publicKey, { timeout: 30000 });
+  const refreshed = await ok(page, "getSession");
+  assert.equal(refreshed.organizationId, session.organizationId);
+  assert.ok(refreshed.expiry > loggedIn.expiry);
+  const keys = (await root.getApiKeys({ organizationId: session.organizationId, userId: user.userId })).apiKeys;
+  assert.ok(keys.some((k) => k.credential.publicKey === refreshed.publicKey), "the refreshed session key is registered with the server");
+  assert.equal((await ok(page, "fetchUser")).userId, user.userId);
+  assert.deepEqual(await kitErrors(page), []);
+});
