@@ -13,6 +13,7 @@ async function main() {
       await auth.injectCredentialBundle(bundle);
       return auth.getWhoami({ organizationId });
     },
+    whoami: (organizationId) => auth.getWhoami({ organizationId }),
   };
 }
 

@@ -414,3 +414,31 @@ test("6. e-mail one-time codes: sign-up, login, and the session refresh the kit 
   assert.equal((await ok(page, "fetchUser")).userId, user.userId);
   assert.deepEqual(await kitErrors(page), []);
 });
+
+test("7. the older @turnkey/sdk-browser e-mail auth through Latchkey's auth frame", async () => {
+  const { page } = await newBrowser();
+  await page.goto(`${appUrl}/legacy.html`);
+  await page.waitForFunction(() => window.legacy);
+  const targetPublicKey = await page.evaluate(() => window.legacy.publicKey());
+  assert.match(targetPublicKey, /^04[0-9a-f]{128}$/);
+
+  // The app's backend (the parent organization's API key) sends the e-mail for the user of step 6.
+  const email = "kit-user@example.com";
+  const [organizationId] = (await root.getVerifiedSubOrgIds({ organizationId: lk.creds.organizationId, filterType: "EMAIL",
+    filterValue: email })).organizationIds;
+  const seen = smtp.messages.length;
+  const sent = await lk.client(undefined, organizationId).emailAuth({ email, targetPublicKey,
+    emailCustomization: { appName: "Kit E2E", magicLinkTemplate: "https://wallet.example/auth?bundle=%s" } });
+  const message = await smtp.next(email, seen);
+  const text = message.data.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
+  const link = text.match(/https:\/\/wallet\.example\/auth\?bundle=([A-Za-z0-9%]+)/);
+  assert.ok(link, `no magic link in ${message.data}`);
+
+  // Turnkey's examples ask whoami of the parent organization with the sub-organization's
+  // credential; the answer is the sub-organization's user.
+  const me = await page.evaluate(([bundle, org]) => window.legacy.login(bundle, org), [decodeURIComponent(link[1]), lk.creds.organizationId]);
+  assert.equal(me.userId, sent.userId);
+  assert.equal(me.organizationId, organizationId);
+  const inSub = await page.evaluate((org) => window.legacy.whoami(org), organizationId);
+  assert.deepEqual(inSub, me);
+});

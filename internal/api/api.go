@@ -265,6 +265,11 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 			return 0, apierr.Denied("request not authorized: an X-Stamp-Attested stamp only logs in (stamp_login)")
 		}
 		caller, err := s.resolve(ctx, auth, orgID, raw)
+		if op == "whoami" && err != nil {
+			// whoami maps a credential to its sub-organization: asked of the parent with a
+			// sub-organization's key or passkey, it answers who that is (docs/wire.md §2).
+			caller, err = s.resolveInSubOrg(ctx, auth, orgID, raw, err)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -398,9 +403,10 @@ func (s *Server) verifyStamp(h http.Header, raw []byte) (authProof, error) {
 	)
 }
 
-// resolveInSubOrg retries a login whose credential is not in the organization it names (nor
-// that organization's parent) in the one sub-organization that holds it: core stamps passkey
-// and wallet logins with the parent's id (docs/wire.md §2). notFound is returned otherwise.
+// resolveInSubOrg retries a login or a whoami whose credential is not in the organization it
+// names (nor that organization's parent) in the one sub-organization that holds it: core stamps
+// passkey and wallet logins with the parent's id, and apps ask whoami of the parent to learn
+// the user's sub-organization (docs/wire.md §2). notFound is returned otherwise.
 func (s *Server) resolveInSubOrg(
 	ctx context.Context,
 	p authProof,
