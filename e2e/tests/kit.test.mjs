@@ -442,3 +442,13 @@ test("7. the older @turnkey/sdk-browser e-mail auth through Latchkey's auth fram
   const inSub = await page.evaluate((org) => window.legacy.whoami(org), organizationId);
   assert.deepEqual(inSub, me);
 });
+
+test("8. no request left the machine, and the guard that says so aborts one that would", async () => {
+  assert.deepEqual(offsite, [], "requests to hosts other than localhost");
+  assert.deepEqual(problems, [], "errors in the pages");
+  const { page } = await newBrowser();
+  await load(page);
+  const r = await page.evaluate(() => fetch("https://export.turnkey.com/").then(() => "fetched", (e) => e.message));
+  assert.match(r, /Failed to fetch/);
+  assert.deepEqual(offsite.splice(0), ["https://export.turnkey.com/"]);
+});
