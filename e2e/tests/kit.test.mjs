@@ -28,7 +28,7 @@ const SOL = { curve: "CURVE_ED25519", pathFormat: "PATH_FORMAT_BIP32", path: "m/
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };
 
 let lk, smtp, app, appUrl, browser, configId, root;
-const secrets = []; // mnemonics and keys shown in or typed into the frames
+const secrets = []; // mnemonics and keys shown in or typed into the frames, one-time codes
 const offsite = []; // requests to a host other than localhost, aborted
 const problems = []; // page errors, in any page
 const contexts = [];
@@ -42,7 +42,8 @@ before(async () => {
   const port = await freePort();
   // WebAuthn refuses an IP address as relying party: the app is http://localhost.
   appUrl = `http://localhost:${port}`;
-  ({ configId } = lk.proxy("enable", ["--allowed-origins", appUrl, "--enabled-providers", "email,passkey", "--otp-length", "6",
+  // Codes of nine letters and digits: one cannot turn up in the logs or the database by chance.
+  ({ configId } = lk.proxy("enable", ["--allowed-origins", appUrl, "--enabled-providers", "email,passkey", "--otp-length", "9", "--otp-alphanumeric",
     "--email-app-name", "Kit E2E"]));
   const config = { apiBaseUrl: lk.url, authProxyUrl: lk.proxyUrl, authProxyConfigId: configId, organizationId: lk.creds.organizationId,
     framesUrl: lk.framesUrl, otpPublicKey: lk.keys.otpPublicKey };
@@ -70,15 +71,15 @@ after(async () => {
   app?.close();
   if (lk) {
     const all = lk.allBytes().toString("latin1");
-    for (const secret of secrets) assert.ok(!all.includes(secret), "a secret shown in or typed into a frame reached the server's logs or database");
+    for (const secret of secrets) assert.ok(!all.includes(secret), "a secret (frame or one-time code) reached the server's logs or database");
     assert.equal(await lk.stop(), 0);
   }
   await smtp?.close();
   assert.deepEqual(offsite, [], "requests to hosts other than localhost");
 });
 
-// newBrowser opens a browser context with a virtual passkey authenticator (holding credentials,
-// when given) and the app loaded; it aborts every request that would leave the machine.
+// newBrowser opens a browser context and a page with a virtual passkey authenticator (holding
+// credentials, when given); the context aborts every request that would leave the machine.
 async function newBrowser(credentials = []) {
   const context = await browser.newContext();
   contexts.push(context);
@@ -103,7 +104,7 @@ async function newBrowser(credentials = []) {
   return { context, page, passkeys };
 }
 
-// kitReady loads the app and waits for the kit to be ready.
+// load loads the app and waits for the kit to be ready.
 async function load(page) {
   await page.goto(appUrl);
   await page.waitForSelector('#state[data-client="ready"]', { timeout: 30000 });
@@ -137,6 +138,7 @@ test("1. the kit starts on Latchkey's wallet_kit_config and shows the enabled me
   assert.equal(seen[0].status(), 200);
   const cfg = await seen[0].json();
   assert.deepEqual(cfg.enabledProviders, ["email", "passkey"]);
+  assert.equal(cfg.otpLength, "9");
   // The server's side: the configuration the CLI shows is the one served.
   const shown = lk.proxy("show");
   assert.equal(shown.configId, configId);
@@ -324,9 +326,16 @@ test("4. export through Latchkey's export frame: the mnemonic and an account's k
 // parent organization and the server finds the sub-organization holding the credential.
 async function passkeyLogin(b) {
   const { page } = b;
+  const logins = [];
+  const onRequest = (r) => r.url().endsWith("/public/v1/submit/stamp_login") && logins.push(r);
+  page.on("request", onRequest);
   await page.click("#login");
   await page.getByText("Log in with passkey").click();
   await page.waitForSelector('#state[data-auth="authenticated"]', { timeout: 30000 });
+  page.off("request", onRequest);
+  assert.equal(logins.length, 1);
+  assert.equal(logins[0].postDataJSON().organizationId, lk.creds.organizationId, "the login names the parent organization");
+  assert.ok(await logins[0].headerValue("x-stamp-webauthn"), "stamped by the passkey");
   await page.locator("#wallets li", { hasText: "kit wallet" }).waitFor();
   const session = await ok(page, "getSession");
   assert.equal(session.organizationId, subOrgId);
@@ -373,6 +382,8 @@ async function emailOtp(page, email) {
   const message = await smtp.next(email, seen);
   assert.match(message.data, /Kit E2E/);
   const code = codeIn(message);
+  assert.equal(code.length, 9);
+  secrets.push(code);
   return page.evaluate((args) => window.emailOtp.finish(args), { ...started, email, code });
 }
 
