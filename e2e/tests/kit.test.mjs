@@ -151,6 +151,20 @@ test("1. the kit starts on Latchkey's wallet_kit_config and shows the enabled me
   await modal.getByText("Log in with passkey").waitFor();
   await modal.getByText("Sign up with passkey").waitFor();
   assert.equal(await modal.getByText(/Continue with (Google|Apple|Facebook|X|Discord)/).count(), 0, "no OAuth method is enabled");
+
+  // The methods follow the server's configuration, not the kit's defaults: passkeys only.
+  lk.proxy("update", ["--enabled-providers", "passkey"]);
+  try {
+    await load(first.page);
+    await first.page.click("#login");
+    await modal.getByText("Sign up with passkey").waitFor();
+    assert.equal(await modal.getByPlaceholder("Enter your email").count(), 0, "no e-mail box once e-mail is disabled");
+  } finally {
+    lk.proxy("update", ["--enabled-providers", "email,passkey"]);
+  }
+  await load(first.page);
+  await first.page.click("#login");
+  await modal.getByPlaceholder("Enter your email").waitFor();
 });
 
 test("2. passkey sign-up: one sub-organization with the passkey, the wallet asked for and a session; a reload restores it", async () => {
