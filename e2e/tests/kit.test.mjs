@@ -135,6 +135,7 @@ test("1. the kit starts on Latchkey's wallet_kit_config and shows the enabled me
   first.page.on("response", (r) => r.url().endsWith("/v1/wallet_kit_config") && seen.push(r));
   await load(first.page);
   assert.equal(seen.length >= 1, true, "the kit fetched wallet_kit_config");
+  assert.equal(seen[0].url(), `${lk.proxyUrl}/v1/wallet_kit_config`, "from Latchkey's proxy");
   assert.equal(seen[0].status(), 200);
   const cfg = await seen[0].json();
   assert.deepEqual(cfg.enabledProviders, ["email", "passkey"]);
@@ -142,7 +143,9 @@ test("1. the kit starts on Latchkey's wallet_kit_config and shows the enabled me
   // The server's side: the configuration the CLI shows is the one served.
   const shown = lk.proxy("show");
   assert.equal(shown.configId, configId);
-  assert.equal(cfg.organizationId, lk.creds.organizationId);
+  assert.deepEqual(cfg.enabledProviders, shown.settings.enabledProviders);
+  assert.equal(cfg.otpLength, String(shown.settings.otpLength));
+  assert.equal(cfg.organizationId, shown.organizationId);
   assert.equal(await authState(first.page), "unauthenticated");
 
   await first.page.click("#login");
