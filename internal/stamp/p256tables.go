@@ -14,7 +14,7 @@ import (
 // crypto/ecdsa, with the same answers (internal/p256verify's vectors and fuzzers). Every other
 // key, and every key while its table is not built, is verified by crypto/ecdsa.
 //
-// A table costs memory (p256verify.Bytes, 78 KiB) and about 0.4 ms of CPU to build, and
+// A table costs memory (p256verify.Bytes, 78 KiB) and about 0.5 ms of CPU to build, and
 // anyone can make keys whose signatures verify, registered or not, so both are bounded: at most
 // maxTableBytes of tables (the oldest-built is not favoured: an arbitrary one is evicted), and
 // at most tableBuildsPerSecond builds a second (a bucket of that many tokens, refilled at that
