@@ -53,6 +53,18 @@ type APIKeyProof struct {
 	Scheme    string
 	// Signature is the hex signature as received, for the vote record.
 	Signature string
+
+	key *publicKey // the parsed key, for Registered
+}
+
+// Registered tells the package that the proof's key is a registered, unexpired
+// API or session key, as the caller found it: only such keys get a P-256
+// table (p256tables.go), so keys nobody registered cannot take the tables'
+// memory or builds from those that are.
+func (p APIKeyProof) Registered() {
+	if p.key != nil && p.key.p256 != nil {
+		p.key.registered.Store(true)
+	}
 }
 
 type apiKeyStampJSON struct {
@@ -65,7 +77,8 @@ type apiKeyStampJSON struct {
 // body, the raw request bytes. It does not look the key up: the caller checks
 // that PublicKey is a registered, unexpired API key of the right curve.
 //
-// A P-256 key that verifies repeatedly is verified with a precomputed table
+// A P-256 key that verifies repeatedly, and that the caller has reported
+// registered (APIKeyProof.Registered), is verified with a precomputed table
 // (p256tables.go); the answers are crypto/ecdsa's.
 func VerifyAPIKey(header string, body []byte) (APIKeyProof, error) {
 	return verifyAPIKey(header, body, false)
@@ -125,7 +138,7 @@ func verifyAPIKey(header string, body []byte, standard bool) (APIKeyProof, error
 	if !cached {
 		rememberKey(keyRaw, pk)
 	}
-	return APIKeyProof{PublicKey: pk.hex, Curve: curve, Scheme: scheme, Signature: sigHex}, nil
+	return APIKeyProof{PublicKey: pk.hex, Curve: curve, Scheme: scheme, Signature: sigHex, key: pk}, nil
 }
 
 // parseAPIKeyStamp decodes a stamp's JSON as json.Unmarshal into apiKeyStampJSON does. Stamps

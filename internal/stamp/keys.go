@@ -31,10 +31,12 @@ type publicKey struct {
 	ed    ed25519.PublicKey
 
 	// For P-256 keys in the key cache (p256tables.go): the precomputed table once built,
-	// whether a build is under way, and whether the key cache has let the key go.
-	table    atomic.Pointer[p256verify.Table]
-	building atomic.Bool
-	evicted  atomic.Bool
+	// whether a build is under way, whether the key cache has let the key go, and whether a
+	// caller has found the key registered (APIKeyProof.Registered).
+	table      atomic.Pointer[p256verify.Table]
+	building   atomic.Bool
+	evicted    atomic.Bool
+	registered atomic.Bool
 }
 
 // keyCacheSize bounds the parsed-key cache. Decompressing a point costs a

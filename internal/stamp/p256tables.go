@@ -8,14 +8,15 @@ import (
 	"github.com/latchkey/latchkey/internal/p256verify"
 )
 
-// Per-key P-256 tables (issue 26, lever 1). A P-256 API key (or session key) that has
-// verified a second signature while its parsed form sits in the key cache gets a
-// p256verify.Table, which verifies its later signatures in about half the CPU time of
-// crypto/ecdsa, with the same answers (internal/p256verify's vectors and fuzzers). Every other
-// key, and every key while its table is not built, is verified by crypto/ecdsa.
+// Per-key P-256 tables (issue 26, lever 1). A P-256 API key (or session key) that a caller
+// has found registered (APIKeyProof.Registered) and that verifies a second signature while
+// its parsed form sits in the key cache gets a p256verify.Table, which verifies its later
+// signatures in about half the CPU time of crypto/ecdsa, with the same answers
+// (internal/p256verify's vectors and fuzzers). Every other key, and every key while its table
+// is not built, is verified by crypto/ecdsa.
 //
-// A table costs memory (p256verify.Bytes, 78 KiB) and about 0.5 ms of CPU to build, and
-// anyone can make keys whose signatures verify, registered or not, so both are bounded: at most
+// A table costs memory (p256verify.Bytes, 78 KiB) and about 0.5 ms of CPU to build; keys
+// are registered by anyone who may create an API key, so both are bounded too: at most
 // maxTableBytes of tables (the oldest-built is not favoured: an arbitrary one is evicted), and
 // at most tableBuildsPerSecond builds a second (a bucket of that many tokens, refilled at that
 // rate). A key refused a build by the bucket is verified by crypto/ecdsa and tries again on a
@@ -56,7 +57,8 @@ var p256Tables = newTableCache(maxTables, tableBuildsPerSecond, time.Now)
 // verifyP256 verifies a DER signature over hash with pk, with its table when it has one.
 // With standard set it always uses crypto/ecdsa and never builds a table (the crypto floor
 // of latchkey bench). cached says whether pk came from the key cache: only such keys, which
-// have verified a signature before, are candidates for a table.
+// have verified a signature before, and only those a caller found registered, are
+// candidates for a table.
 func verifyP256(pk *publicKey, hash, sig []byte, cached, standard bool) bool {
 	if !standard {
 		if t := pk.table.Load(); t != nil {
@@ -66,7 +68,7 @@ func verifyP256(pk *publicKey, hash, sig []byte, cached, standard bool) bool {
 	if !ecdsa.VerifyASN1(pk.p256, hash, sig) {
 		return false
 	}
-	if cached && !standard {
+	if cached && !standard && pk.registered.Load() {
 		p256Tables.build(pk)
 	}
 	return true

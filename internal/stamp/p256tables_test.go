@@ -57,18 +57,28 @@ func (f p256Fixture) highS(t *testing.T, body []byte) string {
 	return stampHeader(pub, SchemeP256, hex.EncodeToString(derEncode(r, s)))
 }
 
-func TestP256TableBuiltOnTheSecondVerification(t *testing.T) {
+func TestP256TableOnlyForRegisteredKeysVerifiedAgain(t *testing.T) {
 	f := newP256Fixture(t)
 	body := []byte(`{"organizationId":"tables"}`)
 	h := f.stamp(t, body)
 
-	if _, err := VerifyAPIKey(h, body); err != nil {
+	p, err := VerifyAPIKey(h, body)
+	if err != nil {
 		t.Fatal(err)
 	}
 	pk := parsedKeys.get(f.ck)
 	if pk == nil || pk.table.Load() != nil {
 		t.Fatalf("after one verification: cached %v, want cached without a table", pk != nil)
 	}
+	for range 3 {
+		if _, err := VerifyAPIKey(h, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pk.table.Load() != nil {
+		t.Fatal("a table for a key no caller reported registered")
+	}
+	p.Registered()
 	if _, err := VerifyAPIKeyStandard(h, body); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +89,7 @@ func TestP256TableBuiltOnTheSecondVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 	if pk.table.Load() == nil {
-		t.Fatal("no table after the second verification")
+		t.Fatal("no table for a registered key verified again")
 	}
 
 	// With the table: the same answers as crypto/ecdsa, valid, high-S and wrong.
