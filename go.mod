@@ -6,6 +6,7 @@ require (
 	cloud.google.com/go/kms v1.37.0
 	filippo.io/age v1.3.2
 	filippo.io/edwards25519 v1.2.0
+	filippo.io/nistec v0.0.4
 	github.com/Azure/azure-sdk-for-go/sdk/azidentity v1.15.0
 	github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys v1.5.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0

@@ -471,6 +471,7 @@ func (s *Server) resolve(ctx context.Context, p authProof, orgID string, raw []b
 			caller, err = res.ResolveAPIKey(ctx, r, orgID, p.apiKey.PublicKey, string(p.apiKey.Curve))
 			if err == nil {
 				caller.Scheme, caller.Signature = p.apiKey.Scheme, p.apiKey.Signature
+				p.apiKey.Registered() // its later stamps may be verified with a per-key table
 			}
 			return err
 		}

@@ -69,7 +69,10 @@ func TestP256VectorVerifies(t *testing.T) {
 		t.Fatalf("vector does not verify: %v", err)
 	}
 	want := APIKeyProof{PublicKey: v.P256.PublicKey, Curve: CurveP256, Scheme: SchemeP256, Signature: v.P256.Signature}
-	if p != want {
+	if p.key == nil {
+		t.Fatal("the proof does not carry its parsed key")
+	}
+	if p.key = nil; p != want {
 		t.Fatalf("proof = %+v, want %+v", p, want)
 	}
 	// The vector's s is above n/2: high-S must be accepted.

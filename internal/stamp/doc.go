@@ -62,7 +62,13 @@
 // cache a verification result. Its only mutable state is a bounded
 // (4096-entry, random eviction) cache of parsed API public keys, filled only
 // after a signature made with the key verified, since decompressing a point
-// costs a square root. COSE keys are parsed per call (no square root).
+// costs a square root, and the per-key P-256 tables some of those keys hold
+// (p256tables.go): a cached P-256 key that the caller reported registered
+// (APIKeyProof.Registered) and that verifies another signature gets a
+// p256verify.Table, which verifies its later stamps in about half of
+// crypto/ecdsa's CPU time with crypto/ecdsa's answers; at most 16 MiB of
+// tables (210) and 50 builds a second. VerifyAPIKeyStandard never uses them (the crypto
+// floor of latchkey bench). COSE keys are parsed per call (no square root).
 //
 // It does not look keys or credentials up, check expiry, timestamps or
 // replay, or decide whether a caller may act: callers do, with the proof

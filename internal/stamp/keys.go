@@ -6,8 +6,11 @@ import (
 	"crypto/elliptic"
 	"encoding/hex"
 	"sync"
+	"sync/atomic"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"github.com/latchkey/latchkey/internal/p256verify"
 )
 
 // Curve is an API key curve, spelled as the swagger's v1ApiKeyCurve.
@@ -26,16 +29,25 @@ type publicKey struct {
 	p256  *ecdsa.PublicKey
 	k1    *secp256k1.PublicKey
 	ed    ed25519.PublicKey
+
+	// For P-256 keys in the key cache (p256tables.go): the precomputed table once built,
+	// whether a build is under way, whether the key cache has let the key go, and whether a
+	// caller has found the key registered (APIKeyProof.Registered).
+	table      atomic.Pointer[p256verify.Table]
+	building   atomic.Bool
+	evicted    atomic.Bool
+	registered atomic.Bool
 }
 
 // keyCacheSize bounds the parsed-key cache. Decompressing a point costs a
 // square root (tens of µs); a hit costs a map lookup.
 const keyCacheSize = 4096
 
-// keyCache maps (curve, raw key bytes) to a parsed key. It is the only
-// mutable state in the package. Keys are added only after a signature made
-// with them has verified, so garbage keys never occupy it; when full, an
-// arbitrary entry is evicted (Go randomises map iteration).
+// keyCache maps (curve, raw key bytes) to a parsed key. With the P-256 tables
+// some of its keys hold (p256tables.go), it is the only mutable state in the
+// package. Keys are added only after a signature made with them has verified,
+// so garbage keys never occupy it; when full, an arbitrary entry is evicted
+// (Go randomises map iteration), and its table with it.
 type keyCache struct {
 	mu sync.RWMutex
 	m  map[string]*publicKey
@@ -52,9 +64,18 @@ func (c *keyCache) get(k string) *publicKey {
 
 func (c *keyCache) put(k string, pk *publicKey) {
 	c.mu.Lock()
-	if _, ok := c.m[k]; !ok && len(c.m) >= keyCacheSize {
-		for old := range c.m {
+	if _, ok := c.m[k]; ok {
+		// Two requests parsed the same new key at once; keep the entry others may
+		// already use (and may have built a table for).
+		c.mu.Unlock()
+		return
+	}
+	if len(c.m) >= keyCacheSize {
+		for old, opk := range c.m {
 			delete(c.m, old)
+			if opk.p256 != nil {
+				p256Tables.drop(opk)
+			}
 			break
 		}
 	}
