@@ -32,8 +32,18 @@ type Table struct {
 	points []nistec.P256Point
 }
 
-// Bytes is the memory one Table holds (its points, not counting allocator overhead).
-var Bytes = windows * perWindow * int(unsafe.Sizeof(nistec.P256Point{}))
+// Bytes is the memory one Table holds: its points, each three 32-byte field elements, held in
+// the point (nistec's assembly implementations: 96 bytes) or behind three pointers (its
+// portable one: 24 bytes and three 32-byte allocations).
+var Bytes = windows * perWindow * pointBytes()
+
+func pointBytes() int {
+	n := int(unsafe.Sizeof(nistec.P256Point{}))
+	if n < 3*32 {
+		n += 3 * 32
+	}
+	return n
+}
 
 // NewTable precomputes the multiples of the public key pub, which must be a P-256 key on
 // the curve.

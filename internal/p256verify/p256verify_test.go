@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"math/big"
+	"runtime"
 	"testing"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -183,4 +184,22 @@ func TestNewTableRefuses(t *testing.T) {
 		!tbl.Verify(f.hash, f.r, f.s) {
 		t.Errorf("the compressed key: %v", err)
 	}
+}
+
+// TestTableBytes: a table allocates what Bytes says (which bounds the callers' caches), give
+// or take the slice header and the temporaries of one build.
+func TestTableBytes(t *testing.T) {
+	f := newFixture(t)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tbl, err := NewTable(&f.priv.PublicKey)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := int(after.TotalAlloc - before.TotalAlloc)
+	if got < Bytes || got > Bytes+Bytes/8 {
+		t.Fatalf("a table allocated %d bytes; Bytes says %d", got, Bytes)
+	}
+	runtime.KeepAlive(tbl)
 }

@@ -211,3 +211,50 @@ func TestP256TableMemoryBound(t *testing.T) {
 		t.Fatalf("%d tables of %d bytes exceed %d", maxTables, p256verify.Bytes, maxTableBytes)
 	}
 }
+
+// FuzzVerifyAPIKeyWithTable checks, at the stamp level, that a registered key's table path
+// gives the standard path's answer for any body and any signature bytes, and that the table is
+// in use while it does.
+func FuzzVerifyAPIKeyWithTable(f *testing.F) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := NewP256Stamper(hex.EncodeToString(mustBytes(priv.Bytes())))
+	if err != nil {
+		f.Fatal(err)
+	}
+	pub := hex.EncodeToString(compressPoint(mustBytes(priv.PublicKey.Bytes())))
+	body := []byte(`{"organizationId":"fuzz"}`)
+	_, h, err := st.Stamp(body)
+	if err != nil {
+		f.Fatal(err)
+	}
+	p, err := VerifyAPIKey(h, body)
+	if err != nil {
+		f.Fatal(err)
+	}
+	p.Registered()
+	if _, err := VerifyAPIKey(h, body); err != nil {
+		f.Fatal(err)
+	}
+	pk := p.key
+	sig := mustBytes(hex.DecodeString(p.Signature))
+	f.Add(body, sig)
+	f.Add([]byte("{}"), sig)
+	f.Add(body, []byte{0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01})
+	f.Fuzz(func(t *testing.T, body, sig []byte) {
+		if pk.table.Load() == nil {
+			t.Skip("the key's table was evicted") // another test filled the cache
+		}
+		header := stampHeader(pub, SchemeP256, hex.EncodeToString(sig))
+		_, errTable := VerifyAPIKey(header, body)
+		_, errStd := VerifyAPIKeyStandard(header, body)
+		if (errTable == nil) != (errStd == nil) {
+			t.Fatalf("with the table: %v; standard: %v", errTable, errStd)
+		}
+		if errTable != nil && errTable.Error() != errStd.Error() {
+			t.Fatalf("different refusals: %q and %q", errTable, errStd)
+		}
+	})
+}
