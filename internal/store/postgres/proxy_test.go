@@ -81,7 +81,10 @@ func (p *proxy) accept() {
 			_ = c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue
@@ -180,6 +183,13 @@ func (p *proxy) freezeAll() {
 			c.close()
 		}
 	})
+}
+
+// setTarget sends new connections to addr (another server behind the same address: a failover).
+func (p *proxy) setTarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
 }
 
 func (p *proxy) setRefuse(v bool) {
