@@ -3,9 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // TestPingOwnConnection: with every connection of the read pool taken (long pages), Ping and
@@ -38,5 +41,37 @@ func TestPingOwnConnection(t *testing.T) {
 	r, err := s.Role(pctx)
 	if err != nil || !r.Ready() || r.Role != "embedded" {
 		t.Fatalf("Role = %+v, %v", r, err)
+	}
+}
+
+// TestBusyFileIsUnavailable: a write that cannot take the file (another process holds its write
+// lock past the busy timeout) fails with store.ErrUnavailable (a 503), not an internal error.
+func TestBusyFileIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "b.db")
+	s, err := Open(ctx, path, Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := sql.Open("sqlite", path+"?_busy_timeout=50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(ctx, "ROLLBACK") //nolint:errcheck
+	err = s.Update(ctx, func(tx store.Tx) error {
+		return tx.Put(ctx, store.Record{Kind: "k", ID: "x", OrgID: "o", Data: []byte(`{}`)})
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Update with the file locked: %v, want ErrUnavailable", err)
 	}
 }
