@@ -16,7 +16,7 @@ import (
 // refuses new connections (no primary yet), or cuts a connection when the client sends a
 // COMMIT, instead of passing it on or once the server has answered it (the answer is lost).
 type proxy struct {
-	t      *testing.T
+	t      testing.TB
 	ln     net.Listener
 	target string
 
@@ -48,7 +48,7 @@ func (c *proxied) close() {
 }
 
 // newProxy proxies to the host of rawURL and returns the URL through it.
-func newProxy(t *testing.T, rawURL string) (*proxy, string) {
+func newProxy(t testing.TB, rawURL string) (*proxy, string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
