@@ -277,6 +277,15 @@ func TestStoreGoneIsUnavailable(t *testing.T) {
 	if err := s.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Ping: %v, want ErrUnavailable", err)
 	}
+	// The request's own deadline, shorter than the budget, ends the wait the same way.
+	s2, p2 := openVia(t, Options{})
+	p2.setRefuse(true)
+	p2.resetAll()
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := s2.Update(dctx, putRecord("y")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Update past its deadline: %v, want ErrUnavailable", err)
+	}
 }
 
 // TestDeadPeerSocketOptions: every connection has keepalive and TCP_USER_TIMEOUT, so a peer

@@ -212,7 +212,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 			attempt--
 			continue
 		}
-		if lost(err) && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+		if lost(err) && !errors.Is(err, store.ErrClosed) {
+			if ctx.Err() != nil {
+				return mark(err) // the caller gave up waiting: still the store's failure
+			}
 			// Before COMMIT was sent: nothing was kept.
 			s.dropStale()
 			if !s.pause(ctx, &wait) {
