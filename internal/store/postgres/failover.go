@@ -75,9 +75,6 @@ func mark(err error) error {
 	return err
 }
 
-// markErr is mark for a deferred call on a named result.
-func markErr(err *error) { *err = mark(*err) }
-
 // unknownOutcome is an attempt whose COMMIT was sent and whose answer was lost.
 type unknownOutcome struct {
 	cause error
@@ -337,7 +334,7 @@ func (r retryingReader) DatabaseNow(ctx context.Context) (time.Time, error) {
 
 // DatabaseNow is the server's clock (store.DatabaseClock), read in the transaction.
 func (t *tx) DatabaseNow(ctx context.Context) (_ time.Time, err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return time.Time{}, err
 	}

@@ -396,3 +396,28 @@ func BenchmarkUpdateOneConnection(b *testing.B) {
 		}
 	}
 }
+
+// TestLostStoreMistakenByFn: fn takes the failure of a read on a lost store for something else
+// (a missing record, say) and fails on its own; the attempt is still run again once the store
+// answers, since what fn saw was not the database.
+func TestLostStoreMistakenByFn(t *testing.T) {
+	s, p := openVia(t, Options{StallTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	if err := s.Update(ctx, putRecord("r")); err != nil {
+		t.Fatal(err)
+	}
+	p.freezeAll()
+	runs := 0
+	err := within(t, func() error {
+		return s.Update(ctx, func(tx store.Tx) error {
+			runs++
+			if _, err := tx.Get(ctx, "k", "r"); err != nil {
+				return errors.New("no such record") // the handler's reading of any failure
+			}
+			return tx.PutActivity(ctx, act("m1", "fp-m1"))
+		})
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs, want nil after 2", err, runs)
+	}
+}

@@ -275,6 +275,11 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 		// What fn saw after the failed write is not what the database holds.
 		return errRerun
 	}
+	if sess.lostErr != nil {
+		// fn met a lost store (and may have answered it as something else): nothing was
+		// committed, and Update runs fn again once the store is back.
+		return sess.lostErr
+	}
 	if err != nil {
 		return err
 	}

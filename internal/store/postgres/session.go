@@ -53,6 +53,7 @@ type session struct {
 	deferWrites bool               // this attempt may defer writes
 	deferErr    error              // the first deferred write that failed, if any
 	acts        []store.Activity   // the activities written, in order (resolving a lost COMMIT)
+	lostErr     error              // the first statement that failed because the store was lost
 
 	raw     atomic.Pointer[net.Conn] // the connection's socket, for abandon
 	stalled atomic.Bool              // abandon closed it
@@ -65,6 +66,17 @@ func (s *session) abandon() {
 	if c := s.raw.Load(); c != nil {
 		_ = (*c).Close()
 	}
+}
+
+// note classifies the failure of one of the session's statements (failover.go's mark) and
+// remembers the first that lost the store: the attempt is then run again whatever fn made of
+// that failure (a handler may have taken it for a missing record).
+func (s *session) note(err error) error {
+	err = mark(err)
+	if s.lostErr == nil && lost(err) {
+		s.lostErr = err
+	}
+	return err
 }
 
 // written is the last write of each activity the attempt wrote.

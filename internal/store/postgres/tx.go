@@ -69,12 +69,19 @@ func (c pgConn) Query(
 	args []any,
 	row func(scan func(dest ...any) error) error,
 ) error {
+	note := mark
+	switch q := c.q.(type) {
+	case *session:
+		note = q.note
+	case locking:
+		note = q.note
+	}
 	rows, err := c.q.Query(ctx, query, args...)
 	if err != nil {
-		return mark(err)
+		return note(err)
 	}
 	defer rows.Close()
-	return mark(sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row))
+	return note(sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row))
 }
 
 // reader implements store.Reader: on the pool in View, on the session in Update, where the
@@ -125,7 +132,7 @@ func newTx(s *session, depth int, parent *tx) *tx {
 
 // Get locks the row it reads until the transaction ends.
 func (t *tx) Get(ctx context.Context, kind, id string) (_ store.Record, err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return store.Record{}, err
 	}
@@ -199,7 +206,7 @@ func (t *tx) Insert(ctx context.Context, rec store.Record, keys ...store.Key) er
 }
 
 func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []store.Key) (err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -266,7 +273,7 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 }
 
 func (t *tx) Delete(ctx context.Context, kind, id string) (err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -281,7 +288,7 @@ func (t *tx) Delete(ctx context.Context, kind, id string) (err error) {
 }
 
 func (t *tx) PutActivity(ctx context.Context, a store.Activity) (err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -388,7 +395,7 @@ func (t *tx) NoLock() store.Reader { return noLockTx{t} }
 type noLockTx struct{ *tx }
 
 func (n noLockTx) Get(ctx context.Context, kind, id string) (_ store.Record, err error) {
-	defer markErr(&err)
+	defer func() { err = n.s.note(err) }()
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
@@ -396,7 +403,7 @@ func (n noLockTx) Get(ctx context.Context, kind, id string) (_ store.Record, err
 }
 
 func (t *tx) Lock(ctx context.Context, name string) (err error) {
-	defer markErr(&err)
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return err
 	}
