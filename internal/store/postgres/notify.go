@@ -21,7 +21,8 @@ const channelSQL = "'latchkey_changes_' || left(md5(current_schema()), 16)"
 
 // Notify sends payload on the store's channel when the transaction commits (nothing if it
 // rolls back). PostgreSQL limits a payload to 8,000 bytes.
-func (t *tx) Notify(ctx context.Context, payload string) error {
+func (t *tx) Notify(ctx context.Context, payload string) (err error) {
+	defer func() { err = t.s.note(err) }()
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -143,6 +144,13 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, l Listener)
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	server, err := serverOf(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if !s.sameServer(server) {
+		return errOtherServer
+	}
 	var channel string
 	if err := conn.QueryRow(ctx, "SELECT "+channelSQL).Scan(&channel); err != nil {
 		return err
@@ -181,6 +189,9 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, l Listener)
 		cancel()
 		if err != nil {
 			return err
+		}
+		if !s.sameServer(server) {
+			return errOtherServer // notifications from here say nothing of the pool's commits
 		}
 		// Notifications that arrived with the round trip are buffered by pgx.
 		done, cancel := context.WithCancel(ctx)
