@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -135,10 +136,13 @@ func (k *SigningKey) stillThere(x *activity.Exec, same unchanged) error {
 		return nil // nothing of its organization was written since it was read
 	}
 	// Read without a lock: signing activities of one key must not queue behind each other.
-	if _, err := x.Tx.NoLock().Get(x.Ctx, k.Kind, k.ID); err != nil {
+	_, err := x.Tx.NoLock().Get(x.Ctx, k.Kind, k.ID)
+	if errors.Is(err, store.ErrNotFound) {
 		return apierr.NotFoundf("parameters.signWith: the key was deleted while signing")
 	}
-	return nil
+	// Any other error is the store's: returned as it is, a lost store is retried by the engine
+	// and answered 503 at worst, never a 404 that says the key is gone.
+	return err
 }
 
 // signKind picks the signature a key makes: Ed25519 for Ed25519 keys; BIP-340 Schnorr for

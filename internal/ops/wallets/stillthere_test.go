@@ -2,6 +2,7 @@ package wallets
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -100,5 +101,38 @@ func TestStillThereFromMemory(t *testing.T) {
 	k1, same = resolve(Deps{}, "k1")
 	if reads, err := check(k1, same); err != nil || reads != 1 {
 		t.Fatalf("no cache: stillThere = %v after %d reads, want nil after 1", err, reads)
+	}
+}
+
+// failingReader fails every read as a lost store does.
+type failingReader struct{ store.Reader }
+
+func (failingReader) Get(context.Context, string, string) (store.Record, error) {
+	return store.Record{}, store.ErrUnavailable
+}
+
+type failingTx struct{ store.Tx }
+
+func (t failingTx) NoLock() store.Reader { return failingReader{t.Tx.NoLock()} }
+
+// TestStillThereStoreFailure: a store lost while the key is checked is the store's failure,
+// returned as it is (the engine retries it, or answers 503), never a 404 saying the key was
+// deleted.
+func TestStillThereStoreFailure(t *testing.T) {
+	ctx := context.Background()
+	st, _ := hottest.SQLite(t, KindWallet, KindAccount, KindPrivateKey)
+	k := &SigningKey{Kind: KindPrivateKey, ID: "pk-1"}
+	var got error
+	if err := st.Update(ctx, func(tx store.Tx) error {
+		got = k.stillThere(&activity.Exec{Ctx: ctx, Tx: failingTx{tx}}, nil)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got, store.ErrUnavailable) {
+		t.Fatalf("stillThere over a lost store = %v, want store.ErrUnavailable", got)
+	}
+	if e := apierr.From(got); e.Code == apierr.NotFound {
+		t.Fatalf("stillThere over a lost store answers %v, want no 404", e)
 	}
 }
