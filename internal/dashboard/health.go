@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/messages"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/webhooks"
 )
 
@@ -96,6 +97,24 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// describeRole says what the database is and, for a PostgreSQL primary, how many standbys
+// stream from it and how many of them are synchronous.
+func describeRole(r store.Role) string {
+	out := r.Role
+	if r.Writable {
+		out += ", writable"
+	} else {
+		out += ", not writable"
+	}
+	if r.Standbys >= 0 {
+		out += fmt.Sprintf("; %d standby(s) streaming, %d synchronous", r.Standbys, r.SyncStandbys)
+	}
+	if r.Refused != "" {
+		out += "; refusing writes: " + r.Refused
+	}
+	return out
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	storeErr := s.Store.Ping(ctx)
@@ -105,9 +124,23 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		s.Log.Error("dashboard: health: the store", "err", storeErr)
 	}
 	h := &s.Health
-	data := map[string]any{"Title": "Health", "Store": status, "StoreOK": storeErr == nil, "Dialect": s.Store.Dialect(),
-		"Uptime": s.Now().Sub(s.started).Round(time.Second).String(), "Go": runtime.Version(),
-		"Requests": s.Requests.Total(), "RequestsSince": s.Requests.Since()}
+	role := "unknown (the store is unreachable)"
+	if storeErr == nil {
+		if r, err := store.ReadRole(ctx, s.Store); err == nil {
+			role = describeRole(r)
+		}
+	}
+	data := map[string]any{
+		"Role":          role,
+		"Title":         "Health",
+		"Store":         status,
+		"StoreOK":       storeErr == nil,
+		"Dialect":       s.Store.Dialect(),
+		"Uptime":        s.Now().Sub(s.started).Round(time.Second).String(),
+		"Go":            runtime.Version(),
+		"Requests":      s.Requests.Total(),
+		"RequestsSince": s.Requests.Since(),
+	}
 	switch {
 	case h.DatabaseFile != "":
 		if n, ok := fileSize(h.DatabaseFile); ok {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestHealthPage: the health page shows the store kind and database size, the keyring version,
+// TestHealthPage: the health page shows the store kind, role and database size, the keyring version,
 // the outbox backlogs, the providers (configured or not, with their last failure) and the
 // requests this process served.
 func TestHealthPage(t *testing.T) {
@@ -27,6 +27,7 @@ func TestHealthPage(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`<span class="st completed">reachable</span> sqlite`),
 		regexp.MustCompile(`<th>Database size</th><td>[0-9.]+ (KiB|MiB)</td>`),
+		regexp.MustCompile(`<th>Database role</th><td>embedded, writable</td>`),
 		regexp.MustCompile(`<th>Keyring</th><td>data key version 1</td>`),
 		regexp.MustCompile(`<th>Requests served</th><td>1 API requests`),
 		regexp.MustCompile(`<th>Messages \(e-mail, SMS\)</th><td>[0-9]+ waiting</td>`),

@@ -60,7 +60,7 @@ func setSyncStandby(t *testing.T, url, name string) {
 // reached only a primary which crashed and came back (here: a primary whose standby is away)
 // is never acknowledged. Until then the answer is a 503 that says to try again.
 func TestResendWaitsForReplication(t *testing.T) {
-	url := storetest.PrivateCluster(t)
+	url := storetest.PrivateCluster(t).URL
 	cfg := servertest.NewConfig(t)
 	cfg.DatabaseURL = url
 	cfg.StoreRetryFor = time.Second

@@ -14,7 +14,7 @@ import (
 // failover behind one address, the listener reconnecting first); the cache is told the
 // connection is down, and stays down, until the pool reaches that server too.
 func TestListenerFollowsThePool(t *testing.T) {
-	a, b := storetest.PrivateCluster(t), storetest.PrivateCluster(t)
+	a, b := storetest.PrivateCluster(t).URL, storetest.PrivateCluster(t).URL
 	ctx := context.Background()
 	for _, u := range []string{a, b} { // the same schema on both, as a promoted standby has it
 		s, err := Open(ctx, u, Options{Schema: "public"})

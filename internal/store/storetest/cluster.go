@@ -19,10 +19,11 @@ const PostgresBinDirEnv = "LATCHKEY_TEST_PG_BIN"
 // PrivateCluster starts a PostgreSQL server of the test's own (initdb in a temporary directory,
 // on a free port of 127.0.0.1, trust authentication, fsync off), with settings as extra `-c`
 // options, and returns its URL (database postgres); it is stopped and removed when the test
-// ends. For what cannot be tried on a shared server: its replication settings, its restarts.
+// ends. For what cannot be tried on a shared server: its replication settings, its restarts
+// (Cluster.Restart).
 // It runs when LATCHKEY_TEST_DATABASE_URL is set (PostgreSQL tests are wanted) and skips the
 // test when the binaries cannot be found. As root, the server runs as the postgres user.
-func PrivateCluster(t testing.TB, settings ...string) (url string) {
+func PrivateCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
 	if os.Getenv("LATCHKEY_TEST_DATABASE_URL") == "" {
 		t.Skip("LATCHKEY_TEST_DATABASE_URL not set: this test needs PostgreSQL")
@@ -73,10 +74,31 @@ func PrivateCluster(t testing.TB, settings ...string) (url string) {
 	for _, s := range settings {
 		opts = append(opts, "-c", s)
 	}
-	run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", strings.Join(opts, " "), "start")
-	t.Cleanup(func() {
-		argv := append(as[:len(as):len(as)], filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop")
-		_ = exec.Command(argv[0], argv[1:]...).Run()
-	})
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	start := func() {
+		run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", strings.Join(opts, " "), "start")
+	}
+	start()
+	stop := func() error {
+		argv := append(as[:len(as):len(as)], filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
+		return exec.Command(argv[0], argv[1:]...).Run()
+	}
+	t.Cleanup(func() { _ = stop() })
+	return &Cluster{
+		URL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		Restart: func() {
+			t.Helper()
+			if err := stop(); err != nil {
+				t.Fatalf("pg_ctl stop: %v", err)
+			}
+			start()
+		},
+	}
+}
+
+// Cluster is a server PrivateCluster started.
+type Cluster struct {
+	URL string
+	// Restart crashes the server (every process ended at once, as kill -9 of the tree would:
+	// pg_ctl's immediate mode) and starts it again, which recovers from its WAL.
+	Restart func()
 }
