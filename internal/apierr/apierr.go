@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // Code is a gRPC status code, as Turnkey's gRPC-gateway renders it in `code`.
@@ -112,16 +114,40 @@ func Unsupported(what string) *Error {
 	return &Error{Code: Unimplemented, TurnkeyCode: "NOT_SUPPORTED", Message: what + " is not supported by Latchkey"}
 }
 
-// Internalf wraps an unexpected failure; the cause is logged, never shown.
+// Internalf wraps an unexpected failure; the cause is logged, never shown. A cause that is a
+// failure of the store itself (store.IsUnavailable) is not unexpected: it is StoreUnavailable.
 func Internalf(cause error, format string, args ...any) *Error {
+	if store.IsUnavailable(cause) {
+		return StoreUnavailable(cause)
+	}
 	return &Error{Code: Internal, TurnkeyCode: "INTERNAL", Message: fmt.Sprintf(format, args...), Cause: cause}
 }
 
-// From returns err as an *Error, turning anything else into an internal error.
+// StoreUnavailable is the answer to a failure of the store itself (a 503, code 14, never a 500):
+// the request was not carried out and may be sent again; or, for store.ErrOutcomeUnknown, the
+// store was lost while committing it and it is unknown whether it took effect, and sending the
+// same bytes again is safe (an activity is de-duplicated by its fingerprint).
+func StoreUnavailable(cause error) *Error {
+	msg := "the store is unavailable; try again"
+	if errors.Is(cause, store.ErrOutcomeUnknown) {
+		msg = "the store was lost while committing this request and did not come back in time: " +
+			"whether it took effect is unknown; sending the same request (the same bytes) again is safe"
+	}
+	return &Error{Code: Unavailable, TurnkeyCode: "UNAVAILABLE", Message: msg, Cause: cause}
+}
+
+// From returns err as an *Error, turning anything else into an internal error. A failure of the
+// store (store.IsUnavailable), bare or as the cause of an internal error, is StoreUnavailable.
 func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Code == Internal && store.IsUnavailable(e.Cause) {
+			return StoreUnavailable(e.Cause)
+		}
 		return e
+	}
+	if store.IsUnavailable(err) {
+		return StoreUnavailable(err)
 	}
 	return &Error{Code: Internal, TurnkeyCode: "INTERNAL", Message: "internal error", Cause: err}
 }

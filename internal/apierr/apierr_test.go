@@ -3,8 +3,14 @@ package apierr
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 func TestRender(t *testing.T) {
@@ -53,5 +59,31 @@ func TestFromUnwraps(t *testing.T) {
 	wrapped := errors.Join(errors.New("ctx"), e)
 	if From(wrapped) != e {
 		t.Fatal("From did not find the wrapped *Error")
+	}
+}
+
+// TestStoreFailuresAreUnavailable: a failure of the store itself is a 503 (code 14) wherever it
+// comes from, bare, wrapped or as the cause of an internal error; an unknown commit outcome says
+// so and that sending the same bytes again is safe.
+func TestStoreFailuresAreUnavailable(t *testing.T) {
+	lost := fmt.Errorf("postgres: get record: %w", store.Unavailable(io.ErrUnexpectedEOF))
+	for name, err := range map[string]error{
+		"bare":     lost,
+		"internal": Internalf(lost, "reading organization"),
+		"literal":  &Error{Code: Internal, TurnkeyCode: "INTERNAL", Message: "x", Cause: lost},
+		"closed":   fmt.Errorf("x: %w", store.ErrClosed),
+		"unknown":  store.OutcomeUnknown(io.ErrUnexpectedEOF),
+	} {
+		e := From(err)
+		if e.Code != Unavailable || e.Code.HTTPStatus() != http.StatusServiceUnavailable ||
+			e.TurnkeyCode != "UNAVAILABLE" {
+			t.Errorf("%s: %d %s %q", name, e.Code, e.TurnkeyCode, e.Message)
+		}
+		if want := name == "unknown"; strings.Contains(e.Message, "same request") != want {
+			t.Errorf("%s: message %q", name, e.Message)
+		}
+	}
+	if e := Internalf(errors.New("json: cannot unmarshal"), "decoding"); e.Code != Internal {
+		t.Errorf("a decoding failure is internal, got %d", e.Code)
 	}
 }

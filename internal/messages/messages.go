@@ -121,7 +121,11 @@ func (o *Outbox) claim(ctx context.Context, msgID string, force bool) (*queued, 
 			}
 			return err
 		}
-		now := o.now()
+		// Claims are timed by the database's clock when it has one, not this process's.
+		now, err := store.Now(ctx, tx, o.now)
+		if err != nil {
+			return err
+		}
 		if now.Before(got.ClaimedUntil) || (!force && now.Before(got.NextAt)) {
 			return nil
 		}
@@ -161,7 +165,10 @@ func (o *Outbox) attempt(ctx context.Context, msgID string, force bool) {
 			}
 			return err
 		}
-		now := o.now()
+		now, err := store.Now(ctx, tx, o.now)
+		if err != nil {
+			return err
+		}
 		q.ClaimedUntil = time.Time{}
 		q.NextAt = now.Add(time.Duration(1<<min(q.Attempts, 10)) * time.Second)
 		return records.Save(ctx, tx, KindMessage, q.ID, "", q.CreatedAt, now, q)
@@ -243,9 +250,13 @@ func (o *Outbox) pass(ctx context.Context) { o.sweep(ctx, false) }
 
 func (o *Outbox) sweep(ctx context.Context, force bool) {
 	var recs []store.Record
+	var now time.Time
 	if err := o.Store.View(ctx, func(r store.Reader) error {
 		var err error
-		recs, err = r.List(ctx, KindMessage, "", store.ListOptions{Limit: 256})
+		if recs, err = r.List(ctx, KindMessage, "", store.ListOptions{Limit: 256}); err != nil {
+			return err
+		}
+		now, err = store.Now(ctx, r, o.now)
 		return err
 	}); err != nil {
 		o.Log.Error("messages: listing the outbox", "err", err)
@@ -254,7 +265,6 @@ func (o *Outbox) sweep(ctx context.Context, force bool) {
 	if o.Backlog != nil {
 		o.Backlog(len(recs))
 	}
-	now := o.now()
 	for _, rec := range recs {
 		var q queued
 		if json.Unmarshal(rec.Data, &q) != nil || (!force && now.Before(q.NextAt)) || now.Before(q.ClaimedUntil) {

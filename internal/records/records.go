@@ -1,6 +1,7 @@
 // Package records reads and writes the domain packages' typed records (JSON documents in the
 // store) and turns store failures into API errors, so every domain speaks about its records
-// the same way: a missing record is a 404 naming it, a taken unique key a 409, anything else an
+// the same way: a missing record is a 404 naming it, a taken unique key a 409, a store that is
+// unreachable a 503 (apierr turns every store.IsUnavailable cause into one), anything else an
 // internal error whose cause is never shown.
 package records
 

@@ -2,6 +2,8 @@ package records
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,4 +66,41 @@ func TestRoundTripAndErrors(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// lostReader is a store whose connection is lost: every read fails as the drivers report it.
+type lostReader struct{ store.Reader }
+
+func (lostReader) Get(context.Context, string, string) (store.Record, error) {
+	return store.Record{}, fmt.Errorf("postgres: get record: %w", store.Unavailable(io.ErrUnexpectedEOF))
+}
+
+func (lostReader) List(context.Context, string, string, store.ListOptions) ([]store.Record, error) {
+	return nil, store.Unavailable(io.ErrUnexpectedEOF)
+}
+
+func (lostReader) Lookup(context.Context, string, string) ([]store.Ref, error) {
+	return nil, store.Unavailable(io.ErrUnexpectedEOF)
+}
+
+// TestStoreLostIsUnavailable: a read that fails because the store is lost is a 503 (code 14),
+// not an internal error.
+func TestStoreLostIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	r := lostReader{}
+	_, err := Load[thing](ctx, r, "thing", "o1", "a", "thing")
+	if e := apierr.From(err); e.Code != apierr.Unavailable {
+		t.Errorf("Load: %d %q", e.Code, e.Message)
+	}
+	_, err = List[thing](ctx, r, "thing", "o1", store.ListOptions{})
+	if e := apierr.From(err); e.Code != apierr.Unavailable {
+		t.Errorf("List: %d %q", e.Code, e.Message)
+	}
+	_, err = LookupIDs(ctx, r, "thing.name", "x", "thing", "")
+	if e := apierr.From(err); e.Code != apierr.Unavailable {
+		t.Errorf("LookupIDs: %d %q", e.Code, e.Message)
+	}
+	if e := apierr.From(Err(store.Unavailable(io.EOF), "thing")); e.Code != apierr.Unavailable {
+		t.Errorf("Err: %d %q", e.Code, e.Message)
+	}
 }

@@ -469,7 +469,6 @@ func (d *Deliverer) Run(ctx context.Context) {
 func (d *Deliverer) round() int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	now := d.Now()
 	d.seen.Store(enqueued.Load())
 	// Look before taking the writer: an empty outbox (the usual case) costs a read, not a write
 	// transaction. Deliveries written by another process are found here too.
@@ -490,6 +489,12 @@ func (d *Deliverer) round() int {
 	var due []*Delivery
 	err := d.Store.Update(ctx, func(tx store.Tx) error {
 		due = due[:0]
+		// Leases are timed by the database's clock when it has one: another process's clock
+		// may be ahead and take over a delivery still being sent.
+		now, err := store.Now(ctx, tx, d.Now)
+		if err != nil {
+			return err
+		}
 		ds, err := records.List[Delivery](ctx, tx, KindDelivery, outboxOwner, store.ListOptions{Limit: 200})
 		if err != nil {
 			return err
@@ -532,10 +537,14 @@ func (d *Deliverer) round() int {
 				}
 				return nil
 			}
+			now, nerr := store.Now(ctx, tx, d.Now)
+			if nerr != nil {
+				return nerr
+			}
 			dl.LastError = err.Error()
 			dl.LeaseUntil = time.Time{}
-			dl.NextAttempt = d.Now().Add(backoff(dl.Attempts))
-			return records.Save(ctx, tx, KindDelivery, dl.ID, outboxOwner, dl.CreatedAt, d.Now(), dl)
+			dl.NextAttempt = now.Add(backoff(dl.Attempts))
+			return records.Save(ctx, tx, KindDelivery, dl.ID, outboxOwner, dl.CreatedAt, now, dl)
 		}); uerr != nil {
 			d.Log.Warn("webhook outbox", "err", uerr)
 		}

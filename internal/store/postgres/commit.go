@@ -48,6 +48,7 @@ type committer struct {
 	onCommit  func(n int, d time.Duration)
 	maxGroups int // groups in flight at once
 	maxSize   int // Updates per group
+	stall     time.Duration
 
 	mu      sync.Mutex
 	queue   []*member
@@ -107,8 +108,15 @@ func (c *committer) send(group []*member) {
 		setAll(errAlone) // each tries on its own and reports its own failure
 		return
 	}
-	defer pc.Release()
 	conn := pc.Conn()
+	// A server that stops answering holds the group until this closes its socket.
+	watchdog := time.AfterFunc(c.stall, func() { _ = conn.PgConn().Conn().Close() })
+	defer func() {
+		if !watchdog.Stop() {
+			_ = conn.Close(ctx)
+		}
+		pc.Release()
+	}()
 	b := &pgx.Batch{}
 	b.Queue(beginSQL)
 	for _, m := range group {
@@ -146,7 +154,19 @@ func (c *committer) send(group []*member) {
 	if failed == nil {
 		tag, err = br.Exec()
 	}
-	if cerr := br.Close(); err == nil {
+	cerr := br.Close()
+	if err == nil && failed == nil && tag.String() == "COMMIT" {
+		// "COMMIT" arrived: the group committed, whatever became of the connection.
+		if cerr != nil {
+			_ = conn.Close(ctx)
+		}
+		setAll(nil)
+		if c.onCommit != nil {
+			c.onCommit(len(group), time.Since(start))
+		}
+		return
+	}
+	if err == nil {
 		err = cerr
 	}
 	switch {
@@ -155,20 +175,19 @@ func (c *committer) send(group []*member) {
 		if _, err := conn.Exec(ctx, "rollback"); err != nil {
 			_ = conn.Close(ctx)
 		}
+	case failed != nil && pgconn.SafeToRetry(failed):
+		// Nothing was sent: each tries on its own.
+		_ = conn.Close(ctx)
+		setAll(errAlone)
 	case failed != nil:
 		// The connection broke with the whole pipeline sent: the server may have run it all.
 		_ = conn.Close(ctx)
-		setAll(fmt.Errorf("postgres: commit: %w", failed))
+		setAll(commitFailure(failed, false))
 	case err != nil:
 		// COMMIT was sent and its answer lost: whether the group committed is unknown.
 		_ = conn.Close(ctx)
-		setAll(fmt.Errorf("postgres: commit: %w", err))
-	case tag.String() != "COMMIT":
-		setAll(fmt.Errorf("postgres: commit: %w", pgx.ErrTxCommitRollback))
+		setAll(commitFailure(err, false))
 	default:
-		setAll(nil)
-		if c.onCommit != nil {
-			c.onCommit(len(group), time.Since(start))
-		}
+		setAll(fmt.Errorf("postgres: commit: %w", pgx.ErrTxCommitRollback))
 	}
 }

@@ -21,7 +21,8 @@ const channelSQL = "'latchkey_changes_' || left(md5(current_schema()), 16)"
 
 // Notify sends payload on the store's channel when the transaction commits (nothing if it
 // rolls back). PostgreSQL limits a payload to 8,000 bytes.
-func (t *tx) Notify(ctx context.Context, payload string) error {
+func (t *tx) Notify(ctx context.Context, payload string) (err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return err
 	}

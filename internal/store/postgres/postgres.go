@@ -50,6 +50,16 @@ type Options struct {
 	// CommitGroups is how many transactions carrying the writes of several Updates (commit.go)
 	// may be in flight at once. Default: 2. Negative: every Update commits alone.
 	CommitGroups int
+	// RetryFor bounds how long an Update or a read waits for a lost database to come back (a
+	// failover) when its context has no earlier deadline. Default: 30s.
+	RetryFor time.Duration
+	// StallTimeout is how long one try of an Update or of a read may wait for the database
+	// before its connection is taken as lost and closed (a server stopped without resetting
+	// its connections). Default: 10s.
+	StallTimeout time.Duration
+	// OnLost, when set, is told each time the pool's connections are dropped because one
+	// found its server gone.
+	OnLost func()
 
 	tracer pgx.QueryTracer // tests: sees every statement and batch sent
 }
@@ -64,6 +74,12 @@ func (o Options) withDefaults() Options {
 	if o.CommitGroups == 0 {
 		o.CommitGroups = 2
 	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = 30 * time.Second
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 10 * time.Second
+	}
 	return o
 }
 
@@ -75,6 +91,8 @@ type Store struct {
 	group  *committer // Updates committed together (commit.go); nil: each alone
 	closed atomic.Bool
 	once   sync.Once
+
+	lastReset atomic.Int64 // unix nanoseconds of the last dropStale
 }
 
 var _ store.Store = (*Store)(nil)
@@ -95,6 +113,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// Update promises an fsync-durable commit whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	cfg.ConnConfig.Tracer = opts.tracer
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	cfg.ConnConfig.DialFunc = dialer(cfg.ConnConfig.ConnectTimeout)
+	// pgxpool pings a connection idle for more than a second before handing it out; a
+	// connection whose server is gone is pinged (and dropped) whatever its idle time.
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Second || !alive(p.Conn.PgConn().Conn())
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -109,7 +136,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	st := &Store{opts: opts, pool: pool, reads: newReader(pool, false)}
 	if opts.CommitGroups > 0 {
-		st.group = &committer{pool: pool, onCommit: opts.OnCommit, maxGroups: opts.CommitGroups, maxSize: 256}
+		st.group = &committer{
+			pool: pool, onCommit: opts.OnCommit, maxGroups: opts.CommitGroups, maxSize: 256,
+			stall: opts.StallTimeout,
+		}
 	}
 	return st, nil
 }
@@ -122,7 +152,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return s.pool.Ping(ctx)
+	return mark(s.pool.Ping(ctx))
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
@@ -139,14 +169,17 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return fn(s.reads)
+	return fn(retryingReader{s})
 }
 
 // Update runs fn in one READ COMMITTED transaction and commits it. On a serialization
 // failure or a deadlock the whole transaction is rolled back and fn runs again, up to
-// MaxAttempts times, after a short jittered pause.
+// MaxAttempts times, after a short jittered pause. When the database is lost before COMMIT is
+// sent, fn runs again once it answers, and when it is lost after, the outcome is looked up
+// (failover.go); both within the budget (ctx's deadline, else RetryFor).
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	deferWrites := true
+	var wait budget
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return store.ErrClosed
@@ -156,6 +189,24 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 			// A deferred write failed: run fn again, each write on its own, so that it sees
 			// the failure where it made the write. This is not a retry: it does not count.
 			deferWrites = false
+			attempt--
+			continue
+		}
+		if u := (*unknownOutcome)(nil); errors.As(err, &u) {
+			s.dropStale()
+			committed, err := s.resolve(ctx, u, &wait)
+			if err != nil || committed {
+				return err
+			}
+			attempt--
+			continue
+		}
+		if lost(err) && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+			// Before COMMIT was sent: nothing was kept.
+			s.dropStale()
+			if !s.pause(ctx, &wait) {
+				return mark(err)
+			}
 			attempt--
 			continue
 		}
@@ -183,15 +234,22 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 		return err
 	}
 	sess := &session{pool: s.pool, deferWrites: deferWrites}
+	// A server that stops answering without closing the connection holds the attempt until
+	// the watchdog closes it (failover.go).
+	watchdog := time.AfterFunc(s.opts.StallTimeout, sess.abandon)
 	t := newTx(sess, 0, nil)
 	committed := false
 	defer func() {
+		watchdog.Stop()
 		t.finished.Store(true)
 		if !committed {
 			// Also on a panic in fn, which then carries on up the caller's stack.
 			sess.rollback(context.WithoutCancel(ctx))
 		}
 		sess.release()
+		if u := (*unknownOutcome)(nil); errors.As(err, &u) {
+			u.acts = sess.written()
+		}
 	}()
 	err = fn(t)
 	if err != nil && len(sess.pending) > 0 {
@@ -208,6 +266,7 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 	}
 	if s.group != nil && sess.mergeable() {
 		// Nothing but BEGIN, the writes and COMMIT is owed: commit with other Updates (commit.go).
+		watchdog.Stop()
 		sess.release()
 		switch err := s.group.commit(sess.pending); {
 		case err == nil:
@@ -218,16 +277,23 @@ func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error, deferWrite
 			return errRerun
 		case !errors.Is(err, errAlone):
 			sess.pending = nil
+			if u := (*unknownOutcome)(nil); errors.As(err, &u) {
+				return &unknownOutcome{cause: u.cause} // the group's members share err
+			}
 			return err
 		}
 		// errAlone: the committer sent copies of the writes; they are still owed.
+		watchdog.Reset(s.opts.StallTimeout)
 	}
 	// The commit must not be cut off half-way by the caller's context: its outcome would be
-	// unknown.
+	// unknown. The watchdog still closes a connection that stops answering.
 	start := time.Now()
 	if err := sess.commit(context.WithoutCancel(ctx)); err != nil {
 		if sess.deferErr != nil {
 			return errRerun
+		}
+		if u := (*unknownOutcome)(nil); errors.As(err, &u) {
+			return err
 		}
 		return fmt.Errorf("postgres: commit: %w", err)
 	}

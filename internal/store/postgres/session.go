@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // Round trips. An Update used to spend one round trip on BEGIN, one on each statement and one on
@@ -30,6 +34,9 @@ import (
 // beginSQL starts every Update's transaction.
 const beginSQL = "begin isolation level read committed"
 
+// errBegin wraps the failure of BEGIN.
+var errBegin = errors.New("postgres: begin")
+
 // errDeferredWrite is what a statement returns when a write deferred before it failed: the
 // attempt is then re-run with writes sent on their own. It deliberately does not wrap the
 // write's error, which fn must not mistake for its own statement's (a unique violation).
@@ -45,6 +52,34 @@ type session struct {
 	pending     []*pgx.QueuedQuery // deferred writes not yet sent
 	deferWrites bool               // this attempt may defer writes
 	deferErr    error              // the first deferred write that failed, if any
+	acts        []store.Activity   // the activities written, in order (resolving a lost COMMIT)
+
+	raw     atomic.Pointer[net.Conn] // the connection's socket, for abandon
+	stalled atomic.Bool              // abandon closed it
+}
+
+// abandon closes the session's socket: the server stopped answering (the attempt's watchdog,
+// failover.go). Whatever waits on it fails at once as a lost connection.
+func (s *session) abandon() {
+	s.stalled.Store(true)
+	if c := s.raw.Load(); c != nil {
+		_ = (*c).Close()
+	}
+}
+
+// written is the last write of each activity the attempt wrote.
+func (s *session) written() []store.Activity {
+	last := make(map[string]int, len(s.acts))
+	for i, a := range s.acts {
+		last[a.ID] = i
+	}
+	out := make([]store.Activity, 0, len(last))
+	for i, a := range s.acts {
+		if last[a.ID] == i {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 var _ querier = (*session)(nil)
@@ -59,6 +94,11 @@ func (s *session) conn(ctx context.Context) (*pgx.Conn, error) {
 			return nil, fmt.Errorf("postgres: acquire a connection: %w", err)
 		}
 		s.pc = pc
+		raw := pc.Conn().PgConn().Conn()
+		s.raw.Store(&raw)
+		if s.stalled.Load() {
+			_ = raw.Close()
+		}
 	}
 	return s.pc.Conn(), nil
 }
@@ -66,6 +106,11 @@ func (s *session) conn(ctx context.Context) (*pgx.Conn, error) {
 // release returns the connection to the pool, if one was taken.
 func (s *session) release() {
 	if s.pc != nil {
+		s.raw.Store(nil)
+		if s.stalled.Load() {
+			// Its socket was closed under pgx: make sure the pool drops it.
+			_ = s.pc.Conn().Close(context.Background())
+		}
 		s.pc.Release()
 		s.pc = nil
 	}
@@ -98,7 +143,7 @@ func (s *session) readPrefix(br pgx.BatchResults, b *pgx.Batch, n int) error {
 	for i := range n {
 		if _, err := br.Exec(); err != nil {
 			if b.QueuedQueries[i].SQL == beginSQL {
-				return fmt.Errorf("postgres: begin: %w", err)
+				return fmt.Errorf("%w: %w", errBegin, err)
 			}
 			if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) {
 				return fmt.Errorf("postgres: deferred write: %w", err)
@@ -332,7 +377,9 @@ func (s *session) run(ctx context.Context, stmts ...string) error {
 }
 
 // commit sends what is owed and COMMIT in one pipeline. A transaction that never began (it
-// only read) has nothing to commit.
+// only read) has nothing to commit. A failure that leaves the outcome unknown (the connection
+// lost with COMMIT sent) is an *unknownOutcome; one that provably kept nothing is marked as
+// failover.go's mark does.
 func (s *session) commit(ctx context.Context) error {
 	if err := s.deferred(); err != nil {
 		return err
@@ -344,18 +391,23 @@ func (s *session) commit(ctx context.Context) error {
 	q.Queue("commit")
 	br, err := s.sendWith(ctx, true, q)
 	if err != nil {
-		return err
+		if errors.Is(err, errDeferredWrite) || s.pc == nil {
+			return mark(err) // refused before COMMIT, or no connection: nothing was sent
+		}
+		return commitFailure(err, errors.Is(err, errBegin))
 	}
 	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	cerr := br.Close()
 	if err != nil {
-		return err
+		return commitFailure(err, false)
 	}
 	// COMMIT of a transaction that failed answers ROLLBACK, without an error.
 	if tag.String() != "COMMIT" {
 		return pgx.ErrTxCommitRollback
+	}
+	if cerr != nil {
+		// "COMMIT" arrived: the transaction committed, whatever became of the connection.
+		_ = s.pc.Conn().Close(ctx)
 	}
 	return nil
 }

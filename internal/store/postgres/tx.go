@@ -71,10 +71,10 @@ func (c pgConn) Query(
 ) error {
 	rows, err := c.q.Query(ctx, query, args...)
 	if err != nil {
-		return err
+		return mark(err)
 	}
 	defer rows.Close()
-	return sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row)
+	return mark(sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row))
 }
 
 // reader implements store.Reader: on the pool in View, on the session in Update, where the
@@ -124,7 +124,8 @@ func newTx(s *session, depth int, parent *tx) *tx {
 }
 
 // Get locks the row it reads until the transaction ends.
-func (t *tx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+func (t *tx) Get(ctx context.Context, kind, id string) (_ store.Record, err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return store.Record{}, err
 	}
@@ -197,7 +198,8 @@ func (t *tx) Insert(ctx context.Context, rec store.Record, keys ...store.Key) er
 	return t.put(ctx, true, rec, keys)
 }
 
-func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []store.Key) error {
+func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []store.Key) (err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -263,7 +265,8 @@ func (t *tx) put(ctx context.Context, insert bool, rec store.Record, keys []stor
 	return nil
 }
 
-func (t *tx) Delete(ctx context.Context, kind, id string) error {
+func (t *tx) Delete(ctx context.Context, kind, id string) (err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -277,7 +280,8 @@ func (t *tx) Delete(ctx context.Context, kind, id string) error {
 	return nil
 }
 
-func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
+func (t *tx) PutActivity(ctx context.Context, a store.Activity) (err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -293,6 +297,9 @@ func (t *tx) PutActivity(ctx context.Context, a store.Activity) error {
 		fp = &a.Fingerprint
 	}
 	args := []any{a.ID, a.OrgID, fp, a.Status, a.Type, created, updated, sqlcore.Data(a.Data)}
+	// Kept in case the COMMIT's answer is lost (failover.go). A failed write leaves it here, and
+	// a look-up then finds the activity absent or different: fn runs again, which is safe.
+	t.s.acts = append(t.s.acts, store.Activity{ID: a.ID, Fingerprint: a.Fingerprint, Status: a.Status, Data: a.Data})
 	if t.s.deferWrites {
 		// One upsert, which fails only when another activity holds the fingerprint: that
 		// failure re-runs the attempt with writes sent on their own, below (see session).
@@ -335,6 +342,7 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	acts := len(t.s.acts)
 	name := "lk_s" + strconv.Itoa(t.depth+1)
 	if _, err := t.s.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("postgres: savepoint: %w", err)
@@ -346,6 +354,7 @@ func (t *tx) Savepoint(ctx context.Context, fn func(store.Tx) error) (err error)
 		q := []string{"RELEASE SAVEPOINT " + name}
 		if !normal || err != nil {
 			q = append([]string{"ROLLBACK TO SAVEPOINT " + name}, q...)
+			t.s.acts = t.s.acts[:acts]
 		}
 		// Writes deferred in the savepoint go first: fn's failure holds only if they succeed.
 		if rerr := t.s.run(context.WithoutCancel(ctx), q...); rerr != nil {
@@ -378,14 +387,16 @@ func (t *tx) NoLock() store.Reader { return noLockTx{t} }
 // store.Reader.
 type noLockTx struct{ *tx }
 
-func (n noLockTx) Get(ctx context.Context, kind, id string) (store.Record, error) {
+func (n noLockTx) Get(ctx context.Context, kind, id string) (_ store.Record, err error) {
+	defer markErr(&err)
 	if err := n.check(ctx); err != nil {
 		return store.Record{}, err
 	}
 	return n.reader.Get(ctx, kind, id)
 }
 
-func (t *tx) Lock(ctx context.Context, name string) error {
+func (t *tx) Lock(ctx context.Context, name string) (err error) {
+	defer markErr(&err)
 	if err := t.check(ctx); err != nil {
 		return err
 	}
