@@ -178,7 +178,11 @@ func tail(s string, n int) string {
 	return s
 }
 
-var probe = &http.Client{Timeout: 2 * time.Second}
+// probe is the client of readiness checks; reader, of the requests that set up and check.
+var (
+	probe  = &http.Client{Timeout: 2 * time.Second}
+	reader = &http.Client{Timeout: 15 * time.Second}
+)
 
 func (s *serveProcess) ready() bool {
 	resp, err := probe.Get(s.api + "/readyz")
@@ -273,7 +277,7 @@ func (d *deployment) submit(s *serveProcess, st stamp.Stamper, op, typ string, p
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	a := send(probe, s.api, r)
+	a := send(reader, s.api, r)
 	if !a.acknowledged() {
 		d.t.Fatalf("%s at %s: %s", op, s.name, a)
 	}
@@ -288,7 +292,7 @@ func (d *deployment) query(s *serveProcess, st stamp.Stamper, op string, params 
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	return send(probe, s.api, r)
+	return send(reader, s.api, r)
 }
 
 // walletAccount is one Ethereum account, the shape every wallet of the load has.
