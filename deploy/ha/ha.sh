@@ -11,6 +11,7 @@
 #   deploy/ha/ha.sh drill    kill -9 the primary node (keeper and PostgreSQL), as a machine dies,
 #                            and time how long until a write through each Latchkey succeeds
 #   deploy/ha/ha.sh down     stop everything and remove the directory
+#   deploy/ha/ha.sh primary  the primary node's name and port; kill-primary kills it and says which
 #
 # Needs Debian's postgresql-15, pg-auto-failover-cli and postgresql-15-auto-failover, and a latchkey
 # binary (LATCHKEY, default: latchkey on PATH). Settings, from the environment:
@@ -156,23 +157,31 @@ write() {
 
 now_ms() { date +%s%3N; }
 
-drill() {
-  local name port
+# kill_primary kills -9 the primary node's keeper and PostgreSQL, every process at once, as when
+# its machine dies, and prints the node's name and the time of the kill (unix milliseconds).
+kill_primary() {
+  local name port keeper pids
   read -r name port < <(primary)
-  echo "== the primary is $name (port $port); a write through each Latchkey first"
-  for p in "${API_PORTS[@]}"; do write "$p" >/dev/null; done
-  # The node's keeper and its PostgreSQL, every process, at once: a machine that dies.
-  local keeper pids
   keeper=$(cat "$HA_DIR/$name.pid")
   pids="$(pgrep -s "$keeper" | tr '\n' ' ')"
   if [ -e "$HA_DIR/$name/postmaster.pid" ]; then
     # PostgreSQL's own processes, whatever session they are in.
     pids="$pids $(pgrep -P "$(head -n1 "$HA_DIR/$name/postmaster.pid")" | tr '\n' ' ')"
   fi
-  local t0
-  t0=$(now_ms)
+  local at
+  at=$(now_ms)
   kill -9 $pids
-  echo "== killed $name (processes $pids) at $(date -u +%T.%3N)"
+  echo "$name $at"
+}
+
+drill() {
+  local name port
+  read -r name port < <(primary)
+  echo "== the primary is $name (port $port); a write through each Latchkey first"
+  for p in "${API_PORTS[@]}"; do write "$p" >/dev/null; done
+  local t0
+  read -r name t0 < <(kill_primary)
+  echo "== killed $name at $(date -u -d "@${t0:0:10}.${t0:10}" +%T.%3N)"
   local done_a="" done_b=""
   while [ -z "$done_a" ] || [ -z "$done_b" ]; do
     if [ $(($(now_ms) - t0)) -gt 120000 ]; then
@@ -210,9 +219,11 @@ case "${1:-}" in
   up) up ;;
   state) state ;;
   drill) drill ;;
+  kill-primary) kill_primary ;;
+  primary) primary ;;
   down) down ;;
   *)
-    echo "usage: $0 up|state|drill|down" >&2
+    echo "usage: $0 up|state|primary|drill|kill-primary|down" >&2
     exit 2
     ;;
 esac

@@ -84,13 +84,16 @@ type deployment struct {
 // serveProcess is one running `latchkey serve`.
 type serveProcess struct {
 	name string
-	api  string // http://127.0.0.1:port
-	cmd  *exec.Cmd
+	api  string    // http://127.0.0.1:port
+	cmd  *exec.Cmd // nil for a process deploy/ha/ha.sh started
 	logs *syncBuffer
 	done chan struct{} // closed when the process has ended
 }
 
 func (s *serveProcess) alive() bool {
+	if s.cmd == nil {
+		return s.ready()
+	}
 	select {
 	case <-s.done:
 		return false

@@ -160,6 +160,33 @@ func (l *load) run(i int, own stamp.Stamper, ownPub string) {
 	}
 }
 
+// awaitBack waits until every process the clients use has acknowledged a request sent after
+// at (for at most a minute), then lets the load run for settle more, and returns when each
+// was back.
+func (l *load) awaitBack(at time.Time) map[string]time.Duration {
+	back := map[string]time.Duration{}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		l.mu.Lock()
+		for _, e := range l.ledger {
+			if _, ok := back[e.server]; !ok && e.start.After(at) && e.final().acknowledged() {
+				back[e.server] = e.end.Sub(at)
+			}
+		}
+		l.mu.Unlock()
+		live := 0
+		for _, s := range l.d.servers {
+			if s != l.killed.Load() {
+				live++
+			}
+		}
+		if len(back) >= live {
+			break
+		}
+	}
+	time.Sleep(settle)
+	return back
+}
+
 // finish stops the clients and waits for the requests in flight.
 func (l *load) finish() []*entry {
 	close(l.stop)
@@ -227,13 +254,13 @@ func errorKind(a answer) string {
 
 // check compares the ledger with the database on primary, and each acknowledged activity's
 // stored result (read back through via) with the result its client was given.
-func check(t *testing.T, c *cluster, primary *node, d *deployment, via *serveProcess, ledger []*entry) verdict {
+func check(t *testing.T, primaryPort int, d *deployment, via *serveProcess, ledger []*entry) verdict {
 	t.Helper()
 	defer func(began time.Time) { t.Logf("checked the ledger in %v", time.Since(began).Round(time.Millisecond)) }(
 		time.Now(),
 	)
 	v := verdict{requests: len(ledger), errors: map[string]int{}}
-	conn, err := c.conn(primary, "latchkey")
+	conn, err := connect(primaryPort, "latchkey")
 	if err != nil {
 		t.Fatalf("the new primary: %v", err)
 	}

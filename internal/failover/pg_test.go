@@ -171,10 +171,13 @@ func (c *cluster) promote() {
 	c.pg("pg_ctl", "-D", c.standby.dir, "-w", "-t", "60", "promote")
 }
 
-func (c *cluster) conn(n *node, db string) (*pgx.Conn, error) {
+func (c *cluster) conn(n *node, db string) (*pgx.Conn, error) { return connect(n.port, db) }
+
+// connect opens a connection to a server on 127.0.0.1 as the postgres user.
+func connect(port int, db string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", n.port, db))
+	return pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db))
 }
 
 func (c *cluster) exec(n *node, db, sql string, args ...any) {
