@@ -64,7 +64,7 @@ func TestPgAutoFailoverDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.UnixMilli(ms)
-	back := l.awaitBack(killed)
+	back, last := l.awaitBack(killed)
 	ledger := l.finish()
 	t.Logf("killed %s; both processes acknowledged again after %v", node, back)
 	t.Logf("monitor:\n%s", ha("state"))
@@ -73,7 +73,7 @@ func TestPgAutoFailoverDecides(t *testing.T) {
 		t.Fatalf("the primary after the failover: %q (killed %s)", fields, node)
 	}
 	port, _ := strconv.Atoi(fields[1])
-	d.requireClean(t, port, ledger, killed, killed)
+	d.requireClean(t, port, ledger, killed, killed, last)
 	d.keyDeletedIsRefused(spare)
 }
 

@@ -51,11 +51,11 @@ func TestKillPrimaryPromoteAtOnceThenKillOneLatchkey(t *testing.T) {
 	n := c.signal(c.primary, syscall.SIGKILL)
 	c.promote()
 	promoted := time.Now()
-	l.awaitBack(promoted)
+	_, back := l.awaitBack(promoted)
 	ledger := l.finish()
 	t.Logf("killed the primary's %d processes; promoted the standby in %v",
 		n, promoted.Sub(killed).Round(time.Millisecond))
-	d.requireClean(t, c.standby.port, ledger, killed, promoted)
+	d.requireClean(t, c.standby.port, ledger, killed, promoted, back)
 	d.keyDeletedIsRefused(spare)
 
 	// d) One Latchkey process killed under load: the requests it held go to the other.
@@ -91,10 +91,10 @@ func TestKillPrimaryPromoteAfterDelay(t *testing.T) {
 	time.Sleep(managerDelay)
 	c.promote()
 	promoted := time.Now()
-	l.awaitBack(promoted)
+	_, back := l.awaitBack(promoted)
 	ledger := l.finish()
 	t.Logf("promoted the standby %v after the kill", promoted.Sub(killed).Round(time.Millisecond))
-	d.requireClean(t, c.standby.port, ledger, killed, promoted)
+	d.requireClean(t, c.standby.port, ledger, killed, promoted, back)
 	d.keyDeletedIsRefused(spare)
 }
 
@@ -112,10 +112,10 @@ func TestBlackholedPrimary(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	c.promote()
 	promoted := time.Now()
-	l.awaitBack(promoted)
+	_, back := l.awaitBack(promoted)
 	ledger := l.finish()
 	t.Logf("promoted the standby %v after stopping the primary", promoted.Sub(stopped).Round(time.Millisecond))
-	d.requireClean(t, c.standby.port, ledger, stopped, promoted)
+	d.requireClean(t, c.standby.port, ledger, stopped, promoted, back)
 	d.keyDeletedIsRefused(spare)
 }
 
@@ -154,13 +154,14 @@ func setUp(t *testing.T, synchronous bool) (*cluster, *deployment) {
 }
 
 // requireClean checks a failover's ledger: nothing acknowledged lost or changed, no body made
-// two activities, no error answered, both processes alive and ready without a restart.
-func (d *deployment) requireClean(t *testing.T, primaryPort int, ledger []*entry, from, until time.Time) {
+// two activities, no error answered, both processes alive and ready without a restart. The
+// switch began at from; the standby was promoted at promoted; both processes were back at back.
+func (d *deployment) requireClean(t *testing.T, primaryPort int, ledger []*entry, from, promoted, back time.Time) {
 	t.Helper()
 	v := check(t, primaryPort, d, d.servers[1], ledger)
 	t.Logf("%v", v)
-	t.Logf("%s", switchLatency(ledger, from, until))
-	t.Logf("after the promote: %s", backAfter(ledger, until))
+	t.Logf("%s", switchLatency(ledger, from, back))
+	t.Logf("after the promote: %s", backAfter(ledger, promoted))
 	d.requireNoLossNoError(t, v)
 	for _, s := range d.servers {
 		if !s.alive() {

@@ -161,9 +161,9 @@ func (l *load) run(i int, own stamp.Stamper, ownPub string) {
 }
 
 // awaitBack waits until every process the clients use has acknowledged a request sent after
-// at (for at most a minute), then lets the load run for settle more, and returns when each
-// was back.
-func (l *load) awaitBack(at time.Time) map[string]time.Duration {
+// at (for at most a minute), then lets the load run for settle more. It returns when each was
+// back, and when the last was.
+func (l *load) awaitBack(at time.Time) (map[string]time.Duration, time.Time) {
 	back := map[string]time.Duration{}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		l.mu.Lock()
@@ -184,7 +184,13 @@ func (l *load) awaitBack(at time.Time) map[string]time.Duration {
 		}
 	}
 	time.Sleep(settle)
-	return back
+	last := at
+	for _, d := range back {
+		if at.Add(d).After(last) {
+			last = at.Add(d)
+		}
+	}
+	return back, last
 }
 
 // finish stops the clients and waits for the requests in flight.
