@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -47,4 +48,22 @@ func (s *Store) CountKind(ctx context.Context, kind string) (int, error) {
 		return ck.CountKind(ctx, kind)
 	}
 	return 0, errNotOffered
+}
+
+// Replicated is store.Replicator's, of the wrapped store (nil when it has none: nothing to wait
+// for).
+func (s *Store) Replicated(ctx context.Context) error {
+	if r, ok := s.Store.(store.Replicator); ok {
+		return r.Replicated(ctx)
+	}
+	return nil
+}
+
+// DatabaseNow is store.DatabaseClock's, of the wrapped transaction (store.ErrNoClock when it has
+// none: store.Now then reads its fallback).
+func (t *watchedTx) DatabaseNow(ctx context.Context) (time.Time, error) {
+	if c, ok := t.Tx.(store.DatabaseClock); ok {
+		return c.DatabaseNow(ctx)
+	}
+	return time.Time{}, store.ErrNoClock
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
@@ -35,7 +36,8 @@ func TestClaimTimedByDatabaseClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	skewed := func(d time.Duration) *Outbox {
-		return &Outbox{Store: st, Log: slog.New(slog.DiscardHandler),
+		return &Outbox{Store: hot.Wrap(st, hot.NewVersions()), // as served: its Tx wraps the driver's
+			Log: slog.New(slog.DiscardHandler),
 			Now: func() time.Time { return time.Now().UTC().Add(d) }}
 	}
 	q, err := skewed(time.Hour).claim(ctx, claimed.ID, false)

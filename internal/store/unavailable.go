@@ -71,10 +71,16 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// ErrNoClock is what a wrapper's DatabaseNow returns when what it wraps has no DatabaseClock.
+var ErrNoClock = errors.New("store: no database clock")
+
 // Now is the database's clock when r has one (DatabaseClock), else fallback's.
 func Now(ctx context.Context, r Reader, fallback func() time.Time) (time.Time, error) {
 	if c, ok := r.(DatabaseClock); ok {
-		return c.DatabaseNow(ctx)
+		t, err := c.DatabaseNow(ctx)
+		if !errors.Is(err, ErrNoClock) {
+			return t, err
+		}
 	}
 	return fallback(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
@@ -30,7 +31,8 @@ func TestLeaseTimedByDatabaseClock(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ahead := &Deliverer{Store: st, Log: slog.New(slog.DiscardHandler),
+	ahead := &Deliverer{Store: hot.Wrap(st, hot.NewVersions()), // as served: its Tx wraps the driver's
+		Log: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return time.Now().UTC().Add(time.Hour) }}
 	ahead.Prepare()
 	if n := ahead.round(); n != 0 {

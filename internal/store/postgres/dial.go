@@ -48,7 +48,9 @@ func dialer(timeout time.Duration) func(ctx context.Context, network, addr strin
 // alive tells whether a pooled connection can still be used, without a round trip: a peek at
 // its socket that does not wait. A connection whose server closed it (a primary killed or shut
 // down) has its end of stream, or its last words, waiting there; sending it a COMMIT would
-// leave the outcome unknown for nothing.
+// leave the outcome unknown for nothing. It peeks under Control, not Read: pgx may have a
+// reader of its own parked on the socket, whose lock a Read would wait for. What such a reader
+// takes first is not seen here; the outcome of a COMMIT then sent is resolved (failover.go).
 func alive(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -59,9 +61,8 @@ func alive(c net.Conn) bool {
 		return false
 	}
 	ok = true
-	err = raw.Read(func(fd uintptr) bool {
-		ok = peekIdle(fd)
-		return true
-	})
-	return ok && err == nil
+	if err := raw.Control(func(fd uintptr) { ok = peekIdle(fd) }); err != nil {
+		return false
+	}
+	return ok
 }
