@@ -22,6 +22,9 @@ import (
 func TestPgAutoFailoverDecides(t *testing.T) {
 	requireCluster(t)
 	if _, err := exec.LookPath("pg_autoctl"); err != nil {
+		if os.Getenv("LATCHKEY_REQUIRE_PG_AUTOCTL") == "1" { // CI: installed, so this must run
+			t.Fatal("LATCHKEY_REQUIRE_PG_AUTOCTL=1 and pg_autoctl is not on PATH")
+		}
 		t.Skip("pg_autoctl is not installed (Debian's pg-auto-failover-cli and postgresql-15-auto-failover)")
 	}
 	script, err := filepath.Abs("../../deploy/ha/ha.sh")
