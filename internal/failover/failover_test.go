@@ -2,10 +2,14 @@ package failover
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,6 +167,13 @@ func (d *deployment) requireClean(t *testing.T, primaryPort int, ledger []*entry
 	t.Logf("%s", switchLatency(ledger, from, back))
 	t.Logf("after the promote: %s", backAfter(ledger, promoted))
 	d.requireNoLossNoError(t, v)
+	if v.errorCount() > 0 {
+		for _, s := range d.servers {
+			if why := logErrors(s.logs.String()); why != "" {
+				t.Logf("%s logged these errors:\n%s", s.name, why)
+			}
+		}
+	}
 	for _, s := range d.servers {
 		if !s.alive() {
 			t.Errorf("%s ended during the failover:\n%s", s.name, tail(s.logs.String(), 2048))
@@ -246,3 +257,28 @@ func (d *deployment) keyDeletedIsRefused(k spareKey) {
 		}
 	}
 }
+
+// logErrors groups the "err" fields of a serve process's JSON log, ids and ports left out.
+func logErrors(log string) string {
+	counts := map[string]int{}
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg string `json:"msg"`
+			Err string `json:"err"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Err == "" {
+			continue
+		}
+		err := uuidPattern.ReplaceAllString(rec.Err, "…")
+		err = portPattern.ReplaceAllString(err, "127.0.0.1:…")
+		counts[rec.Msg+": "+err]++
+	}
+	var out []string
+	for k, n := range counts {
+		out = append(out, fmt.Sprintf("    %d × %s", n, strings.ReplaceAll(k, "\n", " ")))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+var portPattern = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
