@@ -52,8 +52,8 @@ func TestPgAutoFailoverDecides(t *testing.T) {
 		return string(out)
 	}
 	began := time.Now()
+	t.Cleanup(func() { ha("down") }) // also after a failed up: it stops whatever did start
 	up := ha("up")
-	t.Cleanup(func() { ha("down") })
 	t.Logf("ha.sh up in %v", time.Since(began).Round(time.Millisecond))
 
 	d := haDeployment(t, filepath.Join(base, "ha"), up)
