@@ -25,6 +25,8 @@ import (
 // storeFlags are the flags every command that opens the store shares.
 type storeFlags struct {
 	dataDir, databaseURL, masterKeyFile string
+	requireSyncStandby                  bool
+	storeRetryFor                       time.Duration
 	dev                                 bool
 	seal                                string
 	transit                             custody.Transit
@@ -46,6 +48,19 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 		"database-url",
 		"",
 		"PostgreSQL URL (postgres://...); empty uses embedded SQLite in the data directory",
+	)
+	fs.BoolVar(
+		&s.requireSyncStandby,
+		"require-sync-standby",
+		false,
+		"PostgreSQL: refuse writes (503) while the primary has no synchronous standby streaming, "+
+			"rather than acknowledge what a single machine holds",
+	)
+	fs.DurationVar(
+		&s.storeRetryFor,
+		"store-retry-for",
+		30*time.Second,
+		"PostgreSQL: how long a request waits for a lost database to come back (a failover) before a 503",
 	)
 	fs.StringVar(
 		&s.masterKeyFile,
@@ -191,17 +206,19 @@ func (s *storeFlags) open(ctx context.Context, stderr io.Writer) (*server.Server
 // and serve --dev change that).
 func (s *storeFlags) config() server.Config {
 	return server.Config{
-		DataDir:       s.dataDir,
-		DatabaseURL:   s.databaseURL,
-		MasterKeyFile: s.masterKeyFile,
-		Dev:           s.dev,
-		MustExist:     true,
-		Seal:          s.seal,
-		Transit:       s.transit,
-		PKCS11:        s.pkcs11,
-		AWSKMS:        s.awskms,
-		GCPKMS:        s.gcpkms,
-		AzureKV:       s.azurekv,
+		DataDir:            s.dataDir,
+		DatabaseURL:        s.databaseURL,
+		RequireSyncStandby: s.requireSyncStandby,
+		StoreRetryFor:      s.storeRetryFor,
+		MasterKeyFile:      s.masterKeyFile,
+		Dev:                s.dev,
+		MustExist:          true,
+		Seal:               s.seal,
+		Transit:            s.transit,
+		PKCS11:             s.pkcs11,
+		AWSKMS:             s.awskms,
+		GCPKMS:             s.gcpkms,
+		AzureKV:            s.azurekv,
 	}
 }
 

@@ -134,6 +134,8 @@ func (e *Engine) prepare(ctx context.Context, a *attempt) (failure, err error) {
 func (e *Engine) run(ctx context.Context, a *attempt) (outcome, Decision, error) {
 	if failure, err := e.prepare(ctx, a); err != nil {
 		return outcome{}, Decision{}, storeFailure(err)
+	} else if store.IsUnavailable(failure) {
+		return outcome{}, Decision{}, storeFailure(failure) // the store's failure, not the request's
 	} else if failure != nil {
 		return outcome{failure: failure}, Decision{}, errExecFailed
 	}
@@ -169,6 +171,9 @@ func (e *Engine) execute(ctx context.Context, tx store.Tx, a *attempt, after *af
 	initiator := a.act.Votes[0].Id
 	dec := e.decide(ctx, x, a.op, a.intent, []Voter{a.pend.initiatorVoter(x.Caller.User, initiator, x.Now)})
 	if dec.Outcome != policyAllow && dec.Outcome != policyConsensus {
+		if store.IsUnavailable(dec.Err) {
+			return outcome{}, dec, dec.Err // Update runs it again once the store is back
+		}
 		return outcome{failure: dec.Err}, dec, errExecFailed
 	}
 	if err := e.recordEvaluation(ctx, x, &dec, initiator); err != nil {
@@ -181,6 +186,11 @@ func (e *Engine) execute(ctx context.Context, tx store.Tx, a *attempt, after *af
 	result, err := a.op.Execute.call(x, a.intent)
 	if err != nil {
 		var kept *keptFailure
+		if store.IsUnavailable(err) {
+			// The store failed, not the request: no FAILED activity; Update runs fn again
+			// once the store is back (or the request is answered 503).
+			return outcome{}, dec, err
+		}
 		if !errors.As(err, &kept) {
 			return outcome{failure: err}, dec, errExecFailed
 		}

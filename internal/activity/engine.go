@@ -402,6 +402,14 @@ func (e *Engine) existing(ctx context.Context, fp, orgID string) (store.Activity
 			"an activity with this fingerprint belongs to another organization",
 		)
 	}
+	// The activity may have been read from a primary that committed it, crashed before its
+	// standby had it, and came back: answering from it would acknowledge what a failover can
+	// lose. Once everything committed there is on the synchronous standbys, it cannot be.
+	if r, ok := e.svc.Store.(store.Replicator); ok {
+		if err := r.Replicated(ctx); err != nil {
+			return store.Activity{}, false, storeFailure(err)
+		}
+	}
 	return a, true, nil
 }
 

@@ -505,30 +505,40 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	status, code := "ok", http.StatusOK
-	if err := s.Store.Ping(ctx); err != nil {
+	role, err := store.ReadRole(ctx, s.Store)
+	if err != nil {
 		status, code = "store unreachable", http.StatusServiceUnavailable
 	}
 	body, _ := json.Marshal(map[string]any{
 		"status": status, "store": s.Store.Dialect(), "version": s.Version,
 		"uptimeSeconds": int64(time.Since(s.started).Seconds()), "requestsServed": s.served.Load(),
+		"storeRole": role.Role, "storeWritable": err == nil && role.Ready(), "storeRefuses": role.Refused,
+		"standbys": role.Standbys, "syncStandbys": role.SyncStandbys,
 	})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
 
-// ready answers /readyz: 200 while the store answers and the server is not draining, 503
-// otherwise, so a load balancer stops sending requests before shutdown and while the database
-// is away.
+// ready answers /readyz: 200 while the store takes writes and the server is not draining, 503
+// otherwise, so a load balancer stops sending requests before shutdown, while the database is
+// away, and to a process whose database is a standby, is read-only (a primary being demoted),
+// or refuses writes (--require-sync-standby without a synchronous standby).
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	status, code := "ok", http.StatusOK
-	switch {
-	case s.draining.Load():
+	if s.draining.Load() {
 		status, code = "draining", http.StatusServiceUnavailable
-	case s.Store.Ping(ctx) != nil:
-		status, code = "store unreachable", http.StatusServiceUnavailable
+	} else {
+		switch role, err := store.ReadRole(ctx, s.Store); {
+		case err != nil:
+			status, code = "store unreachable", http.StatusServiceUnavailable
+		case !role.Writable:
+			status, code = "store not writable: "+role.Role, http.StatusServiceUnavailable
+		case role.Refused != "":
+			status, code = "store refuses writes: "+role.Refused, http.StatusServiceUnavailable
+		}
 	}
 	body, _ := json.Marshal(map[string]string{"status": status})
 	w.Header().Set("Content-Type", "application/json")

@@ -67,3 +67,9 @@ func (t *watchedTx) DatabaseNow(ctx context.Context) (time.Time, error) {
 	}
 	return time.Time{}, store.ErrNoClock
 }
+
+// Role is store.RoleReader's, of the wrapped store; a store without one is taken as writable
+// when it answers a Ping.
+func (s *Store) Role(ctx context.Context) (store.Role, error) {
+	return store.ReadRole(ctx, s.Store)
+}

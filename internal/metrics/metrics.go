@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // Metrics holds the process's collectors.
@@ -27,6 +30,7 @@ type Metrics struct {
 	rpcErrors       *prometheus.CounterVec
 	refused         *prometheus.CounterVec
 	inFlight        atomic.Pointer[func() int64]
+	storeRole       atomic.Pointer[func(ctx context.Context) (store.Role, error)]
 }
 
 // New returns the metrics of one process, with the Go runtime and process collectors.
@@ -73,6 +77,7 @@ func New() *Metrics {
 		return 0
 	})
 	m.reg.MustRegister(m.refused, inFlight)
+	m.reg.MustRegister(m.storeGauges()...)
 	m.reg.MustRegister(m.requests, m.duration, m.activities, m.policyDecisions, m.commitSeconds, m.commitBatch,
 		m.outboxBacklog, m.outboxFailures, m.otpSends, m.rpcErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

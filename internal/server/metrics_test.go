@@ -87,6 +87,7 @@ func TestMetricsAccessLogAndProbes(t *testing.T) {
 		`latchkey_activities_total{status="ACTIVITY_STATUS_COMPLETED",type="ACTIVITY_TYPE_CREATE_USER_TAG"} 1`,
 		`latchkey_store_commit_duration_seconds_count{store="sqlite"}`,
 		`latchkey_store_commit_batch_size_bucket{store="sqlite",le="1"}`,
+		"latchkey_store_up 1", "latchkey_store_writable 1", "latchkey_store_sync_standbys -1",
 		`go_goroutines`, `process_resident_memory_bytes`,
 	} {
 		if !strings.Contains(text, want) {

@@ -113,8 +113,14 @@ func orUnknown(s string) string {
 
 // Config is the operator's configuration, validated once at start.
 type Config struct {
-	DataDir       string
-	DatabaseURL   string // postgres://... ; empty: SQLite in DataDir
+	DataDir     string
+	DatabaseURL string // postgres://... ; empty: SQLite in DataDir
+	// RequireSyncStandby refuses writes (503) while the PostgreSQL primary has no synchronous
+	// standby streaming (postgres.Options.RequireSyncStandby).
+	RequireSyncStandby bool
+	// StoreRetryFor bounds how long a request waits for a lost PostgreSQL to come back (a
+	// failover) before it is answered 503 (postgres.Options.RetryFor; 0: its default, 30s).
+	StoreRetryFor time.Duration
 	MasterKeyFile string
 	// Seal is where the master key comes from: custody.SealFile ("" too: MasterKeyFile or
 	// LATCHKEY_MASTER_KEY) or custody.SealTransit (Transit unwraps the seal record).
@@ -422,6 +428,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	st := s.hotStore(raw)
 	s.Store = st
+	m.WatchStore(func(ctx context.Context) (store.Role, error) { return store.ReadRole(ctx, st) })
 	opened := false
 	defer func() {
 		if !opened {
@@ -844,7 +851,11 @@ func openStore(ctx context.Context, cfg Config, m *metrics.Metrics) (store.Store
 		return postgres.Open(
 			ctx,
 			cfg.DatabaseURL,
-			postgres.Options{OnCommit: func(n int, d time.Duration) { m.Commit("postgres", n, d) }},
+			postgres.Options{
+				OnCommit:           func(n int, d time.Duration) { m.Commit("postgres", n, d) },
+				RequireSyncStandby: cfg.RequireSyncStandby,
+				RetryFor:           cfg.StoreRetryFor,
+			},
 		)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {

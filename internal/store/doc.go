@@ -1,6 +1,8 @@
 // Package store is the persistence of Latchkey: a small interface (Store, Reader, Tx), the
-// sentinel errors every driver returns (ErrNotFound, ErrAlreadyExists, ErrClosed), and
-// nothing else. The drivers live beside it:
+// sentinel errors every driver returns (ErrNotFound, ErrAlreadyExists, ErrClosed, and
+// ErrUnavailable for a database that could not be reached or used, with ErrOutcomeUnknown for a
+// commit whose answer was lost), the optional capabilities a driver may offer (Exporter,
+// RoleReader, Replicator, DatabaseClock), and nothing else. The drivers live beside it:
 //
 //   - sqlite: the default, one file, pure Go (modernc.org/sqlite), WAL with synchronous=FULL and
 //     a single group-committing writer;

@@ -197,16 +197,22 @@ func (s *Store) committed(ctx context.Context, acts []store.Activity) (bool, err
 	return true, s.replicated(ctx)
 }
 
-// replicated commits a transaction that has an id (and so a commit record) with
-// synchronous_commit on: it returns once every synchronous standby has flushed the WAL up to
-// it, which holds every change committed before on this server.
+// qReplicated is the smallest write there is: one row rewritten as it is. PostgreSQL waits
+// for its synchronous standbys only at the commit of a transaction that wrote WAL before its
+// commit record (an id alone is not enough).
+const qReplicated = `UPDATE schema_migrations SET applied_at = applied_at
+	WHERE version = (SELECT min(version) FROM schema_migrations)`
+
+// replicated commits a write with synchronous_commit on: it returns once every synchronous
+// standby has flushed the WAL up to it, which holds every change committed before on this
+// server.
 func (s *Store) replicated(ctx context.Context) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return mark(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+	if _, err := tx.Exec(ctx, qReplicated); err != nil {
 		return mark(err)
 	}
 	return mark(tx.Commit(ctx))
@@ -220,6 +226,8 @@ func (s *Store) Replicated(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	ctx, cancelAll := context.WithTimeout(ctx, s.opts.RetryFor) // a standby away holds each try
+	defer cancelAll()
 	var b budget
 	for {
 		rctx, cancel := context.WithTimeout(ctx, s.opts.StallTimeout)

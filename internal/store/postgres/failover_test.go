@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 )
 
 // openVia opens a store on a fresh schema through a failing proxy.
-func openVia(t *testing.T, opts Options) (*Store, *proxy) {
+func openVia(t testing.TB, opts Options) (*Store, *proxy) {
 	t.Helper()
 	url, schema := freshSchema(t)
 	p, purl := newProxy(t, url)
@@ -276,6 +277,15 @@ func TestStoreGoneIsUnavailable(t *testing.T) {
 	if err := s.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Ping: %v, want ErrUnavailable", err)
 	}
+	// The request's own deadline, shorter than the budget, ends the wait the same way.
+	s2, p2 := openVia(t, Options{})
+	p2.setRefuse(true)
+	p2.resetAll()
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := s2.Update(dctx, putRecord("y")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Update past its deadline: %v, want ErrUnavailable", err)
+	}
 }
 
 // TestDeadPeerSocketOptions: every connection has keepalive and TCP_USER_TIMEOUT, so a peer
@@ -332,6 +342,57 @@ func TestLost(t *testing.T) {
 	} {
 		if got := lost(tc.err); got != tc.want {
 			t.Errorf("lost(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkUpdateAfterReset: what an Update pays when every connection of the pool was reset
+// just before it (a primary restarted behind the same address): it finds the dead connections,
+// drops them and commits on a new one.
+func BenchmarkUpdateAfterReset(b *testing.B) {
+	s, p := openVia(b, Options{})
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		if err := s.Update(ctx, putRecord("warm")); err != nil {
+			b.Fatal(err)
+		}
+		p.resetAll()
+		b.StartTimer()
+		if err := s.Update(ctx, putActivity(act(fmt.Sprint("r", i), fmt.Sprint("fp-r", i)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitAnswerLost: what an Update pays when the answer to its COMMIT is lost (the
+// connection cut after the server committed): it reconnects, reads its activity back and
+// makes sure it is replicated.
+func BenchmarkCommitAnswerLost(b *testing.B) {
+	s, p := openVia(b, Options{CommitGroups: -1})
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		s.pool.Reset()
+		p.cutAtCommit("pass-then-cut")
+		b.StartTimer()
+		if err := s.Update(ctx, putActivity(act(fmt.Sprint("c", i), fmt.Sprint("fp-c", i)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if p.cutCount() != b.N {
+		b.Fatalf("%d cuts for %d Updates", p.cutCount(), b.N)
+	}
+}
+
+// BenchmarkUpdateOneConnection: the cost of an Update with nothing failing, through the same
+// proxy (the baseline of the two above).
+func BenchmarkUpdateOneConnection(b *testing.B) {
+	s, _ := openVia(b, Options{})
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Update(ctx, putActivity(act(fmt.Sprint("u", i), fmt.Sprint("fp-u", i)))); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

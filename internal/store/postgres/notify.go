@@ -144,6 +144,13 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, l Listener)
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	server, err := serverOf(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if !s.sameServer(server) {
+		return errOtherServer
+	}
 	var channel string
 	if err := conn.QueryRow(ctx, "SELECT "+channelSQL).Scan(&channel); err != nil {
 		return err
@@ -182,6 +189,9 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, l Listener)
 		cancel()
 		if err != nil {
 			return err
+		}
+		if !s.sameServer(server) {
+			return errOtherServer // notifications from here say nothing of the pool's commits
 		}
 		// Notifications that arrived with the round trip are buffered by pgx.
 		done, cancel := context.WithCancel(ctx)

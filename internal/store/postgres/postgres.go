@@ -57,6 +57,10 @@ type Options struct {
 	// before its connection is taken as lost and closed (a server stopped without resetting
 	// its connections). Default: 10s.
 	StallTimeout time.Duration
+	// RequireSyncStandby refuses every Update (store.ErrNoSyncStandby, a 503) while the
+	// primary has no synchronous standby streaming: for operators who would rather stop than
+	// keep a single copy of what they acknowledge. The role is read at most once a second.
+	RequireSyncStandby bool
 	// OnLost, when set, is told each time the pool's connections are dropped because one
 	// found its server gone.
 	OnLost func()
@@ -93,6 +97,8 @@ type Store struct {
 	once   sync.Once
 
 	lastReset atomic.Int64 // unix nanoseconds of the last dropStale
+	role      atomic.Pointer[timedRole]
+	server    atomic.Pointer[string] // the server the pool's newest connection reached (identity.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -122,6 +128,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
 		return p.IdleDuration > time.Second || !alive(p.Conn.PgConn().Conn())
 	}
+	st := &Store{opts: opts}
+	cfg.AfterConnect = st.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -134,7 +142,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	st := &Store{opts: opts, pool: pool, reads: newReader(pool, false)}
+	st.pool, st.reads = pool, newReader(pool, false)
 	if opts.CommitGroups > 0 {
 		st.group = &committer{
 			pool: pool, onCommit: opts.OnCommit, maxGroups: opts.CommitGroups, maxSize: 256,
@@ -178,6 +186,9 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // sent, fn runs again once it answers, and when it is lost after, the outcome is looked up
 // (failover.go); both within the budget (ctx's deadline, else RetryFor).
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := s.refuseWrites(ctx); errors.Is(err, store.ErrNoSyncStandby) {
+		return err // at once: waiting for a standby is the operator's call, not the request's
+	}
 	deferWrites := true
 	var wait budget
 	for attempt := 1; ; attempt++ {
@@ -201,7 +212,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 			attempt--
 			continue
 		}
-		if lost(err) && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+		if lost(err) && !errors.Is(err, store.ErrClosed) {
+			if ctx.Err() != nil {
+				return mark(err) // the caller gave up waiting: still the store's failure
+			}
 			// Before COMMIT was sent: nothing was kept.
 			s.dropStale()
 			if !s.pause(ctx, &wait) {

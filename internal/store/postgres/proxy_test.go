@@ -16,7 +16,7 @@ import (
 // refuses new connections (no primary yet), or cuts a connection when the client sends a
 // COMMIT, instead of passing it on or once the server has answered it (the answer is lost).
 type proxy struct {
-	t      *testing.T
+	t      testing.TB
 	ln     net.Listener
 	target string
 
@@ -48,7 +48,7 @@ func (c *proxied) close() {
 }
 
 // newProxy proxies to the host of rawURL and returns the URL through it.
-func newProxy(t *testing.T, rawURL string) (*proxy, string) {
+func newProxy(t testing.TB, rawURL string) (*proxy, string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -81,7 +81,10 @@ func (p *proxy) accept() {
 			_ = c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue
@@ -180,6 +183,13 @@ func (p *proxy) freezeAll() {
 			c.close()
 		}
 	})
+}
+
+// setTarget sends new connections to addr (another server behind the same address: a failover).
+func (p *proxy) setTarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
 }
 
 func (p *proxy) setRefuse(v bool) {

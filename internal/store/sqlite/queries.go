@@ -89,8 +89,9 @@ func (q *queries) ctx(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
-func (q *queries) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx, err := q.ctx(ctx)
+func (q *queries) query(ctx context.Context, query string, args ...any) (_ *sql.Rows, err error) {
+	defer func() { err = mark(err) }()
+	ctx, err = q.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -124,8 +125,9 @@ func (q *queries) queryRow(ctx context.Context, scan func(*sql.Rows) error, quer
 	return rows.Close()
 }
 
-func (q *queries) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx, err := q.ctx(ctx)
+func (q *queries) exec(ctx context.Context, query string, args ...any) (_ sql.Result, err error) {
+	defer func() { err = mark(err) }()
+	ctx, err = q.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -180,9 +182,9 @@ func (c conn) Query(ctx context.Context, query string, args []any, row func(scan
 	}
 	defer rows.Close()
 	if err := sqlcore.EachRow(rows.Next, rows.Scan, rows.Err, row); err != nil {
-		return err
+		return mark(err)
 	}
-	return rows.Close()
+	return mark(rows.Close())
 }
 
 // reader implements store.Reader over queries: the read pool in View, the writer's

@@ -82,6 +82,7 @@ type Store struct {
 	once   sync.Once
 
 	cdb      *sql.DB // the background checkpointer's connection
+	hdb      *sql.DB // Ping's and Role's own connection: never waits behind the read pool
 	ckptQuit chan struct{}
 	ckptDone chan struct{}
 	cerr     error
@@ -171,6 +172,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	cdb.SetMaxOpenConns(1)
 	s.cdb, s.ckptQuit, s.ckptDone = cdb, make(chan struct{}), make(chan struct{})
+	hdb, err := sql.Open("sqlite", common+"&_query_only=1")
+	if err != nil {
+		rdb.Close()
+		cdb.Close()
+		return fail(fmt.Errorf("sqlite: open the health connection: %w", err))
+	}
+	hdb.SetMaxOpenConns(1)
+	s.hdb = hdb
 	go w.run()
 	go s.checkpoint(opts.CheckpointEvery)
 	return s, nil
@@ -197,12 +206,26 @@ func (s *Store) checkpoint(every time.Duration) {
 // Dialect returns "sqlite".
 func (s *Store) Dialect() string { return "sqlite" }
 
-// Ping checks the file can be read.
+// Ping checks the file can be read, on a connection of its own: a read pool busy with long
+// pages does not make the store look unreachable (/readyz, the health page).
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return s.rdb.PingContext(ctx)
+	var one int
+	if err := s.hdb.QueryRowContext(ctx, "SELECT 1 FROM sqlite_master LIMIT 1").Scan(&one); err != nil &&
+		!errors.Is(err, sql.ErrNoRows) {
+		return store.Unavailable(fmt.Errorf("sqlite: ping: %w", err))
+	}
+	return nil
+}
+
+// Role is the process's own file, writable when it can be read (store.RoleReader).
+func (s *Store) Role(ctx context.Context) (store.Role, error) {
+	if err := s.Ping(ctx); err != nil {
+		return store.Role{}, err
+	}
+	return store.Role{Role: "embedded", Writable: true, Standbys: -1, SyncStandbys: -1}, nil
 }
 
 // View runs fn over committed data, on the read-only pool. Each read sees the data committed
@@ -260,7 +283,8 @@ func (s *Store) Close() error {
 		<-s.w.stopped
 		close(s.ckptQuit)
 		<-s.ckptDone
-		s.cerr = errors.Join(s.w.close(), s.reads.q.cache.close(), s.wdb.Close(), s.rdb.Close(), s.cdb.Close())
+		s.cerr = errors.Join(s.w.close(), s.reads.q.cache.close(), s.wdb.Close(), s.rdb.Close(), s.cdb.Close(),
+			s.hdb.Close())
 	})
 	return s.cerr
 }
