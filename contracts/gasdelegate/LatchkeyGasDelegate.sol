@@ -4,7 +4,7 @@
 // An account delegates to this code with a type-4 authorization; from then on anyone (Latchkey's
 // paymaster) may call executeBatch on the account, and the account's own key authorizes each batch by
 // signing an EIP-712 BatchExecution. The interface (domain name and version, type strings, the packed
-// signature||nonce||deadline argument, the error names, the nonce's storage namespace) is the one
+// signature||nonce||deadline argument, the error names, the nonce's storage slot) is the one
 // Turnkey's TKGasDelegate speaks, so both can serve the same accounts; docs/gas-station.md explains it.
 pragma solidity 0.8.30;
 
@@ -15,14 +15,16 @@ contract LatchkeyGasDelegate {
         bytes data;
     }
 
-    /// @custom:storage-location erc7201:TKGasDelegate.state
+    // The delegate's state in the account's own storage, at the slot Turnkey's TKGasDelegate uses:
+    // (uint256(keccak256("TKGasDelegate.state")) - 1) & ~0xff. That is ERC-7201's namespace formula
+    // without its outer keccak256 (ERC-7201 proper would give 0x97228e65...4200 for this namespace);
+    // we keep Turnkey's slot on purpose. Both delegates share one EIP-712 domain, so an account that
+    // moves from one to the other must keep one nonce, or a signature already spent under the first
+    // could be replayed under the second. The slot's top 128 bits are left alone.
     struct State {
         uint128 nonce;
     }
 
-    // keccak256(abi.encode(uint256(keccak256("TKGasDelegate.state")) - 1)) & ~bytes32(uint256(0xff)).
-    // The same namespace as Turnkey's delegate: an account that moves between the two keeps one nonce,
-    // so a signature spent under one cannot be replayed under the other (their domains are the same).
     bytes32 private constant STATE_SLOT = 0x34d5be385818fa5c8c4e7f9d5a028251d28ebab8aaf203a072d1dde2d49a1100;
 
     uint256 public constant MAX_BATCH_SIZE = 20;
