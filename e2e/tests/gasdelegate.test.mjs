@@ -98,7 +98,7 @@ test("the delegate deploys through geth's CREATE2 deployer and answers eip712Dom
   assert.equal(data, vectors.domainAnswer.answer);
 });
 
-test("a zero-balance account delegates, and its first batch (Go's calldata) rides with the authorization", async () => {
+test("a zero-balance account delegates, and its first batch (Go's calldata) rides with the authorization", async (t) => {
   assert.ok(delegate, "deployed by the previous test");
   assert.equal(await pub.getBalance({ address: user.address }), 0n);
   const before = await pub.getBalance({ address: paymaster.account.address });
@@ -111,6 +111,7 @@ test("a zero-balance account delegates, and its first batch (Go's calldata) ride
   const receipt = await mined(hash);
   assert.equal(receipt.status, "success");
   assert.equal(receipt.type, "eip7702");
+  t.diagnostic(`gas: authorization + a batch of one empty call ${receipt.gasUsed}`);
   assert.equal(await pub.getCode({ address: user.address }), concat(["0xef0100", delegate]).toLowerCase());
   assert.equal(await nonceOf(), 1n);
   assert.equal(await nonceInStorage(), 1n, "the nonce sits at the slot Go's DelegateNonceSlot computes");
@@ -127,7 +128,7 @@ test("a zero-balance account delegates, and its first batch (Go's calldata) ride
   assert.equal(await revertOf(firstCalls, replay), "InvalidNonce");
 });
 
-test("a sponsored batch moves an ERC-20 and ETH, the account pays no gas, and a replay is refused", async () => {
+test("a sponsored batch moves an ERC-20 and ETH, the account pays no gas, and a replay is refused", async (t) => {
   assert.equal(await nonceOf(), 1n, "delegated by the previous test");
   const fund = await paymaster.writeContract({ address: token, abi: erc20, functionName: "transfer", args: [user.address, 5000n] });
   await mined(fund);
@@ -138,7 +139,9 @@ test("a sponsored batch moves an ERC-20 and ETH, the account pays no gas, and a 
   const digest = await pub.readContract({ address: user.address, abi, functionName: "hashBatchExecution", args: [1n, FAR, calls] });
   assert.equal(digest, (await import("viem")).hashTypedData({ domain: { name: "TKGasDelegate", version: "1.1", chainId: 11155111, verifyingContract: user.address }, types, primaryType: "BatchExecution", message: { nonce: 1n, deadline: FAR, calls } }));
   const hash = await paymaster.writeContract({ address: user.address, abi, functionName: "executeBatch", args: [calls, data] });
-  assert.equal((await mined(hash)).status, "success");
+  const receipt = await mined(hash);
+  assert.equal(receipt.status, "success");
+  t.diagnostic(`gas: a batch of an ERC-20 transfer and an ETH transfer ${receipt.gasUsed}`);
   assert.equal(await balanceOf(recipient), 1200n);
   assert.equal(await balanceOf(user.address), 3800n);
   assert.equal(await pub.getBalance({ address: recipient }), 10n ** 15n);
@@ -159,14 +162,17 @@ test("one reverting call reverts the whole batch, mined, and leaves the nonce", 
   assert.equal(await nonceOf(), 2n);
 });
 
-test("the delegate refuses 21 calls, an empty batch, a passed deadline and signatures not the account's", async () => {
+test("the delegate refuses 21 calls, an empty batch, a passed deadline and signatures not the account's", async (t) => {
   assert.equal(await nonceOf(), 2n, "after the previous test");
   const one = [transfer(recipient, 1n)];
   const twentyOne = Array.from({ length: 21 }, () => transfer(recipient, 1n));
   assert.equal(await revertOf(twentyOne, await signBatch(2n, FAR, twentyOne)), "BatchSizeInvalid");
   assert.equal(await revertOf([], await signBatch(2n, FAR, [])), "BatchSizeInvalid");
   const twenty = twentyOne.slice(1);
-  assert.equal(await revertOf(twenty, await signBatch(2n, FAR, twenty)), null, "20 calls are the limit, not over it");
+  const twentyData = await signBatch(2n, FAR, twenty);
+  assert.equal(await revertOf(twenty, twentyData), null, "20 calls are the limit, not over it");
+  const gas = await pub.estimateContractGas({ account: paymaster.account, address: user.address, abi, functionName: "executeBatch", args: [twenty, twentyData] });
+  t.diagnostic(`gas: a batch of 20 ERC-20 transfers (estimate) ${gas}`);
   assert.equal(await revertOf(one, await signBatch(2n, 1, one)), "DeadlineExceeded");
   assert.equal(await revertOf(one, await signBatch(2n, FAR, one, privateKeyToAccount(generatePrivateKey()))), "NotSelf");
   assert.equal(await revertOf(one, await signBatch(3n, FAR, one)), "InvalidNonce", "a nonce from the future");

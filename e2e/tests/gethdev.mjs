@@ -56,7 +56,7 @@ export async function rpc(url, method, params = []) {
 }
 
 // Builds (once, cached) and starts geth --dev on loopback. A failed build fails the test.
-export async function startChain() {
+export async function startChain({ httpApi = "eth,net,web3" } = {}) {
   const geth = execFileSync("bash", [join(here, "..", "geth.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
   const [http, auth] = [await freePort(), await freePort()];
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-geth-"));
@@ -67,7 +67,7 @@ export async function startChain() {
   genesis.alloc[devAddress] = { balance: "0x" + (10n ** 24n).toString(16) }; // 1,000,000 ETH
   writeFileSync(join(dataDir, "genesis.json"), JSON.stringify(genesis));
   execFileSync(geth, ["init", "--datadir", join(dataDir, "chain"), join(dataDir, "genesis.json")], { stdio: ["ignore", "ignore", "inherit"] });
-  const proc = spawn(geth, ["--dev", "--datadir", join(dataDir, "chain"), "--http", "--http.addr", "127.0.0.1", "--http.port", String(http), "--http.api", "eth,net,web3",
+  const proc = spawn(geth, ["--dev", "--datadir", join(dataDir, "chain"), "--http", "--http.addr", "127.0.0.1", "--http.port", String(http), "--http.api", httpApi,
     "--authrpc.addr", "127.0.0.1", "--authrpc.port", String(auth), "--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable", "--verbosity", "2"],
   { stdio: ["ignore", "ignore", "inherit"] });
   let exited = null;
