@@ -245,3 +245,23 @@ func DelegatedTo(code []byte) (delegate [20]byte, ok bool) {
 	}
 	return [20]byte(code[3:]), true
 }
+
+// delegateErrors are the delegate's custom errors by selector (the first four bytes of
+// keccak256 of the signature), the same names Turnkey's delegate uses.
+var delegateErrors = func() map[[4]byte]string {
+	m := map[[4]byte]string{}
+	for _, name := range []string{"BatchSizeInvalid", "DeadlineExceeded", "InvalidNonce", "NotSelf",
+		"ExecutionFailed", "InvalidSignatureData"} {
+		m[[4]byte(crypto.Keccak256([]byte(name + "()"))[:4])] = name
+	}
+	return m
+}()
+
+// DelegateRevertReason names the delegate error in a reverted executeBatch's return data
+// ("InvalidNonce", …), or "" when the data is not one of them (a call's own revert, an empty revert).
+func DelegateRevertReason(data []byte) string {
+	if len(data) != 4 {
+		return ""
+	}
+	return delegateErrors[[4]byte(data)]
+}

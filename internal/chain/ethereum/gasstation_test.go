@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 )
@@ -74,8 +75,36 @@ func decimal(t testing.TB, s string) *big.Int {
 	return v
 }
 
+// delegateABI is the ABI of contracts/gasdelegate as checked in beside its bytecode.
+func delegateABI(t testing.TB) abi.ABI {
+	t.Helper()
+	b, err := os.ReadFile("../../../contracts/gasdelegate/LatchkeyGasDelegate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var artifact struct {
+		ABI json.RawMessage `json:"abi"`
+	}
+	if err := json.Unmarshal(b, &artifact); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := abi.JSON(bytes.NewReader(artifact.ABI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed
+}
+
+// abiCall is BatchCall as go-ethereum's ABI packer wants the contract's Call tuple.
+type abiCall struct {
+	To    common.Address
+	Value *big.Int
+	Data  []byte
+}
+
 func TestBatchExecutionMatchesViem(t *testing.T) {
 	v := loadGasStationVectors(t)
+	contract := delegateABI(t)
 	for _, vec := range v.Vectors {
 		t.Run(vec.Name, func(t *testing.T) {
 			b := BatchExecution{ChainID: decimal(t, vec.ChainID), Account: common.HexToAddress(vec.Account),
@@ -104,7 +133,22 @@ func TestBatchExecutionMatchesViem(t *testing.T) {
 			if want := vecHex(t, vec.Calldata); !bytes.Equal(calldata, want) {
 				t.Fatalf("calldata\n 0x%x\nviem\n 0x%x", calldata, want)
 			}
+			// A second oracle: go-ethereum's packer with the contract's checked-in ABI.
+			calls := make([]abiCall, len(b.Calls))
+			for i, c := range b.Calls {
+				calls[i] = abiCall{c.To, c.Value, c.Data}
+			}
+			packed, err := contract.Pack("executeBatch", calls, calldata[len(calldata)-96:len(calldata)-11])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(calldata, packed) {
+				t.Fatalf("calldata differs from go-ethereum's packing with the contract's ABI")
+			}
 		})
+	}
+	if !bytes.Equal(contract.Methods["executeBatch"].ID, executeBatchSelector[:]) {
+		t.Errorf("the contract's executeBatch is %s", contract.Methods["executeBatch"].Sig)
 	}
 	if got := "0x" + hex.EncodeToString(executeBatchSelector[:]); got != v.ExecuteBatchSelector {
 		t.Errorf("executeBatch selector %s, viem %s", got, v.ExecuteBatchSelector)
@@ -235,6 +279,24 @@ func TestDelegationCode(t *testing.T) {
 	for _, c := range notDelegations {
 		if _, ok := DelegatedTo(c); ok {
 			t.Errorf("DelegatedTo(%x) reported a delegation", c)
+		}
+	}
+}
+
+func TestDelegateRevertReason(t *testing.T) {
+	contract := delegateABI(t)
+	if len(contract.Errors) != len(delegateErrors) {
+		t.Fatalf("the contract declares %d errors, DelegateRevertReason knows %d", len(contract.Errors), len(delegateErrors))
+	}
+	for name, e := range contract.Errors {
+		if got := DelegateRevertReason(e.ID[:4]); got != name {
+			t.Errorf("DelegateRevertReason(%x) = %q, want %q", e.ID[:4], got, name)
+		}
+	}
+	notSelf := contract.Errors["NotSelf"].ID
+	for _, data := range [][]byte{nil, {0x08, 0xc3, 0x79, 0xa0}, append(bytes.Clone(notSelf[:4]), 0)} {
+		if got := DelegateRevertReason(data); got != "" {
+			t.Errorf("DelegateRevertReason(%x) = %q, want none", data, got)
 		}
 	}
 }
