@@ -275,7 +275,12 @@ func TestDelegationCode(t *testing.T) {
 	if d, ok := DelegatedTo(code); !ok || d != delegate {
 		t.Fatalf("DelegatedTo(its own code) = %x, %v", d, ok)
 	}
-	notDelegations := [][]byte{nil, code[:22], append(bytes.Clone(code), 0), append([]byte{0xef, 0x01, 0x01}, code[3:]...)}
+	notDelegations := [][]byte{
+		nil,
+		code[:22],
+		append(bytes.Clone(code), 0),
+		append([]byte{0xef, 0x01, 0x01}, code[3:]...),
+	}
 	for _, c := range notDelegations {
 		if _, ok := DelegatedTo(c); ok {
 			t.Errorf("DelegatedTo(%x) reported a delegation", c)
@@ -286,7 +291,11 @@ func TestDelegationCode(t *testing.T) {
 func TestDelegateRevertReason(t *testing.T) {
 	contract := delegateABI(t)
 	if len(contract.Errors) != len(delegateErrors) {
-		t.Fatalf("the contract declares %d errors, DelegateRevertReason knows %d", len(contract.Errors), len(delegateErrors))
+		t.Fatalf(
+			"the contract declares %d errors, DelegateRevertReason knows %d",
+			len(contract.Errors),
+			len(delegateErrors),
+		)
 	}
 	for name, e := range contract.Errors {
 		if got := DelegateRevertReason(e.ID[:4]); got != name {
