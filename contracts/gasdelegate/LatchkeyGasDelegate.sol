@@ -61,7 +61,18 @@ contract LatchkeyGasDelegate {
         // Consumed before any call runs, so a call that re-enters cannot spend the same signature.
         state.nonce = batchNonce + 1;
         for (uint256 i = 0; i < calls.length; i++) {
-            (bool ok,) = calls[i].to.call{value: calls[i].value}(calls[i].data);
+            address to = calls[i].to;
+            uint256 value = calls[i].value;
+            bytes calldata callData = calls[i].data;
+            bool ok;
+            // Each call's data goes to the same scratch memory past the free pointer, and its return
+            // data is never copied: a callee cannot make the paymaster pay for memory by returning a
+            // large answer, and 20 calls do not grow memory 20 times.
+            assembly ("memory-safe") {
+                let ptr := mload(0x40)
+                calldatacopy(ptr, callData.offset, callData.length)
+                ok := call(gas(), to, value, ptr, callData.length, 0, 0)
+            }
             if (!ok) revert ExecutionFailed();
         }
     }

@@ -188,3 +188,16 @@ test("the delegate refuses 21 calls, an empty batch, a passed deadline and signa
   assert.equal(await revertOf(one, v01), "NotSelf", "v must be 27 or 28");
   assert.equal(await revertOf(one, good.slice(0, -2)), "InvalidSignatureData");
 });
+
+test("a callee's large answer is not copied: the sponsor pays for the callee's own memory only", async (t) => {
+  assert.equal(await nonceOf(), 2n, "after the previous tests");
+  // Runtime: return 1 MiB of zeros (PUSH3 0x100000 PUSH1 0 RETURN); the init code returns that runtime.
+  const hash = await paymaster.deployContract({ abi: [], bytecode: "0x66621000006000f360005260076019f3" });
+  const returner = (await mined(hash)).contractAddress;
+  const direct = await pub.estimateGas({ account: paymaster.account, to: returner });
+  const calls = [{ to: returner, value: 0n, data: "0x" }];
+  const viaBatch = await pub.estimateContractGas({ account: paymaster.account, address: user.address, abi, functionName: "executeBatch", args: [calls, await signBatch(2n, FAR, calls)] });
+  t.diagnostic(`gas: the 1 MiB answer called directly ${direct}, through a batch ${viaBatch}`);
+  // Copying the answer would cost the delegate about as much memory again (over 2,000,000 gas).
+  assert.ok(viaBatch - direct < 200000n, `the batch costs ${viaBatch - direct} gas more than the call itself`);
+});
