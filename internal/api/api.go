@@ -206,7 +206,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 	}
 	// The signed body must mean one thing: no invalid UTF-8 (the decoder would replace it), no
 	// member named twice (the decoder would keep the last).
-	if fe := wire.CheckJSON(raw); fe != nil {
+	// The same pass says whether the body is valid JSON, so the readers after it need not check.
+	valid, fe := wire.CheckBody(raw)
+	if fe != nil {
 		return 0, apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "%s", fe.Error())
 	}
 	ctx := r.Context()
@@ -220,7 +222,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if auth.session != nil {
 			return 0, apierr.Denied("request not authorized: a read-only session can only run queries")
 		}
-		env, err := activity.ParseEnvelope(raw)
+		env, err := activity.ParseEnvelopeOf(raw, valid)
 		if err != nil {
 			return 0, err
 		}
@@ -253,7 +255,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		writeActivity(w, data)
 		return http.StatusOK, nil
 	default:
-		orgID, err := queryOrganization(raw)
+		orgID, err := queryOrganization(raw, valid)
 		if err != nil {
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
@@ -288,10 +290,12 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 
 // queryOrganization is a query body's organizationId as json.Unmarshal into
 // struct{OrganizationID string `json:"organizationId"`} reads it. A body as the SDKs send it (valid
-// JSON, organizationId once, a string without escapes) is read without the decoder's reflection.
-func queryOrganization(raw []byte) (string, error) {
+// JSON, organizationId once, a string without escapes) is read without the decoder's reflection;
+// valid says wire.CheckBody found raw valid JSON (it is not checked again).
+func queryOrganization(raw []byte, valid bool) (string, error) {
 	var v [1][]byte
-	if wire.Members(raw, queryMembers, v[:], true) {
+	if valid && wire.MembersValid(raw, queryMembers, v[:], true) ||
+		!valid && wire.Members(raw, queryMembers, v[:], true) {
 		if v[0] == nil {
 			return "", nil
 		}
