@@ -82,6 +82,31 @@ func BenchmarkParseEnvelope(b *testing.B) {
 			}
 		}
 	})
+	// The request path's reading of a body: the strict pass then the envelope, as two passes
+	// (CheckJSON, then json.Valid inside the envelope's reader) and as one (CheckBody's word).
+	b.Run("CheckJSON+ParseEnvelope", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if fe := wire.CheckJSON(signBody); fe != nil {
+				b.Fatal(fe)
+			}
+			if _, err := ParseEnvelope(signBody); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CheckBody+ParseEnvelopeOf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			valid, fe := wire.CheckBody(signBody)
+			if fe != nil || !valid {
+				b.Fatal(fe)
+			}
+			if _, err := ParseEnvelopeOf(signBody, valid); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkNewAttempt(b *testing.B) {

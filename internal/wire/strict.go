@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -58,13 +59,35 @@ func CheckJSON(raw []byte) *FieldError {
 // false whenever fe is not nil; a body that is not valid JSON is still only refused by the
 // decoder that runs after it, as before.
 func CheckBody(raw []byte) (valid bool, fe *FieldError) {
-	s := scanner{b: raw}
+	s := scanners.Get().(*scanner)
+	defer s.release()
+	s.b = raw
 	s.value()
 	if s.err != nil {
 		return false, s.err
 	}
 	s.ws()
 	return !s.bad && s.i == len(s.b), nil
+}
+
+// scanners are reused, so that a request's scan allocates nothing: its stacks keep their room.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// release empties s and returns it to the pool, unless a hostile body made it large: the name
+// sets of large objects (at most MaxJSONDepth of them, up to MaxObjectMembers names each) and
+// stacks past a request's usual size are left to the collector.
+func (s *scanner) release() {
+	sets := s.sets
+	*s = scanner{path: s.path[:0], names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0]}
+	for _, set := range sets {
+		if set != nil {
+			return
+		}
+	}
+	if cap(s.path) > MaxJSONDepth || cap(s.names) > 256 || cap(s.arena) > 4096 || cap(s.scratch) > 4096 {
+		return
+	}
+	scanners.Put(s)
 }
 
 type scanner struct {
