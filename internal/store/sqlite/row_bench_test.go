@@ -28,6 +28,13 @@ func BenchmarkActivityRow(b *testing.B) {
 			})
 		}
 	}
+	// The WAL's checkpointing: how often the background checkpointer copies it into the
+	// database file (the default is 250ms), with today's row.
+	for _, every := range []time.Duration{50 * time.Millisecond, time.Second} {
+		b.Run(fmt.Sprintf("checkpoint=%v/row=2200", every), func(b *testing.B) {
+			benchRows(b, openTemp(b, Options{CheckpointEvery: every}), 2200)
+		})
+	}
 }
 
 func benchRows(b *testing.B, s *Store, size int) {
