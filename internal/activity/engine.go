@@ -200,7 +200,10 @@ func decodeIntent(
 	params json.RawMessage,
 ) (wire.Validator, *wire.ActivityVersion, error) {
 	intent := version.NewIntent()
-	err := json.Unmarshal(params, intent)
+	var err error
+	if !plainIntent(params, intent) {
+		err = json.Unmarshal(params, intent)
+	}
 	if err != nil {
 		err = jsonError("parameters", err)
 	} else if verr := intent.Validate("parameters"); verr != nil {
