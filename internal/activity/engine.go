@@ -449,8 +449,10 @@ func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
 		return nil, e.reg.unsupported("query", req.Path)
 	}
 	body := w.NewRequest()
-	if err := json.Unmarshal(req.Raw, body); err != nil {
-		return nil, jsonError("", err)
+	if !plainIntent(req.Raw, body) {
+		if err := json.Unmarshal(req.Raw, body); err != nil {
+			return nil, jsonError("", err)
+		}
 	}
 	if err := body.Validate(""); err != nil {
 		return nil, fieldError(err)

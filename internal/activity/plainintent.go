@@ -27,7 +27,8 @@ var intentPlans sync.Map // reflect.Type (of the struct) -> *stringFields
 // its reflection over the bytes, when intent's fields are all strings and params is as the SDKs
 // send it: a valid JSON object naming only those fields, each once, exactly as tagged, with
 // string values without escapes. ok is false for anything else, leaving intent untouched and
-// the caller to json.Unmarshal. A signing request's intent (sign_raw_payload) is such a one.
+// the caller to json.Unmarshal. A signing request's intent (sign_raw_payload) is such a one, and
+// so is a query's body that names only strings (whoami's organizationId).
 func plainIntent(params []byte, intent any) (ok bool) {
 	rv := reflect.ValueOf(intent)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {

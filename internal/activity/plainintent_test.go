@@ -8,11 +8,15 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// plainIntentTypes are the intent types of every submit operation that plainIntent reads.
+// plainIntentTypes are the intent types of every submit operation, and the request types of every
+// query, that plainIntent reads.
 func plainIntentTypes(t testing.TB) []func() wire.Validator {
 	var out []func() wire.Validator
 	for _, op := range wire.Ops {
-		if op.Kind != wire.Submit {
+		if op.Kind == wire.Query && op.NewRequest != nil {
+			if planFor(reflect.TypeOf(op.NewRequest()).Elem()).names != nil {
+				out = append(out, op.NewRequest)
+			}
 			continue
 		}
 		for _, v := range op.Versions {
@@ -57,6 +61,9 @@ func TestPlainIntent(t *testing.T) {
 	}
 	if n := len(plainIntentTypes(t)); n < 2 {
 		t.Fatalf("%d intent types read", n)
+	}
+	if planFor(reflect.TypeOf(wire.GetWhoamiRequest{})).names == nil {
+		t.Fatal("whoami's body is not read by plainIntent")
 	}
 }
 
