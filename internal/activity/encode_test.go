@@ -82,6 +82,31 @@ func BenchmarkParseEnvelope(b *testing.B) {
 			}
 		}
 	})
+	// The request path's reading of a body: the strict pass then the envelope, as two passes
+	// (CheckJSON, then json.Valid inside the envelope's reader) and as one (CheckBody's word).
+	b.Run("CheckJSON+ParseEnvelope", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if fe := wire.CheckJSON(signBody); fe != nil {
+				b.Fatal(fe)
+			}
+			if _, err := ParseEnvelope(signBody); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CheckBody+ParseEnvelopeOf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			valid, fe := wire.CheckBody(signBody)
+			if fe != nil || !valid {
+				b.Fatal(fe)
+			}
+			if _, err := ParseEnvelopeOf(signBody, valid); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkNewAttempt(b *testing.B) {
@@ -230,7 +255,17 @@ func FuzzParseEnvelope(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := envelopeDirect(raw)
+		got, ok := envelopeDirect(raw, false)
+		// The request path's reading, on wire.CheckBody's word that raw is valid JSON, is the
+		// same reading.
+		if valid, fe := wire.CheckBody(raw); fe == nil && valid {
+			got2, ok2 := envelopeDirect(raw, true)
+			g1, _ := json.Marshal(got)
+			g2, _ := json.Marshal(got2)
+			if ok2 != ok || !bytes.Equal(g1, g2) {
+				t.Fatalf("read %q on CheckBody's word as %s (%v), checking as %s (%v)", raw, g2, ok2, g1, ok)
+			}
+		}
 		if !ok {
 			return
 		}
@@ -257,7 +292,7 @@ func TestParseEnvelopeDirect(t *testing.T) {
 		`{"x":1}`:                    false,
 		`{"organizationId":"a\xff"}`: false,
 	} {
-		if _, ok := envelopeDirect([]byte(raw)); ok != want {
+		if _, ok := envelopeDirect([]byte(raw), false); ok != want {
 			t.Errorf("envelopeDirect(%s): %v, want %v", raw, ok, want)
 		}
 	}

@@ -130,7 +130,14 @@ func Fingerprint(raw []byte) string {
 
 // ParseEnvelope decodes and checks a submit body's envelope.
 func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
-	env, ok := envelopeDirect(raw)
+	return ParseEnvelopeOf(raw, false)
+}
+
+// ParseEnvelopeOf is ParseEnvelope for a body whose validity as JSON is known: valid is true
+// only when wire.CheckBody (or json.Valid) said raw is valid JSON, and then it is not read again
+// to check it.
+func ParseEnvelopeOf(raw []byte, valid bool) (*wire.SubmitEnvelope, error) {
+	env, ok := envelopeDirect(raw, valid)
 	if !ok {
 		var full struct {
 			wire.SubmitEnvelope
@@ -152,9 +159,10 @@ func ParseEnvelope(raw []byte) (*wire.SubmitEnvelope, error) {
 // envelopeDirect reads an envelope as the SDKs send it (valid JSON, the envelope's members once
 // each and no others, strings without escapes, no nulls) as ParseEnvelope's json.Unmarshal reads
 // it, without its reflection; ok is false for anything else, which is left to json.Unmarshal.
-func envelopeDirect(raw []byte) (env *wire.SubmitEnvelope, ok bool) {
+func envelopeDirect(raw []byte, valid bool) (env *wire.SubmitEnvelope, ok bool) {
 	var v [5][]byte
-	if !wire.Members(raw, envelopeMembers, v[:], false) {
+	if valid && !wire.MembersValid(raw, envelopeMembers, v[:], false) ||
+		!valid && !wire.Members(raw, envelopeMembers, v[:], false) {
 		return nil, false
 	}
 	for _, m := range v {
@@ -192,7 +200,10 @@ func decodeIntent(
 	params json.RawMessage,
 ) (wire.Validator, *wire.ActivityVersion, error) {
 	intent := version.NewIntent()
-	err := json.Unmarshal(params, intent)
+	var err error
+	if !plainIntent(params, intent) {
+		err = json.Unmarshal(params, intent)
+	}
 	if err != nil {
 		err = jsonError("parameters", err)
 	} else if verr := intent.Validate("parameters"); verr != nil {
@@ -446,8 +457,10 @@ func (e *Engine) Query(ctx context.Context, req QueryRequest) (any, error) {
 		return nil, e.reg.unsupported("query", req.Path)
 	}
 	body := w.NewRequest()
-	if err := json.Unmarshal(req.Raw, body); err != nil {
-		return nil, jsonError("", err)
+	if !plainIntent(req.Raw, body) {
+		if err := json.Unmarshal(req.Raw, body); err != nil {
+			return nil, jsonError("", err)
+		}
 	}
 	if err := body.Validate(""); err != nil {
 		return nil, fieldError(err)

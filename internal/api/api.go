@@ -206,7 +206,9 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 	}
 	// The signed body must mean one thing: no invalid UTF-8 (the decoder would replace it), no
 	// member named twice (the decoder would keep the last).
-	if fe := wire.CheckJSON(raw); fe != nil {
+	// The same pass says whether the body is valid JSON, so the readers after it need not check.
+	valid, fe := wire.CheckBody(raw)
+	if fe != nil {
 		return 0, apierr.New(apierr.InvalidArgument, "INVALID_REQUEST", "%s", fe.Error())
 	}
 	ctx := r.Context()
@@ -220,7 +222,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		if auth.session != nil {
 			return 0, apierr.Denied("request not authorized: a read-only session can only run queries")
 		}
-		env, err := activity.ParseEnvelope(raw)
+		env, err := activity.ParseEnvelopeOf(raw, valid)
 		if err != nil {
 			return 0, err
 		}
@@ -253,7 +255,7 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 		writeActivity(w, data)
 		return http.StatusOK, nil
 	default:
-		orgID, err := queryOrganization(raw)
+		orgID, err := queryOrganization(raw, valid)
 		if err != nil {
 			return 0, apierr.Invalid("body", "malformed JSON: %v", err)
 		}
@@ -288,10 +290,12 @@ func (s *Server) handle(r *http.Request, w http.ResponseWriter, kind, op string)
 
 // queryOrganization is a query body's organizationId as json.Unmarshal into
 // struct{OrganizationID string `json:"organizationId"`} reads it. A body as the SDKs send it (valid
-// JSON, organizationId once, a string without escapes) is read without the decoder's reflection.
-func queryOrganization(raw []byte) (string, error) {
+// JSON, organizationId once, a string without escapes) is read without the decoder's reflection;
+// valid says wire.CheckBody found raw valid JSON (it is not checked again).
+func queryOrganization(raw []byte, valid bool) (string, error) {
 	var v [1][]byte
-	if wire.Members(raw, queryMembers, v[:], true) {
+	if valid && wire.MembersValid(raw, queryMembers, v[:], true) ||
+		!valid && wire.Members(raw, queryMembers, v[:], true) {
 		if v[0] == nil {
 			return "", nil
 		}
@@ -327,7 +331,7 @@ func writeJSON(w http.ResponseWriter, body []byte) {
 // setJSON sets the headers of a 200 JSON answer of n bytes. Its length is given: net/http sends
 // an answer larger than its 2 KiB buffer (a signing activity is just over) chunked otherwise.
 func setJSON(h http.Header, n int) {
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = contentJSON
 	h.Set("Content-Length", strconv.Itoa(n))
 }
 
@@ -620,15 +624,25 @@ func splitRoute(path string) (kind, op string, ok bool) {
 // clients can read them).
 func SetCORS(h http.Header) { setCORS(h) }
 
+// setCORS sets the same four values on every answer: it shares one slice per header rather than
+// allocating four (a header's values are replaced or appended to, never written in place, and an
+// append to a full slice copies it).
 func setCORS(h http.Header) {
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
-	h.Set(
-		"Access-Control-Allow-Headers",
-		"Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session",
-	)
-	h.Set("Access-Control-Max-Age", "600")
+	h["Access-Control-Allow-Origin"] = corsOrigin
+	h["Access-Control-Allow-Methods"] = corsMethods
+	h["Access-Control-Allow-Headers"] = corsHeaders
+	h["Access-Control-Max-Age"] = corsMaxAge
 }
+
+var (
+	corsOrigin  = []string{"*"}[:1:1]
+	corsMethods = []string{"POST, GET, OPTIONS"}[:1:1]
+	corsHeaders = []string{
+		"Content-Type, X-Stamp, X-Stamp-WebAuthn, X-Stamp-Attested, X-Client-Version, X-Session",
+	}[:1:1]
+	corsMaxAge  = []string{"600"}[:1:1]
+	contentJSON = []string{"application/json"}[:1:1]
+)
 
 // parseSession checks an X-Session token with each key that may have signed it; the error is
 // the key in use's.

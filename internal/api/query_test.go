@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/wire"
 )
 
 // FuzzQueryOrganization holds queryOrganization to json.Unmarshal's reading of organizationId.
@@ -18,7 +20,14 @@ func FuzzQueryOrganization(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := queryOrganization(raw)
+		got, err := queryOrganization(raw, false)
+		// On wire.CheckBody's word that raw is valid JSON, the same reading.
+		if valid, fe := wire.CheckBody(raw); fe == nil && valid {
+			got2, err2 := queryOrganization(raw, true)
+			if got2 != got || fmt.Sprint(err2) != fmt.Sprint(err) {
+				t.Fatalf("queryOrganization(%q, true) = %q, %v; unchecked: %q, %v", raw, got2, err2, got, err)
+			}
+		}
 		var head struct {
 			OrganizationID string `json:"organizationId"`
 		}

@@ -18,6 +18,12 @@ func Members(raw []byte, names []string, values [][]byte, others bool) bool {
 	if !json.Valid(raw) {
 		return false
 	}
+	return MembersValid(raw, names, values, others)
+}
+
+// MembersValid is Members for a raw already known to be valid JSON (CheckBody said so, or
+// json.Valid): it does not read raw a second time to check.
+func MembersValid(raw []byte, names []string, values [][]byte, others bool) bool {
 	clear(values)
 	return EachMember(raw, func(name []byte, escaped bool, v []byte) bool {
 		if escaped {

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -48,15 +49,54 @@ const smallObject = 16
 // not JSON is refused by the decoder that runs after it. The error names the member (as
 // "organizationId" or "parameters.accounts[1].path").
 func CheckJSON(raw []byte) *FieldError {
-	s := scanner{b: raw}
+	_, fe := CheckBody(raw)
+	return fe
+}
+
+// CheckBody is CheckJSON, and in the same pass it says whether raw is valid JSON as json.Valid
+// judges it (the grammar: literals, numbers, escapes, separators, nothing after the value), so
+// that the fast readers after it (MembersValid) need not read the body a second time. valid is
+// false whenever fe is not nil; a body that is not valid JSON is still only refused by the
+// decoder that runs after it, as before.
+func CheckBody(raw []byte) (valid bool, fe *FieldError) {
+	s := scanners.Get().(*scanner)
+	defer s.release()
+	s.b = raw
 	s.value()
-	return s.err
+	if s.err != nil {
+		return false, s.err
+	}
+	s.ws()
+	return !s.bad && s.i == len(s.b), nil
+}
+
+// scanners are reused, so that a request's scan allocates nothing: its stacks keep their room.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// release empties s and returns it to the pool, unless a hostile body made it large: the name
+// sets of large objects (at most MaxJSONDepth of them, up to MaxObjectMembers names each) and
+// stacks past a request's usual size are left to the collector.
+func (s *scanner) release() {
+	sets := s.sets
+	*s = scanner{path: s.path[:0], names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0]}
+	for _, set := range sets {
+		if set != nil {
+			return
+		}
+	}
+	if cap(s.path) > MaxJSONDepth || cap(s.names) > 256 || cap(s.arena) > 4096 || cap(s.scratch) > 4096 {
+		return
+	}
+	scanners.Put(s)
 }
 
 type scanner struct {
 	b   []byte
 	i   int
 	err *FieldError
+	// bad is set at the first thing json.Valid would refuse; the scan goes on as before, since
+	// what it refuses takes precedence over the decoder's syntax error.
+	bad bool
 	// path is where the scanner is: one segment per open array or object (the member name or
 	// element index being read in it), for the error's field.
 	path []segment
@@ -131,7 +171,11 @@ func (s *scanner) ws() {
 // MaxJSONDepth levels (the recursion is bounded by the same limit).
 func (s *scanner) value() {
 	s.ws()
-	if s.err != nil || s.i >= len(s.b) {
+	if s.err != nil {
+		return
+	}
+	if s.i >= len(s.b) {
+		s.bad = true
 		return
 	}
 	switch c := s.b[s.i]; c {
@@ -151,14 +195,71 @@ func (s *scanner) value() {
 	case '"':
 		s.str()
 	default:
+		start := s.i
 		for s.i < len(s.b) {
 			switch s.b[s.i] {
 			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				s.bad = s.bad || !scalar(s.b[start:s.i])
 				return
 			}
 			s.i++
 		}
+		s.bad = s.bad || !scalar(s.b[start:s.i])
 	}
+}
+
+// The places of a scan inside an array or object, for the grammar: just opened, after an element
+// (or member), after a comma.
+const (
+	opened = iota
+	afterValue
+	afterComma
+)
+
+// scalar reports whether tok is a JSON literal or number.
+func scalar(tok []byte) bool {
+	switch string(tok) {
+	case "true", "false", "null":
+		return true
+	}
+	i := 0
+	if i < len(tok) && tok[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(tok) && tok[i] == '0':
+		i++
+	case i < len(tok) && '1' <= tok[i] && tok[i] <= '9':
+		i = digits(tok, i)
+	default:
+		return false
+	}
+	if i < len(tok) && tok[i] == '.' {
+		j := digits(tok, i+1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(tok) && (tok[i] == 'e' || tok[i] == 'E') {
+		i++
+		if i < len(tok) && (tok[i] == '+' || tok[i] == '-') {
+			i++
+		}
+		j := digits(tok, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(tok)
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (s *scanner) object() {
@@ -168,20 +269,27 @@ func (s *scanner) object() {
 	var seen map[uint64]struct{} // the names' hashes, once the object outgrows smallObject
 	top := &s.path[depth]
 	members := 0
+	at := opened
 	for s.err == nil {
 		s.ws()
 		if s.i >= len(s.b) {
+			s.bad = true
 			return
 		}
 		switch s.b[s.i] {
 		case '}':
+			s.bad = s.bad || at == afterComma
 			s.i++
 			return
 		case ',':
+			s.bad = s.bad || at != afterValue
+			at = afterComma
 			s.i++
 			continue
 		case '"':
+			s.bad = s.bad || at == afterValue
 		default:
+			s.bad = true
 			return // not JSON: the decoder says so
 		}
 		if members == MaxObjectMembers {
@@ -236,8 +344,11 @@ func (s *scanner) object() {
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == ':' {
 			s.i++
+		} else {
+			s.bad = true
 		}
 		s.value()
+		at = afterValue
 		top = &s.path[depth] // value may have grown s.path
 	}
 }
@@ -267,25 +378,33 @@ func (s *scanner) hash(n memberName) uint64 {
 var hashSeed = maphash.MakeSeed()
 
 func (s *scanner) array() {
+	at := opened
 	for s.err == nil {
 		s.ws()
 		if s.i >= len(s.b) {
+			s.bad = true
 			return
 		}
 		switch s.b[s.i] {
 		case ']':
+			s.bad = s.bad || at == afterComma
 			s.i++
 			return
 		case ',':
+			s.bad = s.bad || at != afterValue
+			at = afterComma
 			s.i++
 			s.path[len(s.path)-1].index++
 			continue
 		}
+		s.bad = s.bad || at == afterValue
 		before := s.i
 		s.value()
 		if s.i == before {
+			s.bad = true
 			return
 		}
+		at = afterValue
 	}
 }
 
@@ -394,15 +513,18 @@ func (s *scanner) str() bool {
 		case c == '\\':
 			if s.i+1 >= len(s.b) {
 				s.i = len(s.b)
+				s.bad = true
 				return false
 			}
-			if s.b[s.i+1] != 'u' {
+			if e := s.b[s.i+1]; e != 'u' {
+				s.bad = s.bad || !isEscape(e)
 				s.i += 2
 				continue
 			}
 			r, ok := hex4(s.b, s.i+2)
 			if !ok {
 				s.i = len(s.b)
+				s.bad = true
 				return false
 			}
 			s.i += 6
@@ -419,6 +541,7 @@ func (s *scanner) str() bool {
 				s.i += 6
 			}
 		case c < utf8.RuneSelf:
+			s.bad = s.bad || c < 0x20 // control characters are escaped in JSON
 			s.i++
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
@@ -428,6 +551,16 @@ func (s *scanner) str() bool {
 			}
 			s.i += size
 		}
+	}
+	s.bad = true // the body ends inside the string
+	return false
+}
+
+// isEscape reports whether \e is one of JSON's one-character escapes.
+func isEscape(e byte) bool {
+	switch e {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
 	}
 	return false
 }

@@ -325,3 +325,47 @@ func BenchmarkCheckJSONHostile(b *testing.B) {
 		})
 	}
 }
+
+// CheckBody's valid is json.Valid's answer for every body CheckJSON accepts: the fast readers
+// skip json.Valid on its word (FuzzCheckBodyValid tries arbitrary bodies).
+func TestCheckBodyValid(t *testing.T) {
+	bodies := []string{
+		``, ` `, `{}`, `[]`, `""`, `0`, `-0`, `1.5e+10`, `-12.5E-3`, `true`, `false`, `null`,
+		`01`, `1.`, `.5`, `+1`, `1e`, `1e+`, `-`, `--1`, `tru`, `nul`, `truee`, `1 2`, `{}x`, `{} `,
+		`{"a":1}`, `{"a":1,}`, `{,"a":1}`, `{"a":1,,"b":2}`, `{"a" 1}`, `{"a":}`, `{"a"}`, `{"a":1 "b":2}`,
+		`[1,2]`, `[1,]`, `[,1]`, `[1,,2]`, `[1 2]`, `[}`, `{]`, `[:]`, `[1:2]`, `{"a":1]`, `[1}`,
+		`"a\qb"`, `"a\/b"`, `"\u00e9"`, `"\u00g9"`, "\"a\tb\"", "\"a\x01\"", `"abc`, `"\`, `{"a":"b`,
+		`{"a":[1,{"b":null}],"c":"d"}`, " \t\n\r{ \"a\" : [ 1 , 2 ] } \r\n", `[1.0e5,-0.0,0e0]`,
+		`{"a":{"b":[true,false,null]}}`, `[[[[]]]]`, `[[[[]]]`, "[\xff]", `{"a":1}{}`, `[-]`, `[1e5.0]`,
+	}
+	for _, b := range bodies {
+		valid, fe := CheckBody([]byte(b))
+		if fe != nil {
+			t.Fatalf("CheckBody(%q) refused: %v", b, fe)
+		}
+		if want := json.Valid([]byte(b)); valid != want {
+			t.Errorf("CheckBody(%q) valid = %v, json.Valid %v", b, valid, want)
+		}
+	}
+}
+
+func FuzzCheckBodyValid(f *testing.F) {
+	for _, b := range []string{`{"a":1}`, `[1,2,{"b":"c"}]`, `{"a":1,}`, `1e5`, `"\u00e9"`, subOrgV8} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, fe := CheckBody(data)
+		if fe != nil {
+			if valid {
+				t.Fatalf("CheckBody(%q) refused it and called it valid", data)
+			}
+			return
+		}
+		if want := json.Valid(data); valid != want {
+			t.Fatalf("CheckBody(%q) valid = %v, json.Valid %v", data, valid, want)
+		}
+		if CheckJSON(data) != nil {
+			t.Fatalf("CheckJSON refused what CheckBody accepted: %q", data)
+		}
+	})
+}
