@@ -45,12 +45,17 @@ type vectors struct {
 }
 
 func loadVectors(t testing.TB) vectors {
+	return readVectors[vectors](t, "testdata/ethereum.json")
+}
+
+// readVectors reads a JSON file of test vectors into a T.
+func readVectors[T any](t testing.TB, path string) T {
 	t.Helper()
-	b, err := os.ReadFile("testdata/ethereum.json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v vectors
+	var v T
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}

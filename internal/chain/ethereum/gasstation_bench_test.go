@@ -38,7 +38,7 @@ func BenchmarkExecuteBatchCalldata20(b *testing.B) {
 
 func BenchmarkDecodeEIP712Domain(b *testing.B) {
 	answer := loadGasStationVectors(b).DomainAnswer.Answer
-	raw := vecHex(b, answer)
+	raw := unhex(b, answer)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := DecodeEIP712Domain(raw); err != nil {

@@ -41,7 +41,7 @@ func encodeDomain(t testing.TB, d DelegateDomain) []byte {
 
 func TestDecodeEIP712DomainOfTheDelegate(t *testing.T) {
 	v := loadGasStationVectors(t)
-	d, err := DecodeEIP712Domain(vecHex(t, v.DomainAnswer.Answer))
+	d, err := DecodeEIP712Domain(unhex(t, v.DomainAnswer.Answer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestDecodeEIP712DomainOfTheDelegate(t *testing.T) {
 	if err := d.CheckDelegate(chainID, delegate); err != nil {
 		t.Fatalf("the delegate's own answer fails the start-up check: %v", err)
 	}
-	if !bytes.Equal(encodeDomain(t, *d), vecHex(t, v.DomainAnswer.Answer)) {
+	if !bytes.Equal(encodeDomain(t, *d), unhex(t, v.DomainAnswer.Answer)) {
 		t.Fatal("go-ethereum encodes the decoded domain differently from viem")
 	}
 }
@@ -148,7 +148,7 @@ func TestDecodeEIP712DomainRefusals(t *testing.T) {
 // values (it may refuse more: padding, alignment, UTF-8, sizes).
 func FuzzDecodeEIP712Domain(f *testing.F) {
 	v := loadGasStationVectors(f)
-	seed := vecHex(f, v.DomainAnswer.Answer)
+	seed := unhex(f, v.DomainAnswer.Answer)
 	f.Add(seed)
 	f.Add(seed[:7*32])
 	f.Add(encodeDomain(f, DelegateDomain{Name: "é", Version: strings.Repeat("v", 64), ChainID: big.NewInt(1),

@@ -45,25 +45,7 @@ type gasStationVectors struct {
 }
 
 func loadGasStationVectors(t testing.TB) gasStationVectors {
-	t.Helper()
-	b, err := os.ReadFile("testdata/gasstation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v gasStationVectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func vecHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	if err != nil {
-		t.Fatalf("%q: %v", s, err)
-	}
-	return b
+	return readVectors[gasStationVectors](t, "testdata/gasstation.json")
 }
 
 func decimal(t testing.TB, s string) *big.Int {
@@ -111,7 +93,7 @@ func TestBatchExecutionMatchesViem(t *testing.T) {
 				Nonce: decimal(t, vec.Nonce), Deadline: vec.Deadline}
 			for _, c := range vec.Calls {
 				b.Calls = append(b.Calls, BatchCall{To: common.HexToAddress(c.To), Value: decimal(t, c.Value),
-					Data: vecHex(t, c.Data)})
+					Data: unhex(t, c.Data)})
 			}
 			digest, err := b.Digest()
 			if err != nil {
@@ -120,7 +102,7 @@ func TestBatchExecutionMatchesViem(t *testing.T) {
 			if got := hex.EncodeToString(digest[:]); "0x"+got != vec.Digest {
 				t.Fatalf("digest 0x%s, viem %s", got, vec.Digest)
 			}
-			sig := vecHex(t, vec.Signature)
+			sig := unhex(t, vec.Signature)
 			recoverable := append(append([]byte(nil), sig[:64]...), sig[64]-27)
 			pub, err := crypto.SigToPub(digest[:], recoverable)
 			if err != nil || crypto.PubkeyToAddress(*pub) != common.HexToAddress(vec.Account) {
@@ -130,7 +112,7 @@ func TestBatchExecutionMatchesViem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := vecHex(t, vec.Calldata); !bytes.Equal(calldata, want) {
+			if want := unhex(t, vec.Calldata); !bytes.Equal(calldata, want) {
 				t.Fatalf("calldata\n 0x%x\nviem\n 0x%x", calldata, want)
 			}
 			// A second oracle: go-ethereum's packer with the contract's checked-in ABI.
