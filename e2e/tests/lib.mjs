@@ -17,15 +17,26 @@ export function latchkeyBinary() {
   return out;
 }
 
+// Ports handed out by freePort in this process. A port closed a moment ago may be handed out
+// again by the kernel (it was: the API's and the proxy's port once came out the same), so a
+// port is never returned twice.
+const handedOut = new Set();
+
 export async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.listen(0, "127.0.0.1", () => {
+        const { port } = s.address();
+        s.close(() => resolve(port));
+      });
+      s.on("error", reject);
     });
-    s.on("error", reject);
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 export async function startLatchkey(extraArgs = []) {
