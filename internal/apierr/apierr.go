@@ -99,6 +99,15 @@ func NotFoundf(format string, args ...any) *Error {
 	return &Error{Code: NotFound, TurnkeyCode: "NOT_FOUND", Message: fmt.Sprintf(format, args...)}
 }
 
+// MissingOr answers a read that failed: a failure of the store itself (store.IsUnavailable) is
+// StoreUnavailable, never a 404 saying the record does not exist; anything else is NotFoundf.
+func MissingOr(cause error, format string, args ...any) *Error {
+	if store.IsUnavailable(cause) {
+		return StoreUnavailable(cause)
+	}
+	return NotFoundf(format, args...)
+}
+
 // Denied is a 403.
 func Denied(format string, args ...any) *Error {
 	return &Error{Code: PermissionDenied, TurnkeyCode: "REQUEST_NOT_AUTHORIZED", Message: fmt.Sprintf(format, args...)}

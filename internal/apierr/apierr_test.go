@@ -87,3 +87,29 @@ func TestStoreFailuresAreUnavailable(t *testing.T) {
 		t.Errorf("a decoding failure is internal, got %d", e.Code)
 	}
 }
+
+// TestMissingOr: a read that failed because the store is lost answers 503, never a 404 saying the
+// record does not exist; any other failure (not found, or found in another organization) is the
+// 404 the caller wrote.
+func TestMissingOr(t *testing.T) {
+	lost := fmt.Errorf("postgres: get record: %w", store.Unavailable(io.ErrUnexpectedEOF))
+	for _, tc := range []struct {
+		name  string
+		cause error
+		want  Code
+	}{
+		{"not found", store.ErrNotFound, NotFound},
+		{"a 404 already", NotFoundf("user not found"), NotFound},
+		{"store lost", lost, Unavailable},
+		{"store lost under an internal error", Internalf(lost, "reading user"), Unavailable},
+		{"store closed", store.ErrClosed, Unavailable},
+	} {
+		e := MissingOr(tc.cause, "parameters.userId: user not found: %s", "u1")
+		if e.Code != tc.want {
+			t.Errorf("%s: code %d (%q), want %d", tc.name, e.Code, e.Message, tc.want)
+		}
+		if tc.want == NotFound && e.Message != "parameters.userId: user not found: u1" {
+			t.Errorf("%s: message %q", tc.name, e.Message)
+		}
+	}
+}

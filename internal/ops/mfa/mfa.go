@@ -187,7 +187,7 @@ func save(x *activity.Exec, p *Policy) error {
 func create(x *activity.Exec, in *wire.CreateMfaPolicyIntent) (any, error) {
 	u, err := directory.LoadUser(x.Ctx, x.Tx, x.OrgID, in.UserId)
 	if err != nil {
-		return nil, apierr.NotFoundf("parameters.userId: user not found: %s", in.UserId)
+		return nil, apierr.MissingOr(err, "parameters.userId: user not found: %s", in.UserId)
 	}
 	p := &Policy{
 		ID:        id.New(),

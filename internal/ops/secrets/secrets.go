@@ -271,7 +271,7 @@ func deleteSecrets(x *activity.Exec, in *wire.DeleteSecretsIntent) (any, error) 
 	}
 	for i, sid := range in.SecretIds {
 		if _, err := records.Load[Secret](x.Ctx, x.Tx, KindSecret, x.OrgID, sid, "secret"); err != nil {
-			return nil, apierr.NotFoundf("%s: secret not found: %s", idx(f, i), sid)
+			return nil, apierr.MissingOr(err, "%s: secret not found: %s", idx(f, i), sid)
 		}
 		if err := records.Delete(x.Ctx, x.Tx, KindSecret, sid); err != nil {
 			return nil, err

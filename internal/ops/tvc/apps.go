@@ -105,7 +105,7 @@ func resolveSet(
 	case setID != "":
 		s, err := loadSet(x.Ctx, x.Tx, x.OrgID, setID)
 		if err != nil {
-			return nil, nil, false, apierr.NotFoundf("%s: TVC operator set not found: %s", idField, setID)
+			return nil, nil, false, apierr.MissingOr(err, "%s: TVC operator set not found: %s", idField, setID)
 		}
 		return s, nil, false, nil
 	}
@@ -141,7 +141,7 @@ func resolveSet(
 		f := idx(paramsField+".existingOperatorIds", i)
 		o, err := loadOperator(x.Ctx, x.Tx, x.OrgID, ex)
 		if err != nil {
-			return nil, nil, false, apierr.NotFoundf("%s: TVC operator not found: %s", f, ex)
+			return nil, nil, false, apierr.MissingOr(err, "%s: TVC operator not found: %s", f, ex)
 		}
 		if prev, dup := keys[o.PublicKey]; dup {
 			return nil, nil, false, apierr.Invalid(f, "operator %s has the same public key as %s", ex, prev)
@@ -248,7 +248,7 @@ func createApp(x *activity.Exec, in *wire.CreateTvcAppIntent) (any, error) {
 func deleteApp(x *activity.Exec, in *wire.DeleteTvcAppAndDeploymentsIntent) (any, error) {
 	a, err := loadApp(x.Ctx, x.Tx, x.OrgID, in.AppId)
 	if err != nil {
-		return nil, apierr.NotFoundf("parameters.appId: TVC app not found: %s", in.AppId)
+		return nil, apierr.MissingOr(err, "parameters.appId: TVC app not found: %s", in.AppId)
 	}
 	ds, err := appDeployments(x.Ctx, x.Tx, x.OrgID, a.ID)
 	if err != nil {

@@ -34,7 +34,7 @@ func (d Deps) createDeployment(x *activity.Exec, in *wire.CreateTvcDeploymentInt
 	const p = "parameters."
 	a, err := loadApp(x.Ctx, x.Tx, x.OrgID, in.AppId)
 	if err != nil {
-		return nil, apierr.NotFoundf("parameters.appId: TVC app not found: %s", in.AppId)
+		return nil, apierr.MissingOr(err, "parameters.appId: TVC app not found: %s", in.AppId)
 	}
 	if err := checkQOSVersion(p+"qosVersion", in.QosVersion, d.QOSVersions); err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func createApprovals(x *activity.Exec, in *wire.CreateTvcManifestApprovalsIntent
 		fi := idx(f, i)
 		if !slices.Contains(ms.OperatorIDs, ap.OperatorId) {
 			if _, err := loadOperator(x.Ctx, x.Tx, x.OrgID, ap.OperatorId); err != nil {
-				return nil, apierr.NotFoundf("%s.operatorId: TVC operator not found: %s", fi, ap.OperatorId)
+				return nil, apierr.MissingOr(err, "%s.operatorId: TVC operator not found: %s", fi, ap.OperatorId)
 			}
 			return nil, apierr.Invalid(
 				fi+".operatorId",
@@ -297,7 +297,7 @@ func setLive(x *activity.Exec, in *wire.UpdateTvcAppLiveDeploymentIntent) (any, 
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
-		return nil, apierr.NotFoundf("%s: TVC deployment not found: %s", f, in.DeploymentId)
+		return nil, apierr.MissingOr(err, "%s: TVC deployment not found: %s", f, in.DeploymentId)
 	}
 	if dep.Deleted {
 		return nil, precondition(f, "deployment %s is deleted; restore it before setting it live", dep.ID)
@@ -330,7 +330,7 @@ func deleteDeployment(x *activity.Exec, in *wire.DeleteTvcDeploymentIntent) (any
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
-		return nil, apierr.NotFoundf("%s: TVC deployment not found: %s", f, in.DeploymentId)
+		return nil, apierr.MissingOr(err, "%s: TVC deployment not found: %s", f, in.DeploymentId)
 	}
 	if dep.Deleted {
 		return nil, precondition(f, "deployment %s is already deleted", dep.ID)
@@ -358,7 +358,7 @@ func restoreDeployment(x *activity.Exec, in *wire.RestoreTvcDeploymentIntent) (a
 	const f = "parameters.deploymentId"
 	dep, err := loadDeployment(x.Ctx, x.Tx, x.OrgID, in.DeploymentId)
 	if err != nil {
-		return nil, apierr.NotFoundf("%s: TVC deployment not found: %s", f, in.DeploymentId)
+		return nil, apierr.MissingOr(err, "%s: TVC deployment not found: %s", f, in.DeploymentId)
 	}
 	if !dep.Deleted {
 		return nil, precondition(f, "deployment %s is not deleted", dep.ID)
