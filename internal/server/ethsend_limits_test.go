@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -22,20 +21,7 @@ import (
 // is signed or broadcast. Data that fits is sent whole.
 func TestEthSendTransactionDataBound(t *testing.T) {
 	var sent []byte
-	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
-		"eth_getTransactionCount":  func([]json.RawMessage) string { return `"0x7"` },
-		"eth_estimateGas":          func([]json.RawMessage) string { return `"0x5208"` },
-		"eth_maxPriorityFeePerGas": func([]json.RawMessage) string { return `"0x3b9aca00"` },
-		"eth_getBlockByNumber":     func([]json.RawMessage) string { return `{"number":"0x10","baseFeePerGas":"0x77359400"}` },
-		"eth_sendRawTransaction": func(p []json.RawMessage) string {
-			var h string
-			_ = json.Unmarshal(p[0], &h)
-			sent, _ = hexutil.Decode(h)
-			var tx types.Transaction
-			_ = tx.UnmarshalBinary(sent)
-			return `"` + tx.Hash().Hex() + `"`
-		},
-	})
+	evm := newFakeNode(t, sendingNode(&sent))
 	h := servertest.New(t, servertest.WithConfig(
 		func(c *server.Config) { c.ChainRPC = map[string]string{"eip155:11155111": evm.srv.URL} }))
 	root, _ := h.RootOrg("Acme")

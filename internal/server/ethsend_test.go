@@ -22,21 +22,9 @@ import (
 // ethSendTransaction (V1: from, to, value, data, caip2, sponsor false).
 func TestEthSendTransaction(t *testing.T) {
 	var sent []byte
-	evm := newFakeNode(t, map[string]func([]json.RawMessage) string{
-		"eth_getTransactionCount":  func([]json.RawMessage) string { return `"0x7"` },
-		"eth_estimateGas":          func([]json.RawMessage) string { return `"0x5208"` },
-		"eth_maxPriorityFeePerGas": func([]json.RawMessage) string { return `"0x3b9aca00"` },
-		"eth_getBlockByNumber":     func([]json.RawMessage) string { return `{"number":"0x10","baseFeePerGas":"0x77359400"}` },
-		"eth_sendRawTransaction": func(p []json.RawMessage) string {
-			var h string
-			_ = json.Unmarshal(p[0], &h)
-			sent, _ = hexutil.Decode(h)
-			var tx types.Transaction
-			_ = tx.UnmarshalBinary(sent)
-			return `"` + tx.Hash().Hex() + `"`
-		},
-		"eth_getTransactionReceipt": func([]json.RawMessage) string { return `{"status":"0x1","blockNumber":"0x11"}` },
-	})
+	methods := sendingNode(&sent)
+	methods["eth_getTransactionReceipt"] = func([]json.RawMessage) string { return `{"status":"0x1","blockNumber":"0x11"}` }
+	evm := newFakeNode(t, methods)
 	h := servertest.New(
 		t,
 		servertest.WithConfig(
@@ -121,4 +109,23 @@ func TestEthSendTransaction(t *testing.T) {
 		3,
 		"from",
 	)
+}
+
+// sendingNode is a fake EVM node's methods for an eth_send_transaction: nonce 7, 21,000 gas, a
+// 1 gwei tip over a 2 gwei base fee, and eth_sendRawTransaction keeping the raw bytes in *sent.
+func sendingNode(sent *[]byte) map[string]func([]json.RawMessage) string {
+	return map[string]func([]json.RawMessage) string{
+		"eth_getTransactionCount":  func([]json.RawMessage) string { return `"0x7"` },
+		"eth_estimateGas":          func([]json.RawMessage) string { return `"0x5208"` },
+		"eth_maxPriorityFeePerGas": func([]json.RawMessage) string { return `"0x3b9aca00"` },
+		"eth_getBlockByNumber":     func([]json.RawMessage) string { return `{"number":"0x10","baseFeePerGas":"0x77359400"}` },
+		"eth_sendRawTransaction": func(p []json.RawMessage) string {
+			var h string
+			_ = json.Unmarshal(p[0], &h)
+			*sent, _ = hexutil.Decode(h)
+			var tx types.Transaction
+			_ = tx.UnmarshalBinary(*sent)
+			return `"` + tx.Hash().Hex() + `"`
+		},
+	}
 }
