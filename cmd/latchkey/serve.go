@@ -354,6 +354,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"",
 		"JSON {\"<caip19>\": \"<usd price>\"} giving balances a display.usd (Latchkey fetches no prices)",
 	)
+	gasStation := fs.String(
+		"gas-station",
+		"",
+		"JSON file turning gas sponsorship on per network (delegate, caps, prices, kill switch); see docs/gas-station.md",
+	)
 	var qos listFlag
 	fs.Var(
 		&qos,
@@ -462,7 +467,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.ChainRPC, err = chaindata.ParseProviders(chainRPC); err != nil {
 		return usageError{err.Error()}
 	}
-	cfg.AssetsFile, cfg.PricesFile = *assetsFile, *pricesFile
+	cfg.AssetsFile, cfg.PricesFile, cfg.GasStationFile = *assetsFile, *pricesFile, *gasStation
 	cfg.OIDCTrustedIssuers, cfg.OIDCIssuerURL = trustedIssuers, *issuerURL
 	cfg.OAuth2 = map[string]server.OAuth2Endpoints{
 		"discord": {TokenURL: *discordToken, UserInfoURL: *discordUser},

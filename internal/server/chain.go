@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/chain/rpc"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 )
 
@@ -18,6 +19,10 @@ func newChainDeps(cfg Config, onError func(network string)) (*chaindata.Deps, er
 	if err != nil {
 		return nil, err
 	}
+	gas, err := gasstation.LoadConfig(cfg.GasStationFile)
+	if err != nil {
+		return nil, err
+	}
 	providers := map[string]*rpc.Client{}
 	for network, url := range cfg.ChainRPC {
 		providers[chaindata.Canonical(network)] = &rpc.Client{Network: chaindata.Canonical(network), URL: url,
@@ -25,5 +30,6 @@ func newChainDeps(cfg Config, onError func(network string)) (*chaindata.Deps, er
 	}
 	d := chaindata.NewDeps(providers, catalog, cfg.BalanceCacheTTL)
 	d.Prices = prices
+	d.GasStation = gas
 	return d, nil
 }

@@ -188,6 +188,8 @@ type Config struct {
 	AssetsFile string
 	// PricesFile gives balances a display.usd: {"<caip19>": "<usd price>"}.
 	PricesFile string
+	// GasStationFile turns gas sponsorship on (internal/gasstation; "" sponsors nothing).
+	GasStationFile string
 	// BalanceCacheTTL is how long balances are served from memory (default 10 s).
 	BalanceCacheTTL time.Duration
 	// OAuth2 overrides the token and user-info endpoints of "discord" and "x".

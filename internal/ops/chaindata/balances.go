@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/chain/rpc"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
@@ -36,6 +37,9 @@ type Deps struct {
 	Catalog   Catalog
 	// Prices, when set, give balances a display.usd.
 	Prices Prices
+	// GasStation is the operator's sponsorship configuration (never nil once built by the server;
+	// the zero Config sponsors nothing).
+	GasStation *gasstation.Config
 	// SignSolana signs a Solana transaction with the key signWith names (wallets.Deps.SignSolana).
 	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
 	// SignEthereum signs an unsigned Ethereum transaction with the key signWith names.
