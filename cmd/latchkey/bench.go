@@ -46,7 +46,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	op := fs.String(
 		"op",
 		"whoami",
-		"operation: whoami, create_user_tag, sign_raw_payload or create_sub_organization (one root user, one Ethereum wallet)",
+		"operation: whoami, create_user_tag, sign_raw_payload, create_sub_organization (one root user, one Ethereum wallet), "+
+			"or transit_sign (an OpenBao/Vault transit key at --api-url, for comparison)",
+	)
+	transitKey := fs.String(
+		"transit-key",
+		"",
+		"with --op transit_sign: the transit key's name (the token comes from LATCHKEY_BENCH_TRANSIT_TOKEN)",
 	)
 	conc := fs.Int("concurrency", 1, "concurrent clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send load")
@@ -100,6 +106,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Presign:       *presign,
 		FloorDuration: *floorDur,
 		Seed:          *seedN,
+		TransitKey:    *transitKey,
+		TransitToken:  os.Getenv("LATCHKEY_BENCH_TRANSIT_TOKEN"),
 	}
 	if *floorDur == 0 {
 		cfg.FloorDuration = -1
@@ -114,7 +122,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer stop()
-	} else {
+	} else if *op != "transit_sign" {
 		creds, err := bench.LoadCredentials(*credsFile)
 		if err != nil {
 			return err

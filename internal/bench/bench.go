@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -79,6 +81,10 @@ type Config struct {
 	// OnStart, when set, is called as the measured window opens (a profiler starts there), and
 	// OnEnd as it closes.
 	OnStart, OnEnd func()
+	// TransitKey and TransitToken (op transit_sign) name an OpenBao or Vault transit key and the
+	// token that may sign with it: the run measures that server's signing beside the same crypto
+	// floor, so the two servers' ratios compare (docs/performance.md "Against OpenBao").
+	TransitKey, TransitToken string
 	// Seed, when > 0, first creates that many sub-organizations of the bench's organization,
 	// each with a root user holding an API key and an Ethereum wallet, so the load runs against
 	// a store that is not empty (not measured).
@@ -86,7 +92,7 @@ type Config struct {
 }
 
 // Ops lists the operations the tool can send.
-var Ops = []string{"whoami", "create_user_tag", "sign_raw_payload", "create_sub_organization"}
+var Ops = []string{"whoami", "create_user_tag", "sign_raw_payload", "create_sub_organization", "transit_sign"}
 
 // Result is what a run measured.
 type Result struct {
@@ -174,8 +180,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Curve != "secp256k1" && cfg.Curve != "ed25519" {
 		return Result{}, errors.New("--curve must be secp256k1 or ed25519")
 	}
-	st, err := newStamper(cfg.Creds)
-	if err != nil {
+	var st stamp.Stamper
+	var err error
+	if cfg.Op == "transit_sign" {
+		if cfg.TransitKey == "" || cfg.TransitToken == "" {
+			return Result{}, errors.New("transit_sign needs --transit-key and a token (LATCHKEY_BENCH_TRANSIT_TOKEN)")
+		}
+		st = tokenHeader(cfg.TransitToken)
+	} else if st, err = newStamper(cfg.Creds); err != nil {
 		return Result{}, err
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
@@ -304,7 +316,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 		pick := func(f Floor) float64 {
-			if cfg.Op == "sign_raw_payload" {
+			if cfg.Op == "sign_raw_payload" || cfg.Op == "transit_sign" {
 				return f.VerifySignPerSecond
 			}
 			return f.VerifyPerSecond
@@ -348,7 +360,18 @@ var runID = func() string {
 	return hex.EncodeToString(b)
 }()
 
+// tokenHeader "stamps" a transit request with its Vault token header.
+type tokenHeader string
+
+func (t tokenHeader) Stamp([]byte) (string, string, error) { return "X-Vault-Token", string(t), nil }
+
 func body(cfg Config, worker, n int) (path string, b []byte) {
+	if cfg.Op == "transit_sign" { // a fresh SHA-256 digest, signed as it is (prehashed)
+		var d [32]byte
+		_, _ = rand.Read(d[:])
+		return "/v1/transit/sign/" + url.PathEscape(cfg.TransitKey) + "/sha2-256",
+			[]byte(`{"input":"` + base64.StdEncoding.EncodeToString(d[:]) + `","prehashed":true}`)
+	}
 	org := cfg.Creds.OrganizationID
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	switch cfg.Op {
