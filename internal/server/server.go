@@ -450,6 +450,11 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
 		return nil, err
 	}
+	if s.chain.Sponsor, err = custody.LoadSponsorKeys(ctx, st, s.Keyring); err != nil {
+		return nil, err
+	}
+	sponsor := s.chain.Sponsor.Addresses()
+	cfg.Log.Info("gas station sponsor keys", "paymaster", sponsor.EVMPaymaster, "feePayer", sponsor.SolanaFeePayer)
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
 	if cfg.Dev && cfg.Emailer == nil && cfg.Texter == nil {
 		if s.Outbox, err = notify.NewOutbox(filepath.Join(cfg.DataDir, OutboxFile)); err != nil {
