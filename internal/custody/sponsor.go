@@ -107,7 +107,13 @@ func newSealedSponsorKey(kr *Keyring, name ServerKey, curve hd.Curve) (serverKey
 
 // readSponsorKey reads a sponsor key's record and opens it once, to check that the published
 // public key is the sealed key's (a record edited by hand cannot redirect the funds).
-func readSponsorKey(ctx context.Context, st store.Store, kr *Keyring, name ServerKey, curve hd.Curve) (*sponsorKey, error) {
+func readSponsorKey(
+	ctx context.Context,
+	st store.Store,
+	kr *Keyring,
+	name ServerKey,
+	curve hd.Curve,
+) (*sponsorKey, error) {
 	rec, err := getServerKeyRecord(ctx, st, name)
 	if err != nil {
 		return nil, err
@@ -155,7 +161,9 @@ func ethereumAddress(uncompressed []byte) [20]byte {
 func (s *SponsorKeys) PaymasterAddress() [20]byte { return s.paymaster }
 
 // PaymasterPublicKey is the paymaster's uncompressed SEC1 public key (65 bytes).
-func (s *SponsorKeys) PaymasterPublicKey() []byte { return append([]byte(nil), s.paymasterPublicKey...) }
+func (s *SponsorKeys) PaymasterPublicKey() []byte {
+	return append([]byte(nil), s.paymasterPublicKey...)
+}
 
 // SignPaymasterDigest signs a 32-byte digest (a transaction's signing hash) with the paymaster
 // key: r‖s‖v, with s in the lower half of the curve order and v the recovery id, 0 or 1.

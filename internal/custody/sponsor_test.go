@@ -42,7 +42,8 @@ func TestSponsorKeysStableAcrossLoads(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
-		if s.PaymasterAddress() != loaded[0].PaymasterAddress() || s.FeePayerPublicKey() != loaded[0].FeePayerPublicKey() {
+		if s.PaymasterAddress() != loaded[0].PaymasterAddress() ||
+			s.FeePayerPublicKey() != loaded[0].FeePayerPublicKey() {
 			t.Fatalf("process %d loaded other sponsor keys: %v vs %v", i, s, loaded[0])
 		}
 	}
@@ -54,7 +55,8 @@ func TestSponsorKeysStableAcrossLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.PaymasterAddress() != loaded[0].PaymasterAddress() || again.FeePayerPublicKey() != loaded[0].FeePayerPublicKey() {
+	if again.PaymasterAddress() != loaded[0].PaymasterAddress() ||
+		again.FeePayerPublicKey() != loaded[0].FeePayerPublicKey() {
 		t.Fatal("the sponsor keys changed after a reload")
 	}
 	if again.PaymasterAddress() == ([20]byte{}) || again.FeePayerPublicKey() == ([32]byte{}) {
@@ -104,7 +106,12 @@ func TestSponsorKeysSign(t *testing.T) {
 			t.Fatal(err)
 		}
 		if crypto.PubkeyToAddress(*pub) != s.PaymasterAddress() {
-			t.Fatalf("signature %d recovers to %s, not the paymaster 0x%x", i, crypto.PubkeyToAddress(*pub), s.PaymasterAddress())
+			t.Fatalf(
+				"signature %d recovers to %s, not the paymaster 0x%x",
+				i,
+				crypto.PubkeyToAddress(*pub),
+				s.PaymasterAddress(),
+			)
 		}
 		if !bytes.Equal(crypto.FromECDSAPub(pub), s.PaymasterPublicKey()) {
 			t.Fatal("PaymasterPublicKey is not the signing key")

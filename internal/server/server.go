@@ -903,6 +903,9 @@ type PublicKeys struct {
 	Version   string             `json:"version"`
 }
 
+// SponsorAddresses are the gas sponsor keys' addresses, for the operator to fund.
+func (s *Server) SponsorAddresses() custody.SponsorAddresses { return s.chain.Sponsor.Addresses() }
+
 // PublicKeys returns the server's public keys.
 func (s *Server) PublicKeys() PublicKeys {
 	return PublicKeys{
