@@ -54,7 +54,8 @@ func TestGasStationShow(t *testing.T) {
 		t.Fatalf("the sponsor keys changed between two runs: %v, %v", a, b)
 	}
 	for _, args := range [][]string{{"gas-station"}, {"gas-station", "rotate"}} {
-		if err := run(ctx, args, &out, &errb); !isUsageError(err) || !strings.Contains(err.Error(), "gas-station show") {
+		if err := run(ctx, args, &out, &errb); !isUsageError(err) ||
+			!strings.Contains(err.Error(), "gas-station show") {
 			t.Errorf("%v: %v", args, err)
 		}
 	}

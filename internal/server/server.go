@@ -32,6 +32,7 @@ import (
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/frames"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/messages"
 	"github.com/latchkey/latchkey/internal/metrics"
@@ -637,6 +638,7 @@ func (s *Server) registry() *activity.Registry {
 		webhooks.Register(reg, webhooks.Deps{AllowLoopback: s.cfg.Dev || s.cfg.LoopbackWebhooks,
 			Networks: func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) }}),
 		chaindata.Register(reg, s.chain),
+		gasstation.Register(reg),
 		oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider}),
 		tvc.Register(
 			reg,
