@@ -104,6 +104,7 @@ commands:
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
   keyring   the keys that seal secrets: rotate (a new data key), rewrap (a new master key), status
+  gas-station show: the gas sponsor keys' addresses to fund (EVM paymaster, Solana fee payer)
   unseal    give a sealed Latchkey (--seal shamir) one share: latchkey unseal --api-url URL
   seal      seal a running --seal shamir Latchkey (stamped by a root user's API key)
   completion print a shell completion script: latchkey completion bash|zsh|fish
@@ -148,6 +149,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "keyring":
 		return cmdKeyring(ctx, rest, stdout, stderr)
+	case "gas-station":
+		return cmdGasStation(ctx, rest, stdout, stderr)
 	case "backup":
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
@@ -279,7 +282,7 @@ func (l *listFlag) Set(v string) error {
 
 // commands are the command names (for suggestions and completion).
 var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
-	"migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal"}
+	"migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal", "gas-station"}
 
 // didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
 // prefix), as "; did you mean X?" (flags spelled --X).

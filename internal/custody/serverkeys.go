@@ -156,12 +156,7 @@ func readServerKey(
 	name ServerKey,
 	prev *keyState,
 ) (*keyState, error) {
-	var rec store.Record
-	err := st.View(ctx, func(r store.Reader) error {
-		var err error
-		rec, err = r.Get(ctx, serverKeyKind, string(name))
-		return err
-	})
+	rec, err := getServerKeyRecord(ctx, st, name)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +233,31 @@ func loadOrCreateServerKey(
 	if err != nil {
 		return nil, err
 	}
-	data, _ := json.Marshal(serverKeyRecord{PublicKey: pub, Sealed: sealed})
+	if err := insertServerKeyRecord(ctx, st, name, serverKeyRecord{PublicKey: pub, Sealed: sealed}); err != nil {
+		return nil, err
+	}
+	// Read what was stored (another process's key, if it was first).
+	return readServerKey(ctx, st, kr, name, nil)
+}
+
+// getServerKeyRecord reads the stored record of the server key (or sponsor key) name.
+func getServerKeyRecord(ctx context.Context, st store.Store, name ServerKey) (store.Record, error) {
+	var rec store.Record
+	err := st.View(ctx, func(r store.Reader) error {
+		var err error
+		rec, err = r.Get(ctx, serverKeyKind, string(name))
+		return err
+	})
+	return rec, err
+}
+
+// insertServerKeyRecord stores a new key's record under name unless one is there already (the
+// first of several processes starting at once wins; the others read its key afterwards).
+func insertServerKeyRecord(ctx context.Context, st store.Store, name ServerKey, sr serverKeyRecord) error {
+	data, err := json.Marshal(sr)
+	if err != nil {
+		return err
+	}
 	now := time.Now().UTC()
 	err = st.Update(ctx, func(tx store.Tx) error {
 		return tx.Insert(
@@ -247,10 +266,9 @@ func loadOrCreateServerKey(
 		)
 	})
 	if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-		return nil, err
+		return err
 	}
-	// Read what was stored (another process's key, if it was first).
-	return readServerKey(ctx, st, kr, name, nil)
+	return nil
 }
 
 // PublicKey returns a server key's public half in use now: uncompressed, lowercase hex — exactly

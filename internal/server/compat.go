@@ -46,7 +46,6 @@ func init() {
 		"init_fiat_on_ramp",
 		"list_fiat_on_ramp_credentials",
 		"get_onramp_transaction_status",
-		"get_gas_usage",
 	)
 	group("needs AWS Nitro enclave attestation, which a self-hosted server cannot produce",
 		"get_boot_proof", "get_latest_boot_proof")

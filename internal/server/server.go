@@ -32,6 +32,7 @@ import (
 	"github.com/latchkey/latchkey/internal/dashboard"
 	"github.com/latchkey/latchkey/internal/directory"
 	"github.com/latchkey/latchkey/internal/frames"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/hot"
 	"github.com/latchkey/latchkey/internal/messages"
 	"github.com/latchkey/latchkey/internal/metrics"
@@ -450,6 +451,11 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Keys, err = custody.LoadServerKeys(ctx, st, s.Keyring); err != nil {
 		return nil, err
 	}
+	if s.chain.Sponsor, err = custody.LoadSponsorKeys(ctx, st, s.Keyring); err != nil {
+		return nil, err
+	}
+	sponsor := s.chain.Sponsor.Addresses()
+	cfg.Log.Info("gas station sponsor keys", "paymaster", sponsor.EVMPaymaster, "feePayer", sponsor.SolanaFeePayer)
 	s.Custodian = custody.NewCustodian(s.Keyring, s.Keys)
 	if cfg.Dev && cfg.Emailer == nil && cfg.Texter == nil {
 		if s.Outbox, err = notify.NewOutbox(filepath.Join(cfg.DataDir, OutboxFile)); err != nil {
@@ -632,6 +638,7 @@ func (s *Server) registry() *activity.Registry {
 		webhooks.Register(reg, webhooks.Deps{AllowLoopback: s.cfg.Dev || s.cfg.LoopbackWebhooks,
 			Networks: func() []string { return slices.Sorted(maps.Keys(s.chain.Providers)) }}),
 		chaindata.Register(reg, s.chain),
+		gasstation.Register(reg),
 		oauth.Register(reg, oauth.Deps{Env: env, Issuer: s.OIDCIssuer, Providers: s.oauth2Provider}),
 		tvc.Register(
 			reg,
@@ -897,6 +904,9 @@ type PublicKeys struct {
 	Rotations []custody.Rotation `json:"rotations,omitempty"`
 	Version   string             `json:"version"`
 }
+
+// SponsorAddresses are the gas sponsor keys' addresses, for the operator to fund.
+func (s *Server) SponsorAddresses() custody.SponsorAddresses { return s.chain.Sponsor.Addresses() }
 
 // PublicKeys returns the server's public keys.
 func (s *Server) PublicKeys() PublicKeys {

@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/address"
 	"github.com/latchkey/latchkey/internal/chain/rpc"
+	"github.com/latchkey/latchkey/internal/custody"
 	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/ops/wallets"
 	"github.com/latchkey/latchkey/internal/records"
@@ -40,6 +41,7 @@ type Deps struct {
 	// GasStation is the operator's sponsorship configuration (never nil once built by the server;
 	// the zero Config sponsors nothing).
 	GasStation *gasstation.Config
+	Sponsor    *custody.SponsorKeys // the deployment's paymaster and fee payer (custody.LoadSponsorKeys)
 	// SignSolana signs a Solana transaction with the key signWith names (wallets.Deps.SignSolana).
 	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
 	// SignEthereum signs an unsigned Ethereum transaction with the key signWith names.
