@@ -41,6 +41,9 @@ func TestBalanceWebhooksFromBlocks(t *testing.T) {
 				`{"hash":"0xether","from":"` + w + `","to":"0x000000000000000000000000000000000000dead","value":"0xde0b6b3a7640000"},` +
 				`{"hash":"0xnothing","from":"0x1111111111111111111111111111111111111111","to":"0x2222222222222222222222222222222222222222","value":"0x1"}]}`
 		},
+		"eth_getTransactionReceipt": func([]json.RawMessage) string {
+			return `{"status":"0x1","gasUsed":"0x5208","effectiveGasPrice":"0x1"}` // the history index's fee
+		},
 		"eth_getLogs": func([]json.RawMessage) string {
 			w := strings.TrimPrefix(watched.Load().(string), "0x")
 			return `[{"address":"` + usdc + `","topics":["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",` +

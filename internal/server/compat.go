@@ -59,7 +59,7 @@ func init() {
 		"eth_undelegate_7702",
 	)
 	group("transaction history needs a chain indexer, which Latchkey does not run",
-		"list_eth_transaction_history", "list_sol_transaction_history")
+		"list_sol_transaction_history")
 	group(
 		"needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs",

@@ -3,6 +3,7 @@ package chaindata
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
@@ -25,8 +26,10 @@ import (
 // transfers and the ERC-20 Transfer logs of the catalog's tokens that touch a wallet account
 // address, and queues one delivery per address, operation and asset for the endpoints of the
 // address's top-level organization, in the transaction that advances the network's cursor (so a
-// block is reported once, whichever process reads it first). It asks the nodes for nothing while
-// no endpoint subscribes to balance updates.
+// block is reported once, whichever process reads it first). On the eip155 networks the same
+// walk feeds the transaction history index (history.go), so it runs whenever a provider is
+// configured; balance deliveries are queued only while an endpoint subscribes to them. On
+// Solana it asks the nodes for nothing while no endpoint subscribes.
 
 // KindBalanceCursor is the last block reported per network and tag.
 const KindBalanceCursor = "balance_cursor"
@@ -46,16 +49,20 @@ func (d *Deps) FollowBalancesOnce(ctx context.Context) int { return d.followBala
 
 // followBalances runs one pass over every eip155 network with a provider.
 func (d *Deps) followBalances(ctx context.Context) int {
-	var subscribed []store.Ref
+	var endpoints []store.Ref
 	if err := d.Store.View(ctx, func(r store.Reader) (err error) {
-		subscribed, err = r.Lookup(ctx, webhooks.KeyBalanceEndpoint, "1")
+		endpoints, err = r.Lookup(ctx, webhooks.KeyBalanceEndpoint, "1")
 		return err
-	}); err != nil || len(subscribed) == 0 {
+	}); err != nil {
 		return 0
 	}
+	subscribed := len(endpoints) > 0
 	n := 0
 	for caip2, c := range d.Providers {
 		if isSolana(caip2) {
+			if !subscribed {
+				continue
+			}
 			for _, cm := range []struct{ commitment, event, typ string }{
 				{"confirmed", webhooks.EventBalanceConfirmed, "balances:confirmed"},
 				{"finalized", webhooks.EventBalanceFinalized, "balances:finalized"},
@@ -83,7 +90,7 @@ func (d *Deps) followBalances(ctx context.Context) int {
 			{"latest", webhooks.EventBalanceConfirmed, "balances:confirmed"},
 			{"finalized", webhooks.EventBalanceFinalized, "balances:finalized"},
 		} {
-			got, err := d.followTag(ctx, caip2, c, tag.tag, tag.event, tag.typ)
+			got, err := d.followTag(ctx, caip2, c, tag.tag, tag.event, tag.typ, subscribed)
 			if err != nil && d.Log != nil {
 				d.Log.Warn("chaindata: following balances", "network", caip2, "tag", tag.tag, "err", err)
 			}
@@ -100,6 +107,7 @@ type rpcCaller interface {
 type evmBlock struct {
 	Number       hexutil.Uint64 `json:"number"`
 	Hash         string         `json:"hash"`
+	ParentHash   string         `json:"parentHash"`
 	Timestamp    hexutil.Uint64 `json:"timestamp"`
 	Transactions []struct {
 		Hash  string       `json:"hash"`
@@ -115,14 +123,23 @@ type balanceMove struct {
 	asset                              Asset
 }
 
-func (d *Deps) followTag(ctx context.Context, caip2 string, c rpcCaller, tag, event, typ string) (int, error) {
+// followTag walks caip2's blocks at tag: each block goes to the history index and, while an
+// endpoint subscribes (subscribed), to the balance deliveries.
+func (d *Deps) followTag(
+	ctx context.Context,
+	caip2 string,
+	c rpcCaller,
+	tag, event, typ string,
+	subscribed bool,
+) (int, error) {
 	var head struct {
 		Number hexutil.Uint64 `json:"number"`
 	}
 	if err := c.Call(ctx, "eth_getBlockByNumber", []any{tag, false}, &head); err != nil {
 		return 0, err
 	}
-	return d.advance(
+	var batch *historyBatch
+	return d.advanceIndexed(
 		ctx,
 		caip2,
 		caip2+"/"+tag,
@@ -130,8 +147,19 @@ func (d *Deps) followTag(ctx context.Context, caip2 string, c rpcCaller, tag, ev
 		event,
 		typ,
 		func(b uint64) ([]balanceMove, *evmBlock, error) {
-			return d.blockMoves(ctx, caip2, c, b)
+			block, logs, err := readBlock(ctx, c, b)
+			if err != nil {
+				return nil, nil, err
+			}
+			if batch, err = d.historyOf(ctx, caip2, c, block, logs, tag == "finalized"); err != nil {
+				return nil, nil, err
+			}
+			if !subscribed {
+				return nil, block, nil
+			}
+			return d.blockMoves(caip2, block, logs), block, nil
 		},
+		func(tx store.Tx, now time.Time) error { return batch.write(ctx, tx, now) },
 	)
 }
 
@@ -140,6 +168,13 @@ func (d *Deps) followTag(ctx context.Context, caip2 string, c rpcCaller, tag, ev
 // cursor seen for the first time starts at head: what happened before is not news.
 func (d *Deps) advance(ctx context.Context, caip2, cursorID string, head uint64, event, typ string,
 	read func(b uint64) ([]balanceMove, *evmBlock, error)) (int, error) {
+	return d.advanceIndexed(ctx, caip2, cursorID, head, event, typ, read, nil)
+}
+
+// advanceIndexed is advance where index (when not nil) writes what else the block read last
+// adds, in the transaction that moves the cursor past it.
+func (d *Deps) advanceIndexed(ctx context.Context, caip2, cursorID string, head uint64, event, typ string,
+	read func(b uint64) ([]balanceMove, *evmBlock, error), index func(store.Tx, time.Time) error) (int, error) {
 	var cur *balanceCursor
 	if err := d.Store.View(ctx, func(r store.Reader) (err error) {
 		cur, err = records.Load[balanceCursor](ctx, r, KindBalanceCursor, "", cursorID, "cursor")
@@ -170,6 +205,11 @@ func (d *Deps) advance(ctx context.Context, caip2, cursorID string, head uint64,
 					return err
 				}
 			}
+			if index != nil {
+				if err := index(tx, now); err != nil {
+					return err
+				}
+			}
 			return records.Save(ctx, tx, KindBalanceCursor, cursorID, "", now, now, balanceCursor{Block: b})
 		})
 		if err != nil {
@@ -180,19 +220,40 @@ func (d *Deps) advance(ctx context.Context, caip2, cursorID string, head uint64,
 	return sent, nil
 }
 
-// blockMoves reads block b's native transfers and the catalog's ERC-20 Transfer logs.
-func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint64) ([]balanceMove, *evmBlock, error) {
+// maxBlockLogs bounds the Transfer logs one block may hold before the follower refuses it
+// (the provider's answer is bounded by size as well: internal/chain/rpc).
+const maxBlockLogs = 100_000
+
+// readBlock reads block b with its transactions and every ERC-20 (and ERC-721) Transfer log it
+// holds, whatever the token contract: the history index wants them all, the balance deliveries
+// the catalog's.
+func readBlock(ctx context.Context, c rpcCaller, b uint64) (*evmBlock, []transferLog, error) {
 	var block evmBlock
 	if err := c.Call(ctx, "eth_getBlockByNumber", []any{hexutil.EncodeUint64(b), true}, &block); err != nil {
 		return nil, nil, err
 	}
-	var native Asset
+	if uint64(block.Number) != b {
+		return nil, nil, fmt.Errorf("the node answered block %d for block %d", uint64(block.Number), b)
+	}
+	var logs []transferLog
+	q := map[string]any{"blockHash": block.Hash, "topics": []any{erc20Transfer.Hex()}}
+	if err := c.Call(ctx, "eth_getLogs", []any{q}, &logs); err != nil {
+		return nil, nil, err
+	}
+	if len(logs) > maxBlockLogs {
+		return nil, nil, fmt.Errorf("block %d holds %d Transfer logs, more than the %d the follower reads",
+			b, len(logs), maxBlockLogs)
+	}
+	return &block, logs, nil
+}
+
+// blockMoves returns block's native transfers and the catalog's ERC-20 Transfer logs as
+// balance moves.
+func (d *Deps) blockMoves(caip2 string, block *evmBlock, logs []transferLog) []balanceMove {
+	native := d.nativeAsset(caip2)
 	tokens := map[string]Asset{}
 	for _, a := range d.Catalog[caip2] {
-		switch {
-		case strings.Contains(a.Caip19, "/slip44:"):
-			native = a
-		case strings.Contains(a.Caip19, "/erc20:"):
+		if strings.Contains(a.Caip19, "/erc20:") {
 			tokens[strings.ToLower(a.Caip19[strings.Index(a.Caip19, "/erc20:")+len("/erc20:"):])] = a
 		}
 	}
@@ -208,41 +269,24 @@ func (d *Deps) blockMoves(ctx context.Context, caip2 string, c rpcCaller, b uint
 			balanceMove{address: t.From, operation: "withdraw", txHash: t.Hash, asset: native, amount: amount},
 		)
 	}
-	if len(tokens) > 0 {
-		addrs := make([]string, 0, len(tokens))
-		for a := range tokens {
-			addrs = append(addrs, a)
+	for _, l := range logs {
+		a, ok := tokens[strings.ToLower(l.Address)]
+		if !ok || len(l.Topics) != 3 {
+			continue
 		}
-		var logs []struct {
-			Address string   `json:"address"`
-			Topics  []string `json:"topics"`
-			Data    string   `json:"data"`
-			TxHash  string   `json:"transactionHash"`
+		raw, err := hexutil.Decode(l.Data)
+		if err != nil {
+			continue
 		}
-		q := map[string]any{"fromBlock": hexutil.EncodeUint64(b), "toBlock": hexutil.EncodeUint64(b), "address": addrs,
-			"topics": []any{erc20Transfer.Hex()}}
-		if err := c.Call(ctx, "eth_getLogs", []any{q}, &logs); err != nil {
-			return nil, nil, err
-		}
-		for _, l := range logs {
-			a, ok := tokens[strings.ToLower(l.Address)]
-			if !ok || len(l.Topics) != 3 {
-				continue
-			}
-			raw, err := hexutil.Decode(l.Data)
-			if err != nil {
-				continue
-			}
-			amount := new(big.Int).SetBytes(raw).String()
-			from, to := common.HexToAddress(l.Topics[1]).Hex(), common.HexToAddress(l.Topics[2]).Hex()
-			moves = append(
-				moves,
-				balanceMove{address: to, operation: "deposit", txHash: l.TxHash, asset: a, amount: amount},
-				balanceMove{address: from, operation: "withdraw", txHash: l.TxHash, asset: a, amount: amount},
-			)
-		}
+		amount := new(big.Int).SetBytes(raw).String()
+		from, to := common.HexToAddress(l.Topics[1]).Hex(), common.HexToAddress(l.Topics[2]).Hex()
+		moves = append(
+			moves,
+			balanceMove{address: to, operation: "deposit", txHash: l.TxHash, asset: a, amount: amount},
+			balanceMove{address: from, operation: "withdraw", txHash: l.TxHash, asset: a, amount: amount},
+		)
 	}
-	return moves, &block, nil
+	return moves
 }
 
 // balanceEvent queues a move's delivery when its address is a wallet account (not a private

@@ -73,6 +73,7 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "get_wallet_address_balances", Execute: activity.Query(d.balances)})
 	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: activity.Query(d.nonces)})
 	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: activity.Query(d.status)})
+	reg.Query(activity.QueryOp{Path: "list_eth_transaction_history", Execute: activity.Query(d.listHistory)})
 	reg.Submit(
 		activity.Operation{
 			Path:    "eth_send_raw_transaction",
@@ -160,7 +161,7 @@ func walletAddress(q *activity.Read, field, given string) (string, error) {
 		len(ids) > 0 {
 		return "", apierr.Invalid(
 			field,
-			"%s is a private key address; balances are served for wallet account addresses only",
+			"%s is a private key address; only wallet account addresses are served",
 			given,
 		)
 	}
