@@ -103,6 +103,7 @@ commands:
   proxy     configure an organization's auth proxy (proxy enable|update|disable|show --org ID)
   operator  create a dashboard operator account (operator create --email E --password-file F)
   access    grant or revoke a beta feature for an organization (access grant|revoke --org ID --feature F)
+  history   index a wallet account's past EVM transactions (history backfill --caip2 C --address A --from-block N …)
   keyring   the keys that seal secrets: rotate (a new data key), rewrap (a new master key), status
   gas-station show: the gas sponsor keys' addresses to fund (EVM paymaster, Solana fee payer)
   unseal    give a sealed Latchkey (--seal shamir) one share: latchkey unseal --api-url URL
@@ -141,6 +142,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdOperator(ctx, rest, stdout, stderr)
 	case "access":
 		return cmdAccess(ctx, rest, stdout, stderr)
+	case "history":
+		return cmdHistory(ctx, rest, stdout, stderr)
 	case "proxy":
 		return cmdProxy(ctx, rest, stdout, stderr)
 	case "bench":
@@ -281,8 +284,9 @@ func (l *listFlag) Set(v string) error {
 }
 
 // commands are the command names (for suggestions and completion).
-var commands = []string{"serve", "init", "keys", "operator", "access", "proxy", "bench", "keyring", "backup", "restore",
-	"migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal", "gas-station"}
+var commands = []string{"serve", "init", "keys", "operator", "access", "history", "proxy", "bench", "keyring", "backup",
+	"restore", "migrate-store", "keygen", "request", "export", "version", "completion", "help", "unseal", "seal",
+	"gas-station"}
 
 // didYouMean suggests the closest of names to a mistyped one (edit distance at most 2, or a
 // prefix), as "; did you mean X?" (flags spelled --X).

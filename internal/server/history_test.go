@@ -189,7 +189,12 @@ func TestEthTransactionHistory(t *testing.T) {
 		}
 	}
 	if at(dep, "transfers", "0", "direction") != "IN" || at(dep, "transfers", "0", "amount") != "1000000000000000000" ||
-		at(dep, "transfers", "0", "counterparty") != stranger || at(dep, "transfers", "0", "asset", "symbol") != "ETH" ||
+		at(
+			dep,
+			"transfers",
+			"0",
+			"counterparty",
+		) != stranger || at(dep, "transfers", "0", "asset", "symbol") != "ETH" ||
 		at(dep, "transfers", "0", "display", "crypto") != "1" || at(dep, "origin") != "EXTERNAL" ||
 		r.Body["transactions"].([]any)[dep].(map[string]any)["turnkey"] != nil {
 		t.Fatalf("deposit: %s", r.Raw)
@@ -275,6 +280,32 @@ func TestEthTransactionHistory(t *testing.T) {
 		http.StatusBadRequest, 3, "paginationOptions.before")
 	if o := list(other, nil); o.Len("transactions") != 0 {
 		t.Fatalf("the other address has no history: %s", o.Raw)
+	}
+
+	// A backfill indexes a range the follower never read (FINALIZED below the finalized head),
+	// for the one address it names; a range over the cap is refused before any RPC call.
+	chain.set(0x5, fakeBlock{hash: blockHash("b5"), parent: blockHash("b4"), txs: []fakeTx{
+		{hash: blockHash("t-old"), from: stranger, to: other, value: "0x2"},
+		{hash: blockHash("t-old-addr"), from: stranger, to: addr, value: "0x3"}}}, 0x13, 0x13)
+	deps := h.Server.ChainDeps()
+	if n, err := deps.Backfill(ctx, "eip155:11155111", other, 4, 6, nil); err != nil || n != 1 {
+		t.Fatalf("backfill: %d items, %v", n, err)
+	}
+	if o := list(other, nil); o.Len("transactions") != 1 || o.Str("transactions", "0", "status") != "FINALIZED" ||
+		o.Str("transactions", "0", "block", "number") != "5" {
+		t.Fatalf("backfilled: %s", o.Raw)
+	}
+	if r := list(addr, nil); r.Len("transactions") != 3 {
+		t.Fatalf("a backfill of another address wrote this one's: %s", r.Raw)
+	}
+	calls := node.calls.Load()
+	if _, err := deps.Backfill(ctx, "eip155:11155111", other, 0, 10_000, nil); err == nil ||
+		!strings.Contains(err.Error(), "at most 10000") || node.calls.Load() != calls {
+		t.Fatalf("a backfill over the cap: %v", err)
+	}
+	if _, err := deps.Backfill(ctx, "eip155:11155111", stranger, 1, 2, nil); err == nil ||
+		!strings.Contains(err.Error(), "not a wallet account address") {
+		t.Fatalf("a backfill of a stranger's address: %v", err)
 	}
 
 	// A private key address is refused; a stranger's address is not found.

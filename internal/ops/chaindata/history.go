@@ -282,7 +282,14 @@ func (d *Deps) historyOf(
 				if len(item.Transfers) >= maxTransfersPerItem {
 					break
 				}
-				item.Transfers = appendTransfers(item.Transfers, a, m.from, m.to, m.amount, d.tokenAsset(caip2, m.token))
+				item.Transfers = appendTransfers(
+					item.Transfers,
+					a,
+					m.from,
+					m.to,
+					m.amount,
+					d.tokenAsset(caip2, m.token),
+				)
 			}
 			for _, org := range owners[a] {
 				it := item

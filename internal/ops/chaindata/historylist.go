@@ -28,7 +28,9 @@ func historyCursorMAC(q *activity.Read, caip2, addr, id string) []byte {
 }
 
 func makeHistoryCursor(q *activity.Read, caip2, addr, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(id + "." + hex.EncodeToString(historyCursorMAC(q, caip2, addr, id))))
+	return base64.RawURLEncoding.EncodeToString(
+		[]byte(id + "." + hex.EncodeToString(historyCursorMAC(q, caip2, addr, id))),
+	)
 }
 
 // readHistoryCursor returns the item id a cursor names, or a 400 naming field when the cursor
@@ -110,7 +112,12 @@ func (d *Deps) listHistory(q *activity.Read, in *wire.ListEthTransactionHistoryR
 	}
 	if len(items) > 0 {
 		first, last := items[0], items[len(items)-1]
-		out.PageInfo.StartCursor = makeHistoryCursor(q, n, addr, historyID(first.OrgID, n, addr, first.Block, first.Index))
+		out.PageInfo.StartCursor = makeHistoryCursor(
+			q,
+			n,
+			addr,
+			historyID(first.OrgID, n, addr, first.Block, first.Index),
+		)
 		out.PageInfo.EndCursor = makeHistoryCursor(q, n, addr, historyID(last.OrgID, n, addr, last.Block, last.Index))
 	}
 	return out, nil
