@@ -41,6 +41,21 @@ export const TOKEN_BYTECODE = "0x" +
   "5b6024353354" + "818110604f57" + "819003" + "3355" + "600435805482019055" + "50600160005260206000f3" + // transfer
   "5b600080fd"; // revert
 
+// The same token, emitting the ERC-20 Transfer event on each transfer (for the history index,
+// which reads Transfer logs): the transfer path ends, before returning true, with
+//   6000 52                          mstore(0, v)
+//   6004 35 33 7f <Transfer topic>   to, caller, keccak256("Transfer(address,address,uint256)")
+//   6020 6000 a3                     log3(0, 32, topic, caller, to)
+// so the runtime is 128 bytes (init: PUSH1 0x80) and the revert moves to 0x7b.
+export const EVENT_TOKEN_BYTECODE = "0x" +
+  "66038d7ea4c68000335560808060156000396000f3" + // init
+  "60003560e01c" + "806370a0823114601d57" + "63a9059cbb14602a57" + "600080fd" + // dispatch
+  "5b60043554" + "60005260206000f3" + // balanceOf
+  "5b6024353354" + "818110607b57" + "819003" + "3355" + "600435805482019055" + // transfer: balances
+  "600052" + "600435337fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef" + "60206000a3" + // Transfer log
+  "600160005260206000f3" + // return true
+  "5b600080fd"; // revert
+
 export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = createServer().listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
