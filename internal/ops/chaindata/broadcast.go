@@ -28,7 +28,7 @@ const (
 )
 
 // OwnedKinds are the record kinds an organization owns here.
-var OwnedKinds = []string{KindSend, KindGrant}
+var OwnedKinds = []string{KindSend, KindGrant, KindHistory}
 
 // Send is a sent transaction. It is recorded in the activity's transaction and broadcast
 // once that commits (never inside it: broadcast is network I/O, and a transaction may be

@@ -26,4 +26,10 @@
 // node's words. eth_send_transaction (ethsend.go) builds, signs and sends one unsponsored
 // EIP-1559 transaction, asking the provider for what the caller left out before the transaction.
 // Sponsored (gas station) sends answer "not supported".
+//
+// list_eth_transaction_history (history.go, historylist.go) answers from an index the balance
+// follower's block walk keeps for every wallet account address on the eip155 networks with a
+// provider (native transfers, ERC-20 Transfer logs of any token, Latchkey's own sends marked;
+// CONFIRMED then FINALIZED, reorged items dropped), from the time the account exists;
+// Backfill (historybackfill.go, `latchkey history backfill`) adds a bounded older range.
 package chaindata

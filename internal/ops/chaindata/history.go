@@ -407,6 +407,14 @@ func (hb *historyBatch) write(ctx context.Context, tx store.Tx, now time.Time) e
 		}
 	}
 	for _, it := range hb.items {
+		// The account may have gone (with its organization) since the block was read.
+		ids, err := records.LookupIDs(ctx, tx, wallets.KeyAccountAddress, it.Address, wallets.KindAccount, it.OrgID)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			continue
+		}
 		id := historyID(it.OrgID, it.Caip2, it.Address, it.Block, it.Index)
 		it.Item.Status = "CONFIRMED"
 		if hb.final {
