@@ -157,7 +157,13 @@ func TestEthTransactionHistory(t *testing.T) {
 			logs: []string{token + " " + addr + " " + stranger + " 0xf4240"}},
 		{hash: blockHash("t-none"), from: stranger, to: token, value: "0x1"},
 	}}, 0x11, 0x10)
+	calls := node.calls.Load()
 	follow()
+	// The pass's cost: the two heads, the block, its Transfer logs, and one receipt per
+	// transaction of a wallet account (three of the four).
+	if got := node.calls.Load() - calls; got != 7 {
+		t.Fatalf("a pass over one block made %d RPC calls, want 7", got)
+	}
 
 	list := func(address string, page map[string]any) servertest.Response {
 		p := map[string]any{"address": address, "caip2": "eip155:11155111"}
@@ -298,7 +304,7 @@ func TestEthTransactionHistory(t *testing.T) {
 	if r := list(addr, nil); r.Len("transactions") != 3 {
 		t.Fatalf("a backfill of another address wrote this one's: %s", r.Raw)
 	}
-	calls := node.calls.Load()
+	calls = node.calls.Load()
 	if _, err := deps.Backfill(ctx, "eip155:11155111", other, 0, 10_000, nil); err == nil ||
 		!strings.Contains(err.Error(), "at most 10000") || node.calls.Load() != calls {
 		t.Fatalf("a backfill over the cap: %v", err)
