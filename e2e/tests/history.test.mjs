@@ -2,8 +2,8 @@
 // chain.test.mjs, standing in for Sepolia), a hand-assembled token that emits Transfer events,
 // a real `latchkey serve --dev` following the chain through --chain-rpc, and the published
 // @turnkey/sdk-server client reading the history: ether in and out, an ERC-20 transfer, a send
-// Latchkey made marked as such, pages forward and back, a forged cursor refused, and
-// `latchkey history backfill` indexing a block from before the follower ran.
+// Latchkey made marked as such, CONFIRMED then FINALIZED, pages forward and back, a forged cursor
+// refused, and `latchkey history backfill` indexing a block from before the follower ran.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -135,6 +135,18 @@ test("transaction history from a real EVM node, through @turnkey/sdk-server", as
   const back = await history({ limit: "2", before: last.pageInfo.startCursor });
   assert.deepEqual(back.transactions.map((t) => t.transactionHash), pages.at(-2).transactions.map((t) => t.transactionHash));
   assert.equal(back.pageInfo.hasNextPage, true);
+
+  // geth --dev finalizes the block 32 below its head: 34 more blocks (the developer paying
+  // itself) take all three items past the finalized tag, and the follower marks them FINALIZED.
+  for (let i = 0; i < 34; i++) await mined(await devWallet.sendTransaction({ to: chain.devAddress, value: 1n }));
+  let final;
+  for (let i = 0; i < 150; i++) {
+    final = (await history({ limit: "100" })).transactions.filter((t) => [fund, tokenIn, out1].includes(t.transactionHash));
+    if (final.length === 3 && final.every((t) => t.status === "FINALIZED")) break;
+    await sleep(200);
+  }
+  assert.deepEqual(final.map((t) => t.status), ["FINALIZED", "FINALIZED", "FINALIZED"], JSON.stringify(final));
+  assert.equal(final[0].turnkey.activityFingerprint, own.turnkey.activityFingerprint);
 
   // A cursor that was not made for this address is refused naming the field.
   const forged = Buffer.from(Buffer.from(pages[0].pageInfo.endCursor, "base64url").toString().replace(/\.[0-9a-f]+$/, ".00"), "utf8").toString("base64url");
