@@ -95,8 +95,12 @@ func (f *fakeChain) methods() map[string]func([]json.RawMessage) string {
 			}
 			return `[` + strings.Join(logs, ",") + `]`
 		},
-		"eth_getTransactionReceipt": func([]json.RawMessage) string {
-			return `{"status":"0x1","gasUsed":"0x5208","effectiveGasPrice":"0x3b9aca00"}`
+		"eth_getTransactionReceipt": func(p []json.RawMessage) string {
+			status := "0x1"
+			if strings.Contains(string(p[0]), blockHash("t-reverted")) {
+				status = "0x0"
+			}
+			return `{"status":"` + status + `","gasUsed":"0x5208","effectiveGasPrice":"0x3b9aca00"}`
 		},
 		"eth_sendRawTransaction": func([]json.RawMessage) string { return `"0x00"` },
 	}
@@ -285,20 +289,26 @@ func TestEthTransactionHistory(t *testing.T) {
 	servertest.WantError(t, list(other, map[string]any{"before": p1.Str("pageInfo", "endCursor")}),
 		http.StatusBadRequest, 3, "paginationOptions.before")
 	if o := list(other, nil); o.Len("transactions") != 0 {
-		t.Fatalf("the other address has no history: %s", o.Raw)
+		t.Fatalf("the other address has no history yet: %s", o.Raw)
 	}
 
 	// A backfill indexes a range the follower never read (FINALIZED below the finalized head),
 	// for the one address it names; a range over the cap is refused before any RPC call.
 	chain.set(0x5, fakeBlock{hash: blockHash("b5"), parent: blockHash("b4"), txs: []fakeTx{
 		{hash: blockHash("t-old"), from: stranger, to: other, value: "0x2"},
-		{hash: blockHash("t-old-addr"), from: stranger, to: addr, value: "0x3"}}}, 0x13, 0x13)
+		{hash: blockHash("t-old-addr"), from: stranger, to: addr, value: "0x3"},
+		{hash: blockHash("t-reverted"), from: other, to: stranger, value: "0x9"}}}, 0x13, 0x13)
 	deps := h.Server.ChainDeps()
-	if n, err := deps.Backfill(ctx, "eip155:11155111", other, 4, 6, nil); err != nil || n != 1 {
+	if n, err := deps.Backfill(ctx, "eip155:11155111", other, 4, 6, nil); err != nil || n != 2 {
 		t.Fatalf("backfill: %d items, %v", n, err)
 	}
-	if o := list(other, nil); o.Len("transactions") != 1 || o.Str("transactions", "0", "status") != "FINALIZED" ||
-		o.Str("transactions", "0", "block", "number") != "5" {
+	// Most recent first: the reverted send (its value did not move: no transfer, the fee paid),
+	// then the deposit.
+	if o := list(other, nil); o.Len("transactions") != 2 || o.Str("transactions", "1", "status") != "FINALIZED" ||
+		o.Str("transactions", "1", "block", "number") != "5" ||
+		o.Str("transactions", "1", "transfers", "0", "amount") != "2" ||
+		o.Str("transactions", "0", "transactionHash") != blockHash("t-reverted") ||
+		o.Len("transactions", "0", "transfers") != 0 || o.Str("transactions", "0", "fee", "amount") != "21000000000000" {
 		t.Fatalf("backfilled: %s", o.Raw)
 	}
 	if r := list(addr, nil); r.Len("transactions") != 3 {

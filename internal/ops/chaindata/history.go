@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -129,10 +130,12 @@ type historyBatch struct {
 	items      []*historyItem
 }
 
-// receipt is the part of a receipt the fee needs.
+// receipt is the part of a receipt the index reads: the fee, and whether the transaction
+// reverted (its value then did not move).
 type receipt struct {
-	GasUsed           *hexutil.Big `json:"gasUsed"`
-	EffectiveGasPrice *hexutil.Big `json:"effectiveGasPrice"`
+	Status            *hexutil.Uint64 `json:"status"` // absent before Byzantium
+	GasUsed           *hexutil.Big    `json:"gasUsed"`
+	EffectiveGasPrice *hexutil.Big    `json:"effectiveGasPrice"`
 }
 
 // historyOf builds block's history batch: it finds the transactions and Transfer logs that
@@ -192,7 +195,7 @@ func (d *Deps) historyOf(
 			}
 			orgs := []string{}
 			for _, ref := range refs {
-				if ref.Kind == wallets.KindAccount && !contains(orgs, ref.OrgID) {
+				if ref.Kind == wallets.KindAccount && !slices.Contains(orgs, ref.OrgID) {
 					orgs = append(orgs, ref.OrgID)
 				}
 			}
@@ -248,14 +251,16 @@ func (d *Deps) historyOf(
 			}
 			break
 		}
-		var rc receipt
+		var rc *receipt
 		if err := c.Call(ctx, "eth_getTransactionReceipt", []any{t.Hash}, &rc); err != nil {
 			return nil, err
 		}
-		fee := new(big.Int)
-		if rc.GasUsed != nil && rc.EffectiveGasPrice != nil {
-			fee.Mul(rc.GasUsed.ToInt(), rc.EffectiveGasPrice.ToInt())
+		if rc == nil || rc.GasUsed == nil || rc.EffectiveGasPrice == nil {
+			// The node does not have it yet (still indexing): the block is read again next pass.
+			return nil, fmt.Errorf("the node has no receipt for %s in block %d", t.Hash, uint64(block.Number))
 		}
+		fee := new(big.Int).Mul(rc.GasUsed.ToInt(), rc.EffectiveGasPrice.ToInt())
+		reverted := rc.Status != nil && *rc.Status == 0
 		for a := range touched {
 			item := wire.EthTransactionHistoryItem{
 				TransactionHash: t.Hash,
@@ -270,7 +275,7 @@ func (d *Deps) historyOf(
 				Fee:       wire.TransactionHistoryFee{Amount: fee.String(), Caip19: native.Caip19},
 				Transfers: []wire.TransactionHistoryTransfer{},
 			}
-			if ti.value.Sign() > 0 {
+			if ti.value.Sign() > 0 && !reverted {
 				nat := &wire.TransactionHistoryAsset{Caip19: native.Caip19, Symbol: native.Symbol, Name: native.Name,
 					Decimals: int32(native.Decimals)}
 				if native.Caip19 == "" {
@@ -300,15 +305,6 @@ func (d *Deps) historyOf(
 		}
 	}
 	return hb, d.markSends(ctx, hb)
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // appendTransfers adds the transfer from→to of amount as seen by addr: OUT when addr sends it,
@@ -360,23 +356,14 @@ func (d *Deps) markSends(ctx context.Context, hb *historyBatch) error {
 	}
 	return d.Store.View(ctx, func(r store.Reader) error {
 		for _, it := range hb.items {
-			sends, err := records.LookupAll[Send](ctx, r, keySendTxn, it.Item.TransactionHash, KindSend, it.OrgID)
+			// EVM sends are recorded under the lower-case hash.
+			sends, err := records.LookupAll[Send](ctx, r, keySendTxn, strings.ToLower(it.Item.TransactionHash),
+				KindSend, it.OrgID)
 			if err != nil {
 				return err
 			}
-			if len(sends) == 0 {
-				// A send records the hash as the signer printed it; try the other case too.
-				alt := strings.ToLower(it.Item.TransactionHash)
-				if alt == it.Item.TransactionHash {
-					continue
-				}
-				if sends, err = records.LookupAll[Send](ctx, r, keySendTxn, alt, KindSend, it.OrgID); err != nil ||
-					len(sends) == 0 {
-					if err != nil {
-						return err
-					}
-					continue
-				}
+			if len(sends) == 0 || sends[0].Caip2 != hb.caip2 {
+				continue
 			}
 			s := sends[0]
 			tk := &wire.TransactionHistoryTurnkey{SubmittedAt: s.CreatedAt.UTC().Format(time.RFC3339)}
