@@ -308,7 +308,11 @@ func TestEthTransactionHistory(t *testing.T) {
 		o.Str("transactions", "1", "block", "number") != "5" ||
 		o.Str("transactions", "1", "transfers", "0", "amount") != "2" ||
 		o.Str("transactions", "0", "transactionHash") != blockHash("t-reverted") ||
-		o.Len("transactions", "0", "transfers") != 0 || o.Str("transactions", "0", "fee", "amount") != "21000000000000" {
+		o.Len(
+			"transactions",
+			"0",
+			"transfers",
+		) != 0 || o.Str("transactions", "0", "fee", "amount") != "21000000000000" {
 		t.Fatalf("backfilled: %s", o.Raw)
 	}
 	if r := list(addr, nil); r.Len("transactions") != 3 {
