@@ -220,13 +220,9 @@ func (d *Deps) advanceIndexed(ctx context.Context, caip2, cursorID string, head 
 	return sent, nil
 }
 
-// maxBlockLogs bounds the Transfer logs one block may hold before the follower refuses it
-// (the provider's answer is bounded by size as well: internal/chain/rpc).
-const maxBlockLogs = 100_000
-
 // readBlock reads block b with its transactions and every ERC-20 (and ERC-721) Transfer log it
 // holds, whatever the token contract: the history index wants them all, the balance deliveries
-// the catalog's.
+// the catalog's. Both answers are bounded by the provider client's response size limit.
 func readBlock(ctx context.Context, c rpcCaller, b uint64) (*evmBlock, []transferLog, error) {
 	var block evmBlock
 	if err := c.Call(ctx, "eth_getBlockByNumber", []any{hexutil.EncodeUint64(b), true}, &block); err != nil {
@@ -239,10 +235,6 @@ func readBlock(ctx context.Context, c rpcCaller, b uint64) (*evmBlock, []transfe
 	q := map[string]any{"blockHash": block.Hash, "topics": []any{erc20Transfer.Hex()}}
 	if err := c.Call(ctx, "eth_getLogs", []any{q}, &logs); err != nil {
 		return nil, nil, err
-	}
-	if len(logs) > maxBlockLogs {
-		return nil, nil, fmt.Errorf("block %d holds %d Transfer logs, more than the %d the follower reads",
-			b, len(logs), maxBlockLogs)
 	}
 	return &block, logs, nil
 }
