@@ -336,3 +336,65 @@ func TestEthTransactionHistory(t *testing.T) {
 	servertest.WantError(t, list(pkAddr, nil), http.StatusBadRequest, 3, "private key address")
 	servertest.WantError(t, list(stranger, nil), http.StatusNotFound, 5, "not a wallet account address")
 }
+
+// Two processes over one PostgreSQL following the same chain at once, at both tags: every item
+// is written once with the status of the furthest tag that passed its block, and neither
+// process fails (the items of a block are written in one order). Runs when
+// LATCHKEY_TEST_DATABASE_URL is set.
+func TestEthTransactionHistoryTwoProcesses(t *testing.T) {
+	chain := &fakeChain{latest: 0x10, finalized: 0x10, blocks: map[uint64]fakeBlock{}}
+	node := newFakeNode(t, chain.methods())
+	a, b := twoProcessesWith(t, func(c *server.Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": node.srv.URL}
+	})
+	root, _ := a.RootOrg("Acme")
+	w := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	addr := strings.ToLower(w.Str("activity", "result", "createWalletResult", "addresses", "0"))
+	const stranger = "0x3333333333333333333333333333333333333333"
+	ctx := context.Background()
+	a.Server.ChainDeps().FollowBalancesOnce(ctx) // both cursors at 0x10
+	for n := uint64(0x11); n <= 0x18; n++ {
+		h := "b" + strconvHex(n)
+		chain.set(n, fakeBlock{hash: blockHash(h), parent: blockHash("b" + strconvHex(n-1)), txs: []fakeTx{
+			{hash: blockHash(h + "in"), from: stranger, to: addr, value: "0x1"},
+			{hash: blockHash(h + "out"), from: addr, to: stranger, value: "0x2"},
+		}}, 0x18, 0x14)
+	}
+	var wg sync.WaitGroup
+	for _, h := range []*servertest.Harness{a, b, a, b} {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.Server.ChainDeps().FollowBalancesOnce(ctx) }()
+	}
+	wg.Wait()
+	r := root.MustQuery(
+		"list_eth_transaction_history",
+		map[string]any{
+			"address":           addr,
+			"caip2":             "eip155:11155111",
+			"paginationOptions": map[string]any{"limit": "100"},
+		},
+	)
+	if r.Len("transactions") != 16 {
+		t.Fatalf("want 16 items, one per transaction: %s", r.Raw)
+	}
+	seen := map[string]bool{}
+	var items []struct {
+		TransactionHash string `json:"transactionHash"`
+		Status          string `json:"status"`
+		Block           struct {
+			Number string `json:"number"`
+		} `json:"block"`
+	}
+	r.Decode(t, &items, "transactions")
+	for _, it := range items {
+		want := "CONFIRMED"
+		if it.Block.Number <= "20" { // 0x14
+			want = "FINALIZED"
+		}
+		if seen[it.TransactionHash] || it.Status != want {
+			t.Fatalf("item %+v (want %s, once): %s", it, want, r.Raw)
+		}
+		seen[it.TransactionHash] = true
+	}
+}

@@ -383,8 +383,14 @@ func (d *Deps) markSends(ctx context.Context, hb *historyBatch) error {
 
 // write stores the batch in tx: the items of block heights whose hash is no longer canonical go
 // (this block's height, and its parent's when the parent hash differs), then the batch's items
-// are written, CONFIRMED or FINALIZED (a FINALIZED item is never set back to CONFIRMED).
+// are written, CONFIRMED or FINALIZED (a FINALIZED item is never set back to CONFIRMED), in the
+// order of their ids, so two processes writing one block's items (at the two tags) lock them in
+// the same order.
 func (hb *historyBatch) write(ctx context.Context, tx store.Tx, now time.Time) error {
+	slices.SortFunc(hb.items, func(a, b *historyItem) int {
+		return strings.Compare(historyID(a.OrgID, a.Caip2, a.Address, a.Block, a.Index),
+			historyID(b.OrgID, b.Caip2, b.Address, b.Block, b.Index))
+	})
 	if err := dropStale(ctx, tx, hb.caip2, hb.number, hb.hash); err != nil {
 		return err
 	}
