@@ -9,6 +9,9 @@
 #   scripts/bench-targets.sh                      (RUNS=3 per row, DURATION=10s)
 #   PG=postgres://postgres@127.0.0.1:5432/test?sslmode=disable scripts/bench-targets.sh
 #       (PostgreSQL rows: a database bench_targets_N is created beside the one named, and dropped)
+#   BAO_ADDR=http://127.0.0.1:8200 BAO_KEY=bench LATCHKEY_BENCH_TRANSIT_TOKEN=... scripts/bench-targets.sh
+#       (also OpenBao's transit signing with an ecdsa-p256 key, each run right after a Latchkey
+#       signing run: docs/performance.md "Against OpenBao")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -44,7 +47,15 @@ pgrow() { # label, then bench flags: each run on a fresh database
   done
 }
 
-row "sqlite sign_raw_payload c=32" --embedded --op sign_raw_payload --concurrency 32
+if [ -n "${BAO_ADDR:-}" ]; then
+  for i in $(seq "$runs"); do
+    runs=1 row "sqlite sign_raw_payload c=32" --embedded --op sign_raw_payload --concurrency 32
+    runs=1 row "openbao transit sign c=32" --api-url "$BAO_ADDR" --op transit_sign --transit-key "${BAO_KEY:-bench}" \
+      --concurrency 32
+  done
+else
+  row "sqlite sign_raw_payload c=32" --embedded --op sign_raw_payload --concurrency 32
+fi
 pgrow "postgres sign_raw_payload c=32" --op sign_raw_payload --concurrency 32
 row "sqlite whoami c=32" --embedded --op whoami --concurrency 32
 pgrow "postgres whoami c=32" --op whoami --concurrency 32
