@@ -26,9 +26,32 @@ type Health struct {
 	EmailDetail, SMSDetail string
 	// Chains are the networks (CAIP-2) with a JSON-RPC provider.
 	Chains []string
+	// GasStation, when set, is the gas station section: the sponsor addresses to fund and their
+	// last balances, with a warning for each under the operator's threshold.
+	GasStation func() GasStation
 
 	mu       sync.Mutex
 	failures map[string]failure
+}
+
+// GasStation is the health page's gas station section.
+type GasStation struct {
+	// Paymaster and FeePayer are the sponsor keys' addresses (EVM, Solana).
+	Paymaster, FeePayer string
+	// Paused is the operator's kill switch.
+	Paused bool
+	// Networks are the sponsored networks, their sponsor balance as last read.
+	Networks []GasSponsor
+}
+
+// GasSponsor is a sponsor account on one sponsored network.
+type GasSponsor struct {
+	Network, Address string
+	// Balance and Threshold are in the network's smallest unit (wei, lamports); Balance is ""
+	// until read, Error says why the last read failed.
+	Balance, Threshold, Error string
+	Low                       bool
+	CheckedAt                 time.Time
 }
 
 type failure struct {
@@ -196,5 +219,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, row("Chain providers", false, "no --chain-rpc given", ""))
 	}
 	data["Providers"] = rows
+	if h.GasStation != nil {
+		g := h.GasStation()
+		data["GasStation"] = &g
+	}
 	s.render(w, r, http.StatusOK, "health", data)
 }

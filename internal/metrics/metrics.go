@@ -29,6 +29,8 @@ type Metrics struct {
 	otpSends        *prometheus.CounterVec
 	rpcErrors       *prometheus.CounterVec
 	refused         *prometheus.CounterVec
+	sponsorBalance  *prometheus.GaugeVec
+	sponsorLow      *prometheus.GaugeVec
 	inFlight        atomic.Pointer[func() int64]
 	storeRole       atomic.Pointer[func(ctx context.Context) (store.Role, error)]
 }
@@ -77,6 +79,13 @@ func New() *Metrics {
 		return 0
 	})
 	m.reg.MustRegister(m.refused, inFlight)
+	m.sponsorBalance = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "latchkey_gas_sponsor_balance",
+		Help: "The gas sponsor account's balance on a sponsored network, in its smallest unit (wei, lamports)."},
+		[]string{"network", "address"})
+	m.sponsorLow = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "latchkey_gas_sponsor_low",
+		Help: "1 when the gas sponsor account's balance on a network is under the operator's low-balance threshold."},
+		[]string{"network"})
+	m.reg.MustRegister(m.sponsorBalance, m.sponsorLow)
 	m.reg.MustRegister(m.storeGauges()...)
 	m.reg.MustRegister(m.requests, m.duration, m.activities, m.policyDecisions, m.commitSeconds, m.commitBatch,
 		m.outboxBacklog, m.outboxFailures, m.otpSends, m.rpcErrors,
@@ -132,6 +141,20 @@ func (m *Metrics) OutboxBacklog(outbox string, n int) {
 		return
 	}
 	m.outboxBacklog.WithLabelValues(outbox).Set(float64(n))
+}
+
+// SponsorBalance sets the gas sponsor account's balance on a network (smallest unit) and whether
+// it is under the low-balance threshold.
+func (m *Metrics) SponsorBalance(network, address string, balance float64, low bool) {
+	if m == nil {
+		return
+	}
+	m.sponsorBalance.WithLabelValues(network, address).Set(balance)
+	v := 0.0
+	if low {
+		v = 1
+	}
+	m.sponsorLow.WithLabelValues(network).Set(v)
 }
 
 // OutboxFailure records a failed delivery attempt.

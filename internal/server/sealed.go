@@ -618,6 +618,10 @@ func (z *Sealed) openLocked(ctx context.Context, m *custody.MasterKey, client st
 	if err != nil {
 		return err
 	}
+	if err := srv.chain.CheckDelegates(ctx); err != nil {
+		srv.Close()
+		return err
+	}
 	srv.tls = z.tls
 	srv.listenerURLs = z.listenerURLs
 	l := &liveServer{srv: srv, handlers: srv.handlers(), idle: make(chan struct{})}

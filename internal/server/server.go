@@ -237,6 +237,7 @@ type Server struct {
 	OIDCIssuer   *oidc.Issuer
 	OIDCVerifier *oidc.Verifier
 	chain        *chaindata.Deps
+	sponsor      sponsorBalances
 	owned        []string // OwnedKinds
 	Log          *slog.Logger
 	// Messages is the outbox of the e-mails and SMS activities send.
@@ -560,6 +561,7 @@ func open(ctx context.Context, cfg Config) (*Server, error) {
 		Email:          s.Messages.CanEmail(),
 		SMS:            s.Messages.CanSMS(),
 	}
+	s.Dashboard.Health.GasStation = s.gasStationHealth
 	if cfg.DatabaseURL == "" {
 		s.Dashboard.Health.DatabaseFile = filepath.Join(cfg.DataDir, DatabaseFile)
 	}
@@ -938,6 +940,11 @@ func checkCoordinatorURL(raw string) error {
 // requests (up to drain) and returns. ready, when not nil, is called with the API's bound
 // address once listening.
 func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAddr string)) error {
+	// A gas station whose delegate does not answer as it must would sponsor nothing that
+	// works: refuse to start (the error names the network).
+	if err := s.chain.CheckDelegates(ctx); err != nil {
+		return err
+	}
 	stop := func() {}
 	defer func() { stop() }()
 	l := listenerSet{
@@ -979,8 +986,10 @@ func (s *Server) startWorkers() (stop func()) {
 	go func() { s.chain.Follow(dctx, s.Webhooks.Wake); close(followed) }()
 	reloaded := make(chan struct{})
 	go func() { s.reloadServerKeys(dctx, ServerKeyReload); close(reloaded) }()
+	balances := make(chan struct{})
+	go func() { s.watchSponsorBalances(dctx, SponsorBalanceEvery); close(balances) }()
 	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
-	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded }
+	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded; <-balances }
 }
 
 // listenerSet is the listeners of cfg (api always; proxy, dashboard, frames and metrics when
