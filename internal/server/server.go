@@ -989,7 +989,14 @@ func (s *Server) startWorkers() (stop func()) {
 	balances := make(chan struct{})
 	go func() { s.watchSponsorBalances(dctx, SponsorBalanceEvery); close(balances) }()
 	s.Log.Info("latchkey serving", "store", s.Store.Dialect(), "version", Version)
-	return func() { stopDeliveries(); <-delivered; <-sent; <-followed; <-reloaded; <-balances }
+	return func() {
+		stopDeliveries()
+		<-delivered
+		<-sent
+		<-followed
+		<-reloaded
+		<-balances
+	}
 }
 
 // listenerSet is the listeners of cfg (api always; proxy, dashboard, frames and metrics when
