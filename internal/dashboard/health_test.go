@@ -35,6 +35,10 @@ func TestHealthPage(t *testing.T) {
 		regexp.MustCompile(`<td>E-mail \(one-time codes\)</td><td><span class="st completed">configured</span>`),
 		regexp.MustCompile(`<td>SMS \(one-time codes\)</td><td><span class="st completed">configured</span></td><td>[^<]*</td><td><span class="bad">2026-03-04 05:06:08Z</span> <span class="muted">\(2 since start\)`),
 		regexp.MustCompile(`<td>Chain providers</td><td><span class="st ">not configured</span>`),
+		regexp.MustCompile(`<h2>Gas station</h2>.*<th>EVM paymaster</th><td><code>` +
+			regexp.QuoteMeta(e.s.SponsorAddresses().EVMPaymaster) + `</code>`),
+		regexp.MustCompile(`<th>Solana fee payer</th><td><code>` + regexp.QuoteMeta(e.s.SponsorAddresses().SolanaFeePayer)),
+		regexp.MustCompile(`<th>Sponsorship</th><td><span class="muted">off: the gas-station file names no network`),
 	} {
 		if !want.MatchString(page) {
 			t.Errorf("the health page lacks %s", want)
