@@ -22,7 +22,7 @@ func init() {
 		}
 	}
 	group(
-		"hosted Turnkey service (swaps, earn, fiat on-ramp, gas sponsorship): no self-hosted equivalent",
+		"hosted Turnkey service (swaps, earn, fiat on-ramp): no self-hosted equivalent",
 		"create_swap_quote",
 		"execute_swap",
 		"upsert_swap_config",
