@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"sync/atomic"
@@ -82,21 +83,12 @@ func (s *Server) gasStationHealth() dashboard.GasStation {
 		g.Networks = append(g.Networks, r)
 	}
 	if c := s.chain.GasStation; c != nil {
-		for _, n := range sortedNetworks(c.EVM) {
+		for _, n := range slices.Sorted(maps.Keys(c.EVM)) {
 			row(n, a.EVMPaymaster, c.EVM[n].LowBalance)
 		}
-		for _, n := range sortedNetworks(c.Solana) {
+		for _, n := range slices.Sorted(maps.Keys(c.Solana)) {
 			row(n, a.SolanaFeePayer, new(big.Int).SetUint64(c.Solana[n].LowBalanceLamports))
 		}
 	}
 	return g
-}
-
-func sortedNetworks[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
