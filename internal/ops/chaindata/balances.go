@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,18 +94,18 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 			PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...),
 		},
 	)
+	solSends := []any{(*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil)}
 	reg.Submit(
 		activity.Operation{
-			Path:   "sol_send_transaction",
-			Access: activity.AccessRoot,
+			Path:    "sol_send_transaction",
+			Access:  activity.AccessRoot,
+			Prepare: activity.OnAny(d.prepareSolSend, solSends...),
 			Execute: activity.OnAny(
 				d.solSend,
-				(*wire.SolSendTransactionIntentV2)(nil),
-				(*wire.SolSendTransactionIntent)(nil),
-			),
+				solSends...),
 		},
 	)
-	return OwnedKinds
+	return append(slices.Clone(OwnedKinds), KindSolSponsored)
 }
 
 func (d *Deps) provider(caip2 string) (*rpc.Client, error) {

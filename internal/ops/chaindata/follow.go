@@ -82,7 +82,7 @@ func (d *Deps) Follow(ctx context.Context, wake func()) {
 			return
 		case <-t.C:
 		}
-		if d.followOnce(ctx)+d.followBalances(ctx) > 0 && wake != nil {
+		if d.followOnce(ctx)+d.followBalances(ctx)+d.settleSolana(ctx) > 0 && wake != nil {
 			wake()
 		}
 	}
