@@ -58,8 +58,6 @@ func init() {
 			"sign the undelegation with sign_transaction and send it with eth_send_raw_transaction",
 		"eth_undelegate_7702",
 	)
-	group("transaction history needs a chain indexer, which Latchkey does not run",
-		"list_sol_transaction_history")
 	group(
 		"needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs",

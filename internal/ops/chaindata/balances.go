@@ -75,6 +75,7 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	reg.Query(activity.QueryOp{Path: "get_nonces", Execute: activity.Query(d.nonces)})
 	reg.Query(activity.QueryOp{Path: "get_send_transaction_status", Execute: activity.Query(d.status)})
 	reg.Query(activity.QueryOp{Path: "list_eth_transaction_history", Execute: activity.Query(d.listHistory)})
+	reg.Query(activity.QueryOp{Path: "list_sol_transaction_history", Execute: activity.Query(d.solHistory)})
 	reg.Submit(
 		activity.Operation{
 			Path:    "eth_send_raw_transaction",

@@ -47,7 +47,8 @@ type solTokenBal struct {
 	Mint          string `json:"mint"`
 	Owner         string `json:"owner"`
 	UITokenAmount struct {
-		Amount string `json:"amount"`
+		Amount   string `json:"amount"`
+		Decimals int32  `json:"decimals"`
 	} `json:"uiTokenAmount"`
 }
 
@@ -102,16 +103,7 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 	if block == nil {
 		return nil
 	}
-	var native Asset
-	mints := map[string]Asset{}
-	for _, a := range d.Catalog[caip2] {
-		switch {
-		case strings.Contains(a.Caip19, "/slip44:"):
-			native = a
-		case strings.Contains(a.Caip19, "/token:"):
-			mints[a.Caip19[strings.Index(a.Caip19, "/token:")+len("/token:"):]] = a
-		}
-	}
+	native, mints := d.solAssets(caip2)
 	var moves []balanceMove
 	add := func(addr, sig string, a Asset, diff *big.Int) {
 		if diff.Sign() == 0 || a.Caip19 == "" {
@@ -174,4 +166,18 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 		}
 	}
 	return moves
+}
+
+// solAssets is the asset list's native coin and SPL mints of a Solana network.
+func (d *Deps) solAssets(caip2 string) (native Asset, mints map[string]Asset) {
+	mints = map[string]Asset{}
+	for _, a := range d.Catalog[caip2] {
+		switch {
+		case strings.Contains(a.Caip19, "/slip44:"):
+			native = a
+		case strings.Contains(a.Caip19, "/token:"):
+			mints[a.Caip19[strings.Index(a.Caip19, "/token:")+len("/token:"):]] = a
+		}
+	}
+	return native, mints
 }

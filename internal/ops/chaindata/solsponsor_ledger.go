@@ -14,6 +14,8 @@ func (d *Deps) solFeePayer() solFeePayer { return testFeePayer }
 
 var testFeePayer solFeePayer
 
-func reserveUsage(context.Context, store.Tx, string, string, string, *big.Rat, time.Time) error { return nil }
+func reserveUsage(context.Context, store.Tx, string, string, string, *big.Rat, time.Time) error {
+	return nil
+}
 
 func settleUsage(context.Context, store.Tx, string, *big.Rat, time.Time) error { return nil }
