@@ -357,9 +357,9 @@ func TestChainData(t *testing.T) {
 					solAddr,
 				}, "caip2": "solana:devnet", "sponsor": true},
 		),
-		http.StatusNotImplemented,
-		12,
-		"not supported",
+		http.StatusBadRequest,
+		9,
+		"gas sponsorship is not configured for solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
 	)
 
 	n := root.Query("get_nonces", map[string]any{"address": ethAddr, "caip2": "eip155:11155111", "nonce": true})
