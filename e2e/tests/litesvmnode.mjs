@@ -10,6 +10,9 @@ import bs58 from "bs58";
 const require = createRequire(import.meta.url);
 const { LiteSVM } = require("litesvm");
 
+// FAUCET stands for LiteSVM's airdrop account in the history.
+export const FAUCET = "Faucet1111111111111111111111111111111111111";
+
 export async function startLiteSVMNode(port) {
   const svm = new LiteSVM();
   let slot = 1;
@@ -108,7 +111,21 @@ export async function startLiteSVMNode(port) {
     svm,
     calls,
     balance,
-    airdrop: (k, lamports) => svm.inner.airdrop(new PublicKey(k).toBytes(), BigInt(lamports)),
+    // An airdrop is a transfer from LiteSVM's faucet, kept in the history like any transaction.
+    airdrop(k, lamports) {
+      const before = balance(k);
+      const r = svm.inner.airdrop(new PublicKey(k).toBytes(), BigInt(lamports));
+      if (!r || typeof r.err === "function") throw new Error(`airdrop failed: ${r}`);
+      const signature = bs58.encode(r.signature());
+      const rec = { signature, slot: ++slot, blockTime: 1_700_000_000 + slot, err: null, fee: 5000,
+        keys: [FAUCET, k, "11111111111111111111111111111111"],
+        header: { numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 1 },
+        pre: [1e15, before, 1], post: [1e15 - lamports - 5000, balance(k), 1] };
+      txs.push(rec);
+      bySig.set(signature, rec);
+      svm.expireBlockhash();
+      return signature;
+    },
     latestBlockhash: () => svm.latestBlockhash(),
     close: () => new Promise((r) => server.close(r)),
   };
