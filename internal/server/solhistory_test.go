@@ -105,9 +105,16 @@ func TestSolTransactionHistory(t *testing.T) {
 	bh := make([]byte, 32)
 	bh[0] = 1
 	h.Advance(time.Millisecond)
-	servertest.MustOK(t, root.Submit("sol_send_transaction", "ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2",
-		map[string]any{"unsignedTransaction": hex.EncodeToString(append(append([]byte{1}, make([]byte, 64)...), msg...)),
-			"signWiths": []string{solAddr}, "caip2": "solana:devnet", "recentBlockhash": base58.Encode(bh)}))
+	servertest.MustOK(t, root.Submit(
+		"sol_send_transaction",
+		"ACTIVITY_TYPE_SOL_SEND_TRANSACTION_V2",
+		map[string]any{
+			"unsignedTransaction": hex.EncodeToString(append(append([]byte{1}, make([]byte, 64)...), msg...)),
+			"signWiths":           []string{solAddr},
+			"caip2":               "solana:devnet",
+			"recentBlockhash":     base58.Encode(bh),
+		},
+	))
 	to := base58.Encode(msg[4+32 : 4+64])
 
 	// 30 transactions: Latchkey's send (newest), an incoming USDC transfer, then incoming SOL.
@@ -169,7 +176,8 @@ func TestSolTransactionHistory(t *testing.T) {
 	back := page(solAddr, map[string]any{"limit": "10", "after": p2.Str("pageInfo", "startCursor")})
 	servertest.MustOK(t, back)
 	if back.Str("transactions", "0", "signature") != sent || back.Str("transactions", "9", "signature") != hist.sigs[9] ||
-		back.Str("pageInfo", "hasPreviousPage") != "false" || back.Str("pageInfo", "hasNextPage") != "true" {
+		back.Str("pageInfo", "hasPreviousPage") != "false" ||
+		back.Str("pageInfo", "hasNextPage") != "true" {
 		t.Fatalf("back to page 1: %s", back.Raw)
 	}
 	// A page is at most 25 transactions, whatever the limit asked.
@@ -194,9 +202,13 @@ func TestSolTransactionHistory(t *testing.T) {
 		"paginationOptions.limit")
 	// Only the organization's wallet accounts.
 	servertest.WantError(t, page(other, nil), http.StatusNotFound, 5, "not a wallet account address")
-	pk := root.Submit("create_private_keys", "ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2", map[string]any{"privateKeys": []any{
-		map[string]any{"privateKeyName": "hot", "curve": "CURVE_ED25519", "privateKeyTags": []string{},
-			"addressFormats": []string{"ADDRESS_FORMAT_SOLANA"}}}})
+	pk := root.Submit(
+		"create_private_keys",
+		"ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2",
+		map[string]any{"privateKeys": []any{
+			map[string]any{"privateKeyName": "hot", "curve": "CURVE_ED25519", "privateKeyTags": []string{},
+				"addressFormats": []string{"ADDRESS_FORMAT_SOLANA"}}}},
+	)
 	servertest.MustOK(t, pk)
 	pkAddr := pk.Str("activity", "result", "createPrivateKeysResultV2", "privateKeys", "0", "addresses", "0", "address")
 	servertest.WantError(t, page(pkAddr, nil), http.StatusBadRequest, 3, "private key address")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mr-tron/base58"
+
 	"github.com/latchkey/latchkey/internal/costtest"
 )
 
@@ -82,9 +84,12 @@ func TestSponsorRewritesAndPrices(t *testing.T) {
 		{name: "priority fee with a limit", tx: transferTx(false, [][32]byte{computeBudgetProgramID},
 			[]Instruction{{ProgramIDIndex: 3, Data: cbLimit(300_000)}, {ProgramIDIndex: 3, Data: cbPrice(1_000_000)}}),
 			fee: 10_000 + 300_000},
-		{name: "priority fee at the default limit, rounded up", tx: transferTx(false, [][32]byte{computeBudgetProgramID},
-			[]Instruction{{ProgramIDIndex: 3, Data: cbPrice(3)}}),
-			fee: 10_000 + 1}, // 3 µlamports × 200,000 units = 0.6 lamports → 1
+		{
+			name: "priority fee at the default limit, rounded up",
+			tx: transferTx(false, [][32]byte{computeBudgetProgramID},
+				[]Instruction{{ProgramIDIndex: 3, Data: cbPrice(3)}}),
+			fee: 10_000 + 1,
+		}, // 3 µlamports × 200,000 units = 0.6 lamports → 1
 		{name: "precompile signatures count", tx: transferTx(false, [][32]byte{ed25519ProgramID},
 			[]Instruction{{ProgramIDIndex: 3, Data: []byte{2, 0}}}), fee: 4 * 5000},
 		{name: "ATA create funded by the sponsor", rent: true,
@@ -122,7 +127,15 @@ func TestSponsorRewritesAndPrices(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s.Fee != c.fee || s.Rent != c.rentL || len(s.FundedCreates) != len(c.funded) {
-				t.Fatalf("fee %d rent %d funded %v; want %d %d %v", s.Fee, s.Rent, s.FundedCreates, c.fee, c.rentL, c.funded)
+				t.Fatalf(
+					"fee %d rent %d funded %v; want %d %d %v",
+					s.Fee,
+					s.Rent,
+					s.FundedCreates,
+					c.fee,
+					c.rentL,
+					c.funded,
+				)
 			}
 			checkRewrite(t, tx, s, payer)
 		})
@@ -146,7 +159,10 @@ func checkRewrite(t *testing.T, before *Tx, s *Sponsored, payer [32]byte) {
 		len(after.instrs) != len(before.instrs) || len(after.staticKeys) != len(before.staticKeys)+1 {
 		t.Fatalf("header, keys or blockhash changed: %+v", after.header)
 	}
-	if !bytes.Equal(s.Unsigned[:1+64*after.numSigs], append([]byte{byte(after.numSigs)}, make([]byte, 64*after.numSigs)...)) {
+	if !bytes.Equal(
+		s.Unsigned[:1+64*after.numSigs],
+		append([]byte{byte(after.numSigs)}, make([]byte, 64*after.numSigs)...),
+	) {
 		t.Fatal("signature slots not zeroed")
 	}
 	ra, rb := after.resolveAccounts(), before.resolveAccounts()
@@ -217,8 +233,8 @@ func TestVerifySignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := ParseTransaction(s.Unsigned)
-	if st.Signer(0) != st.Signer(0) || st.NumSignatures() != 2 {
-		t.Fatal("two signers expected")
+	if st.NumSignatures() != 2 || st.Signer(0) != base58.Encode(pk[:]) || st.Signer(1) != base58.Encode(uk[:]) {
+		t.Fatal("the fee payer then the user expected")
 	}
 	raw, _ := st.WithSignature(0, ed25519.Sign(fp, st.Message()))
 	half, _ := ParseTransaction(raw)

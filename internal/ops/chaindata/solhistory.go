@@ -258,7 +258,9 @@ func (d *Deps) solHistoryItem(
 	deltas := make([]*big.Int, len(keys))
 	for i := range keys {
 		if i < len(m.PreBalances) && i < len(m.PostBalances) {
-			deltas[i] = new(big.Int).Sub(new(big.Int).SetUint64(m.PostBalances[i]), new(big.Int).SetUint64(m.PreBalances[i]))
+			deltas[i] = new(
+				big.Int,
+			).Sub(new(big.Int).SetUint64(m.PostBalances[i]), new(big.Int).SetUint64(m.PreBalances[i]))
 			if i == 0 {
 				deltas[i].Add(deltas[i], new(big.Int).SetUint64(m.Fee))
 			}
@@ -348,8 +350,13 @@ func (d *Deps) historyTransfer(a Asset, delta *big.Int, counterparty string) wir
 	}
 	amount := new(big.Int).Abs(delta).String()
 	t := wire.TransactionHistoryTransfer{
-		Direction:    dir,
-		Asset:        &wire.TransactionHistoryAsset{Caip19: a.Caip19, Symbol: a.Symbol, Name: a.Name, Decimals: a.Decimals},
+		Direction: dir,
+		Asset: &wire.TransactionHistoryAsset{
+			Caip19:   a.Caip19,
+			Symbol:   a.Symbol,
+			Name:     a.Name,
+			Decimals: a.Decimals,
+		},
 		Amount:       amount,
 		Counterparty: counterparty,
 	}

@@ -227,3 +227,6 @@ func (d *Deps) solCost(ctx context.Context, sp *solSponsorship, send *Send) (cos
 	}
 	return cost, true, nil
 }
+
+// SettleSolanaOnce runs one settlement pass (Follow runs it every FollowEvery); for tests and tools.
+func (d *Deps) SettleSolanaOnce(ctx context.Context) int { return d.settleSolana(ctx) }
