@@ -78,8 +78,20 @@ func (d *Deps) sponsorSol(x *activity.Exec, caip2 string, tx *solana.Tx) ([]byte
 			"this deployment has no Solana fee payer key; send with sponsor false")
 	}
 	payer := fp.FeePayerPublicKey()
+	rent := false
+	if net.RentSponsorship { // and the organization's solanaConfig.rentPrefundEnabled
+		billing, err := gasstation.BillingOrg(x.Ctx, x.Tx, x.OrgID)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := gasstation.LoadUsageConfig(x.Ctx, x.Tx, billing)
+		if err != nil {
+			return nil, nil, err
+		}
+		rent = c != nil && c.RentPrefund
+	}
 	const f = "parameters.unsignedTransaction"
-	sp, err := solana.Sponsor(tx, payer, net.RentSponsorship)
+	sp, err := solana.Sponsor(tx, payer, rent)
 	if err != nil {
 		return nil, nil, apierr.Invalid(f, "%v", err)
 	}
@@ -121,7 +133,7 @@ func (d *Deps) signSponsored(_ *activity.Exec, sp *solSponsorship, raw []byte) (
 func (d *Deps) reserveSponsored(x *activity.Exec, sp *solSponsorship, s *Send) error {
 	sp.ID, sp.Signature = s.ID, s.TxHash
 	usd := gasstation.USD(sp.net.Price, new(big.Int).SetUint64(sp.Fee+sp.Rent), 9)
-	if err := reserveUsage(x.Ctx, x.Tx, x.OrgID, sp.Caip2, sp.ID, usd, x.Now); err != nil {
+	if err := gasstation.Reserve(x.Ctx, x.Tx, x.OrgID, sp.Caip2, sp.ID, usd, x.Now); err != nil {
 		return err
 	}
 	return records.Save(x.Ctx, x.Tx, KindSolSponsored, sp.ID, sp.OrgID, sp.CreatedAt, sp.CreatedAt, sp, sp.keys()...)
@@ -185,7 +197,7 @@ func (d *Deps) settleSolana(ctx context.Context) int {
 			} else if d.GasStation != nil && d.GasStation.Solana[cur.Caip2] != nil { // paused since
 				price = d.GasStation.Solana[cur.Caip2].Price
 			}
-			return settleUsage(ctx, tx, cur.ID, gasstation.USD(price, new(big.Int).SetUint64(cost), 9), now)
+			return gasstation.Settle(ctx, tx, cur.ID, gasstation.USD(price, new(big.Int).SetUint64(cost), 9), now)
 		})
 		if err == nil {
 			done++
@@ -226,6 +238,14 @@ func (d *Deps) solCost(ctx context.Context, sp *solSponsorship, send *Send) (cos
 		cost = pre - post // the fee payer is account 0: its loss is the fee and any rent it funded
 	}
 	return cost, true, nil
+}
+
+// solFeePayer is the deployment's fee payer, nil without sponsor keys.
+func (d *Deps) solFeePayer() solFeePayer {
+	if d.Sponsor == nil {
+		return nil
+	}
+	return d.Sponsor
 }
 
 // SettleSolanaOnce runs one settlement pass (Follow runs it every FollowEvery); for tests and tools.
