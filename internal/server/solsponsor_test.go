@@ -132,7 +132,13 @@ func TestSolanaSponsoredSend(t *testing.T) {
 	transfer := solLegacy([3]byte{1, 0, 1}, [][]byte{solKey(user), to, sys}, solIns{2, []byte{0, 1}, solTransfer(1000)})
 
 	// Not enabled for the organization yet: refused with the reason, nothing sent.
-	servertest.WantError(t, send(transfer, []string{user}, nil), http.StatusBadRequest, 9, "gas sponsorship is not enabled")
+	servertest.WantError(
+		t,
+		send(transfer, []string{user}, nil),
+		http.StatusBadRequest,
+		9,
+		"gas sponsorship is not enabled",
+	)
 	enable := func(rent bool) {
 		h.Advance(time.Millisecond)
 		root.MustSubmit("upsert_gas_usage_config", "ACTIVITY_TYPE_UPSERT_GAS_USAGE_CONFIG", map[string]any{
