@@ -4,10 +4,11 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync, mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keypair, PublicKey, SystemProgram, Transaction } from "@solana/web3.js";
-import { startLatchkey, freePort } from "./lib.mjs";
+import { Keypair, PublicKey, SystemProgram, Transaction, TransactionInstruction, ComputeBudgetProgram } from "@solana/web3.js";
+import { startLatchkey, freePort, latchkeyBinary } from "./lib.mjs";
 import { startLiteSVMNode } from "./litesvmnode.mjs";
 
 const DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
@@ -21,6 +22,9 @@ after(async () => {
   await node.close();
 });
 const c = lk.client();
+// The fee payer's address, as the operator reads it to fund it.
+const { solanaFeePayer: feePayer } = JSON.parse(execFileSync(latchkeyBinary(),
+  ["gas-station", "show", "--dev", "--data-dir", lk.dataDir]).toString());
 
 async function solAccount(name) {
   const w = await c.createWallet({ walletName: name, accounts: [{ curve: "CURVE_ED25519", pathFormat: "PATH_FORMAT_BIP32",
@@ -88,4 +92,69 @@ test("history pages forward and back, and cursors hold for their address only", 
   const other = await solAccount("other");
   await assert.rejects(c.listSolTransactionHistory({ address: other, caip2: DEVNET,
     paginationOptions: { before: p1.pageInfo.endCursor } }), /paginationOptions\.before/);
+});
+
+// upsert_gas_usage_config (not in this SDK version's generated client: its generic command).
+const upsertGasUsage = (parameters) => c.command("/public/v1/submit/upsert_gas_usage_config", {
+  parameters, organizationId: lk.creds.organizationId, timestampMs: String(Date.now()),
+  type: "ACTIVITY_TYPE_UPSERT_GAS_USAGE_CONFIG" }, "upsertGasUsageConfigResult");
+
+test("a sponsored SOL transfer: the fee payer pays the fee, the account sends all it holds", async () => {
+  const user = await solAccount("sponsored");
+  const to = Keypair.generate().publicKey.toBase58();
+  node.airdrop(user, 1_000_000); // exactly what it sends: nothing left for a fee
+  node.airdrop(feePayer, 1_000_000_000);
+  const unsignedTransaction = transfer(user, to, 1_000_000);
+
+  // Unsponsored, the transfer fails (the account pays the fee and is then short): FAILED, and
+  // the fee is gone from the account.
+  const plain = await c.solSendTransaction({ unsignedTransaction, signWiths: [user], caip2: DEVNET });
+  assert.equal((await waitIncluded(plain.sendTransactionStatusId)).txStatus, "FAILED");
+  const holds = node.balance(user);
+  assert.equal(holds, 1_000_000 - 5000);
+  // Sponsored before the organization enables it: refused with the reason.
+  await assert.rejects(c.solSendTransaction({ unsignedTransaction, signWiths: [user], caip2: DEVNET, sponsor: true }),
+    /gas sponsorship is not enabled/);
+  await upsertGasUsage({ orgWindowLimitUsd: "5", subOrgWindowLimitUsd: "1", windowDurationMinutes: "60", enabled: true });
+
+  const feeBefore = node.balance(feePayer);
+  const { sendTransactionStatusId } = await c.solSendTransaction({ unsignedTransaction: transfer(user, to, holds),
+    signWiths: [user], caip2: DEVNET, sponsor: true });
+  const st = await waitIncluded(sendTransactionStatusId);
+  assert.equal(st.txStatus, "INCLUDED", JSON.stringify(st));
+  assert.equal(node.balance(to), holds);
+  assert.equal(node.balance(user), 0);
+  assert.equal(feeBefore - node.balance(feePayer), 10_000); // two signatures
+
+  const h = await c.listSolTransactionHistory({ address: user, caip2: DEVNET, paginationOptions: { limit: "1" } });
+  const [item] = h.transactions;
+  assert.equal(item.signature, st.solana.signature);
+  assert.equal(item.feePayer, feePayer);
+  assert.deepEqual(item.signers.map((s) => s.address), [feePayer, user]);
+  assert.equal(item.turnkey.sponsored, true);
+  assert.deepEqual(item.transfers.map((t) => [t.direction, t.amount, t.counterparty]), [["OUT", String(holds), to]]);
+});
+
+test("sponsored sends the rewrite cannot make safe are refused, naming the transaction", async () => {
+  const user = await solAccount("refused");
+  const to = Keypair.generate().publicKey;
+  const send = (tx, signWiths = [user]) => c.solSendTransaction({ caip2: DEVNET, sponsor: true, signWiths,
+    unsignedTransaction: tx.serialize({ requireAllSignatures: false, verifySignatures: false }).toString("hex") });
+  const base = (payer = user) => new Transaction({ feePayer: new PublicKey(payer), recentBlockhash: node.latestBlockhash() });
+  const xfer = SystemProgram.transfer({ fromPubkey: new PublicKey(user), toPubkey: to, lamports: 1 });
+  const cases = [
+    ["the fee payer in the message", base().add(SystemProgram.transfer({ fromPubkey: new PublicKey(user),
+      toPubkey: new PublicKey(feePayer), lamports: 1 })), /already in the message/],
+    ["System CreateAccount", base().add(SystemProgram.createAccount({ fromPubkey: new PublicKey(user),
+      newAccountPubkey: to, lamports: 1, space: 0, programId: SystemProgram.programId })), /CreateAccount/],
+    ["an associated token account create, rent prefunding off", base().add(new TransactionInstruction({
+      programId: new PublicKey("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"), data: Buffer.from([1]),
+      keys: [{ pubkey: new PublicKey(user), isSigner: true, isWritable: true }, { pubkey: to, isSigner: false, isWritable: true }] })),
+    /rent sponsorship is off/],
+    ["a fee above maxFeeLamports", base().add(ComputeBudgetProgram.setComputeUnitPrice({ microLamports: 1_000_000 }), xfer),
+      /above this network's sponsorship cap of 20000/],
+  ];
+  for (const [name, tx, want] of cases) {
+    await assert.rejects(send(tx), (e) => want.test(String(e?.message) + JSON.stringify(e?.cause ?? "")), name);
+  }
 });
