@@ -127,6 +127,8 @@ export async function startLiteSVMNode(port) {
       return signature;
     },
     latestBlockhash: () => svm.latestBlockhash(),
+    // Executes a signed wire transaction as sendTransaction does (for set-up outside Latchkey).
+    sendRaw: (bytes) => send(Buffer.from(bytes).toString("base64")),
     close: () => new Promise((r) => server.close(r)),
   };
 }

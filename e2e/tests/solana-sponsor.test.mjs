@@ -15,7 +15,7 @@ const DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 
 const node = await startLiteSVMNode(await freePort());
 const gasFile = join(mkdtempSync(join(tmpdir(), "latchkey-sol-gas-")), "gas-station.json");
-writeFileSync(gasFile, JSON.stringify({ solana: { [DEVNET]: { maxFeeLamports: 20000 } } }));
+writeFileSync(gasFile, JSON.stringify({ solana: { [DEVNET]: { maxFeeLamports: 20000, rentSponsorship: true } } }));
 const lk = await startLatchkey(["--chain-rpc", `${DEVNET}=${node.url}`, "--gas-station", gasFile]);
 after(async () => {
   await lk.stop();
@@ -157,4 +157,41 @@ test("sponsored sends the rewrite cannot make safe are refused, naming the trans
   for (const [name, tx, want] of cases) {
     await assert.rejects(send(tx), (e) => want.test(String(e?.message) + JSON.stringify(e?.cause ?? "")), name);
   }
+});
+
+test("with rent prefunding on, the fee payer funds an associated token account the account creates", async () => {
+  const TOKEN = new PublicKey("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
+  const ATA = new PublicKey("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL");
+  // A mint, made directly on the runtime (not through Latchkey).
+  const authority = Keypair.generate(), mint = Keypair.generate();
+  node.airdrop(authority.publicKey.toBase58(), 1_000_000_000);
+  const init = new TransactionInstruction({ programId: TOKEN, keys: [{ pubkey: mint.publicKey, isSigner: false, isWritable: true }],
+    data: Buffer.concat([Buffer.from([20, 6]), authority.publicKey.toBuffer(), Buffer.from([0])]) }); // InitializeMint2
+  const mk = new Transaction({ feePayer: authority.publicKey, recentBlockhash: node.latestBlockhash() }).add(
+    SystemProgram.createAccount({ fromPubkey: authority.publicKey, newAccountPubkey: mint.publicKey, lamports: 1_461_600,
+      space: 82, programId: TOKEN }), init);
+  mk.sign(authority, mint);
+  assert.ok(node.sendRaw(mk.serialize()).signature);
+
+  const user = await solAccount("rent"); // holds no SOL at all
+  const wallet = new PublicKey(user);
+  const [ata] = PublicKey.findProgramAddressSync([wallet.toBuffer(), TOKEN.toBuffer(), mint.publicKey.toBuffer()], ATA);
+  const create = new Transaction({ feePayer: wallet, recentBlockhash: node.latestBlockhash() }).add(new TransactionInstruction({
+    programId: ATA, data: Buffer.from([1]), keys: [ // CreateIdempotent, funded by the account itself as written
+      { pubkey: wallet, isSigner: true, isWritable: true }, { pubkey: ata, isSigner: false, isWritable: true },
+      { pubkey: wallet, isSigner: false, isWritable: false }, { pubkey: mint.publicKey, isSigner: false, isWritable: false },
+      { pubkey: SystemProgram.programId, isSigner: false, isWritable: false }, { pubkey: TOKEN, isSigner: false, isWritable: false }] }));
+  const unsignedTransaction = create.serialize({ requireAllSignatures: false, verifySignatures: false }).toString("hex");
+  await assert.rejects(c.solSendTransaction({ unsignedTransaction, signWiths: [user], caip2: DEVNET, sponsor: true }),
+    /rent sponsorship is off/);
+  await upsertGasUsage({ orgWindowLimitUsd: "5", subOrgWindowLimitUsd: "1", windowDurationMinutes: "60", enabled: true,
+    solanaConfig: { rentPrefundEnabled: true } });
+  const before = node.balance(feePayer);
+  const { sendTransactionStatusId } = await c.solSendTransaction({ unsignedTransaction, signWiths: [user], caip2: DEVNET,
+    sponsor: true });
+  const st = await waitIncluded(sendTransactionStatusId);
+  assert.equal(st.txStatus, "INCLUDED", JSON.stringify(st));
+  assert.equal(node.balance(ata.toBase58()), 2_039_280); // the token account exists, rent-exempt
+  assert.equal(before - node.balance(feePayer), 10_000 + 2_039_280); // the fee and the rent
+  assert.equal(node.balance(user), 0);
 });
