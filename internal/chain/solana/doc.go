@@ -37,4 +37,10 @@
 //     top-level SPL Token and Token-2022 Transfer, TransferChecked and TransferCheckedWithFee
 //     (token_mint is empty for plain Transfer, which names no mint). Inner instructions are
 //     not visible in a transaction and are not listed.
+//
+// Sponsor (sponsor.go) rewrites a transaction for a fee payer that is not the caller: the payer
+// first among the keys and signers, every index shifted, nothing else changed but, with rent
+// sponsorship, the funder of an associated token account create; it prices the fee (base and
+// priority) and refuses what it cannot make safe. VerifySignatures checks every slot before a
+// sponsored transaction is sent.
 package solana

@@ -18,14 +18,20 @@
 //     eth_sendRawTransaction; get_send_transaction_status follows it to INCLUDED or FAILED with
 //     eth_getTransactionReceipt. get_nonces reads eth_getTransactionCount (pending).
 //   - sol_send_transaction: signed with the named accounts (wallets.Deps.SignSolana), sent with
-//     sendTransaction, followed with getSignatureStatuses.
+//     sendTransaction, followed with getSignatureStatuses. With sponsor: true (solsponsor.go) the
+//     deployment's fee payer becomes the first signer (solana.Sponsor), every signature is
+//     verified before the send is recorded, the most it can cost is reserved against the
+//     organization's gas usage, and the follower settles it from getTransaction.
+//   - list_sol_transaction_history (solhistory.go): read from the node on demand, one
+//     getSignaturesForAddress and at most 25 getTransaction a page, cursors MAC-bound to the
+//     organization, network and address.
 //
 // A send is recorded in the activity's transaction and broadcast once it commits (never inside
 // it: broadcasting is network I/O, and a transaction may roll back or run again); a node's
 // refusal is kept on the record, and get_send_transaction_status reports the send FAILED with the
 // node's words. eth_send_transaction (ethsend.go) builds, signs and sends one unsponsored
 // EIP-1559 transaction, asking the provider for what the caller left out before the transaction.
-// Sponsored (gas station) sends answer "not supported".
+// Sponsored eth_send_transaction is the EVM gas station's (docs/gas-station.md).
 //
 // list_eth_transaction_history (history.go, historylist.go) answers from an index the balance
 // follower's block walk keeps for every wallet account address on the eip155 networks with a
