@@ -147,7 +147,7 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 			sign int64
 		}{{m.PreTokenBalances, -1}, {m.PostTokenBalances, 1}} {
 			for _, b := range side.bals {
-				if _, ok := mints[b.Mint]; !ok || b.Owner == "" {
+				if _, ok := mints[b.Mint]; !ok || b.Owner == "" || len(b.UITokenAmount.Amount) > 40 {
 					continue
 				}
 				v, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
+	"github.com/latchkey/latchkey/internal/chain/solana"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -222,7 +223,47 @@ func (d *Deps) solHistoryItem(
 	s solSigInfo,
 	t *solHistoryTx,
 ) (wire.SolTransactionHistoryItem, error) {
+	it, err := d.solHistoryBase(caip2, addr, s, t)
+	if err != nil {
+		return it, err
+	}
+	// Latchkey's own sends.
+	ids, err := records.LookupIDs(q.Ctx, q.R, keySendTxn, s.Signature, KindSend, q.OrgID)
+	if err != nil || len(ids) == 0 {
+		return it, err
+	}
+	send, err := records.Load[Send](q.Ctx, q.R, KindSend, q.OrgID, ids[0], "send")
+	if err != nil {
+		return it, err
+	}
+	sp, err := records.LookupIDs(q.Ctx, q.R, keySolSponsoredSig, s.Signature, KindSolSponsored, q.OrgID)
+	if err != nil {
+		return it, err
+	}
+	it.Origin = "TURNKEY"
+	it.Turnkey = &wire.TransactionHistoryTurnkey{Sponsored: len(sp) > 0,
+		SubmittedAt: send.CreatedAt.UTC().Format(time.RFC3339)}
+	return it, nil
+}
+
+// solHistoryBase reads the node's answer for one transaction. The answer is untrusted: a
+// transaction has at most solana.MaxAccounts accounts, so an answer listing more is refused, and
+// the work is then bounded (at most MaxAccounts² steps finding counterparties).
+func (d *Deps) solHistoryBase(
+	caip2, addr string,
+	s solSigInfo,
+	t *solHistoryTx,
+) (wire.SolTransactionHistoryItem, error) {
 	m, msg := t.Meta, t.Transaction.Message
+	n := len(msg.AccountKeys)
+	if m.LoadedAddresses != nil {
+		n += len(m.LoadedAddresses.Writable) + len(m.LoadedAddresses.Readonly)
+	}
+	if n > solana.MaxAccounts || len(m.PreBalances) > solana.MaxAccounts || len(m.PostBalances) > solana.MaxAccounts ||
+		len(m.PreTokenBalances) > solana.MaxAccounts || len(m.PostTokenBalances) > solana.MaxAccounts {
+		return wire.SolTransactionHistoryItem{}, apierr.New(apierr.FailedPrecondition, "CHAIN_RPC_ERROR",
+			"the node's getTransaction for %s lists more accounts than a transaction can have", s.Signature)
+	}
 	native, mints := d.solAssets(caip2)
 	if native.Caip19 == "" {
 		native = Asset{Caip19: caip2 + "/slip44:501", Symbol: "SOL", Name: "Solana", Decimals: 9}
@@ -287,8 +328,11 @@ func (d *Deps) solHistoryItem(
 		sign int64
 	}{{m.PreTokenBalances, -1}, {m.PostTokenBalances, 1}} {
 		for _, b := range side.bals {
+			if b.Owner == "" || len(b.UITokenAmount.Amount) > 40 { // a u64 has 20 digits
+				continue
+			}
 			v, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)
-			if !ok || b.Owner == "" || len(b.UITokenAmount.Amount) > 40 {
+			if !ok {
 				continue
 			}
 			k := ownerMint{b.Owner, b.Mint}
@@ -321,24 +365,6 @@ func (d *Deps) solHistoryItem(
 			a = Asset{Caip19: caip2 + "/token:" + mint, Name: mint, Decimals: decimals[mint]}
 		}
 		it.Transfers = append(it.Transfers, d.historyTransfer(a, v, cp))
-	}
-	// Latchkey's own sends.
-	ids, err := records.LookupIDs(q.Ctx, q.R, keySendTxn, s.Signature, KindSend, q.OrgID)
-	if err != nil {
-		return it, err
-	}
-	if len(ids) > 0 {
-		send, err := records.Load[Send](q.Ctx, q.R, KindSend, q.OrgID, ids[0], "send")
-		if err != nil {
-			return it, err
-		}
-		sp, err := records.LookupIDs(q.Ctx, q.R, keySolSponsoredSig, s.Signature, KindSolSponsored, q.OrgID)
-		if err != nil {
-			return it, err
-		}
-		it.Origin = "TURNKEY"
-		it.Turnkey = &wire.TransactionHistoryTurnkey{Sponsored: len(sp) > 0,
-			SubmittedAt: send.CreatedAt.UTC().Format(time.RFC3339)}
 	}
 	return it, nil
 }
