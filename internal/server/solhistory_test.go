@@ -175,7 +175,8 @@ func TestSolTransactionHistory(t *testing.T) {
 	}
 	back := page(solAddr, map[string]any{"limit": "10", "after": p2.Str("pageInfo", "startCursor")})
 	servertest.MustOK(t, back)
-	if back.Str("transactions", "0", "signature") != sent || back.Str("transactions", "9", "signature") != hist.sigs[9] ||
+	if back.Str("transactions", "0", "signature") != sent ||
+		back.Str("transactions", "9", "signature") != hist.sigs[9] ||
 		back.Str("pageInfo", "hasPreviousPage") != "false" ||
 		back.Str("pageInfo", "hasNextPage") != "true" {
 		t.Fatalf("back to page 1: %s", back.Raw)

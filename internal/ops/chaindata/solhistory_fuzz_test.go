@@ -22,7 +22,11 @@ func FuzzSolHistoryBase(f *testing.F) {
 		`"loadedAddresses":{"writable":["` + addr + `"],"readonly":[]}},"transaction":{"message":{"header":` +
 		`{"numRequiredSignatures":300,"numReadonlySignedAccounts":-4},"accountKeys":["` + addr + `"]}}}`))
 	keys := `"` + strings.Repeat(addr+`","`, 300) + `x"`
-	f.Add([]byte(`{"meta":{"preBalances":[],"postBalances":[]},"transaction":{"message":{"accountKeys":[` + keys + `]}}}`))
+	f.Add(
+		[]byte(
+			`{"meta":{"preBalances":[],"postBalances":[]},"transaction":{"message":{"accountKeys":[` + keys + `]}}}`,
+		),
+	)
 	catalog, err := LoadCatalog("")
 	if err != nil {
 		f.Fatal(err)
