@@ -283,3 +283,26 @@ func FuzzSponsor(f *testing.F) {
 		checkRewrite(t, tx, s, payer)
 	})
 }
+
+// TestSponsorCost: the rewrite's cost grows linearly with the transaction, whatever its shape.
+func TestSponsorCost(t *testing.T) {
+	run := func(in []byte) {
+		if tx, err := ParseTransaction(in); err == nil {
+			_, _ = Sponsor(tx, payer, true)
+		}
+	}
+	shapes := []costtest.Shape{
+		{Name: "account references", Make: func(n int) []byte { return refsTx(4, n, 0) }},
+		{Name: "instructions", Make: func(n int) []byte { return refsTx(n/4, 1, 0) }},
+		{Name: "instruction data", Make: func(n int) []byte { return refsTx(1, 1, 4*n) }},
+	}
+	for i := range shapes {
+		if tx, err := ParseTransaction(shapes[i].Make(4 * 50)); err != nil {
+			t.Fatalf("%s: %v", shapes[i].Name, err)
+		} else if _, err := Sponsor(tx, payer, true); err != nil {
+			t.Fatalf("%s: %v", shapes[i].Name, err)
+		}
+		shapes[i].Run, shapes[i].PerByte = run, 128
+	}
+	costtest.Linear(t, 50, shapes...)
+}
