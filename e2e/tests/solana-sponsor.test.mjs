@@ -7,7 +7,8 @@ import { writeFileSync, mkdtempSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keypair, PublicKey, SystemProgram, Transaction, TransactionInstruction, ComputeBudgetProgram } from "@solana/web3.js";
+import { Keypair, PublicKey, SystemProgram, Transaction, TransactionInstruction, ComputeBudgetProgram, TransactionMessage,
+  VersionedTransaction } from "@solana/web3.js";
 import { startLatchkey, freePort, latchkeyBinary } from "./lib.mjs";
 import { startLiteSVMNode } from "./litesvmnode.mjs";
 
@@ -15,7 +16,7 @@ const DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 
 const node = await startLiteSVMNode(await freePort());
 const gasFile = join(mkdtempSync(join(tmpdir(), "latchkey-sol-gas-")), "gas-station.json");
-writeFileSync(gasFile, JSON.stringify({ solana: { [DEVNET]: { maxFeeLamports: 20000, rentSponsorship: true } } }));
+writeFileSync(gasFile, JSON.stringify({ solana: { [DEVNET]: { maxFeeLamports: 20000, rentSponsorship: true, usdPerCoin: "100" } } }));
 const lk = await startLatchkey(["--chain-rpc", `${DEVNET}=${node.url}`, "--gas-station", gasFile]);
 after(async () => {
   await lk.stop();
@@ -194,4 +195,34 @@ test("with rent prefunding on, the fee payer funds an associated token account t
   assert.equal(node.balance(ata.toBase58()), 2_039_280); // the token account exists, rent-exempt
   assert.equal(before - node.balance(feePayer), 10_000 + 2_039_280); // the fee and the rent
   assert.equal(node.balance(user), 0);
+
+  // Again: the account exists, so CreateIdempotent pays no rent. The reservation counted the rent
+  // ($100 a SOL: 2,049,280 lamports, $0.204928); once the follower reads the landed transaction
+  // the usage is settled at what the fee payer paid, the fee alone ($0.001).
+  const usage = async () => Number((await c.getGasUsage({})).usageUsd);
+  const u0 = await usage();
+  const again = await c.solSendTransaction({ unsignedTransaction: new Transaction({ feePayer: wallet,
+    recentBlockhash: node.latestBlockhash() }).add(create.instructions[0])
+    .serialize({ requireAllSignatures: false, verifySignatures: false }).toString("hex"),
+  signWiths: [user], caip2: DEVNET, sponsor: true });
+  assert.equal((await waitIncluded(again.sendTransactionStatusId)).txStatus, "INCLUDED");
+  assert.ok(Math.abs((await usage()) - u0 - 0.204928) < 1e-9 || Math.abs((await usage()) - u0 - 0.001) < 1e-9);
+  let settled = 0;
+  for (let i = 0; i < 100 && Math.abs((settled = await usage()) - u0 - 0.001) > 1e-9; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(Math.abs(settled - u0 - 0.001) < 1e-9, `usage ${settled}, want ${u0 + 0.001}`);
+});
+
+test("a sponsored v0 transfer", async () => {
+  const user = await solAccount("v0");
+  const to = Keypair.generate().publicKey;
+  node.airdrop(user, 2_000_000);
+  const msg = new TransactionMessage({ payerKey: new PublicKey(user), recentBlockhash: node.latestBlockhash(),
+    instructions: [SystemProgram.transfer({ fromPubkey: new PublicKey(user), toPubkey: to, lamports: 1_000_000 })] })
+    .compileToV0Message();
+  const unsignedTransaction = Buffer.from(new VersionedTransaction(msg).serialize()).toString("hex");
+  const { sendTransactionStatusId } = await c.solSendTransaction({ unsignedTransaction, signWiths: [user], caip2: DEVNET,
+    sponsor: true });
+  assert.equal((await waitIncluded(sendTransactionStatusId)).txStatus, "INCLUDED");
+  assert.equal(node.balance(user), 1_000_000); // the fee was not the account's
+  assert.equal(node.balance(to.toBase58()), 1_000_000);
 });
