@@ -101,9 +101,7 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 			Path:    "sol_send_transaction",
 			Access:  activity.AccessRoot,
 			Prepare: activity.OnAny(d.prepareSolSend, solSends...),
-			Execute: activity.OnAny(
-				d.solSend,
-				solSends...),
+			Execute: activity.OnAny(d.solSend, solSends...),
 		},
 	)
 	return append(slices.Clone(OwnedKinds), KindSolSponsored)

@@ -82,9 +82,10 @@ func (d *Deps) Follow(ctx context.Context, wake func()) {
 			return
 		case <-t.C:
 		}
-		if d.followOnce(ctx)+d.followBalances(ctx)+d.settleSolana(ctx) > 0 && wake != nil {
+		if d.followOnce(ctx)+d.followBalances(ctx) > 0 && wake != nil {
 			wake()
 		}
+		d.settleSolana(ctx) // sponsored Solana sends' usage (solsponsor.go); nothing to wake
 	}
 }
 
