@@ -82,17 +82,17 @@ test("history pages forward and back, and cursors hold for their address only", 
   assert.equal(all.length, 7);
   const p1 = await c.listSolTransactionHistory({ address: user, caip2: DEVNET, paginationOptions: { limit: "3" } });
   const p2 = await c.listSolTransactionHistory({ address: user, caip2: DEVNET,
-    paginationOptions: { limit: "3", before: p1.pageInfo.endCursor } });
+    paginationOptions: { limit: "3", after: p1.pageInfo.endCursor } });
   const p3 = await c.listSolTransactionHistory({ address: user, caip2: DEVNET,
-    paginationOptions: { limit: "3", before: p2.pageInfo.endCursor } });
+    paginationOptions: { limit: "3", after: p2.pageInfo.endCursor } });
   assert.deepEqual([...p1.transactions, ...p2.transactions, ...p3.transactions].map((t) => t.signature), all);
   assert.equal(p3.pageInfo.hasNextPage, false);
   const back = await c.listSolTransactionHistory({ address: user, caip2: DEVNET,
-    paginationOptions: { limit: "3", after: p3.pageInfo.startCursor } });
+    paginationOptions: { limit: "3", before: p3.pageInfo.startCursor } });
   assert.deepEqual(back.transactions.map((t) => t.signature), all.slice(3, 6));
   const other = await solAccount("other");
   await assert.rejects(c.listSolTransactionHistory({ address: other, caip2: DEVNET,
-    paginationOptions: { before: p1.pageInfo.endCursor } }), /paginationOptions\.before/);
+    paginationOptions: { after: p1.pageInfo.endCursor } }), /paginationOptions\.after/);
 });
 
 // upsert_gas_usage_config (not in this SDK version's generated client: its generic command).

@@ -146,6 +146,7 @@ func TestSolTransactionHistory(t *testing.T) {
 	// Latchkey's send: OUT 1,000,000 lamports to the recipient, the fee apart, marked as its own.
 	if p1.Str("transactions", "0", "signature") != sent || p1.Str("transactions", "0", "origin") != "TURNKEY" ||
 		p1.Str("transactions", "0", "turnkey", "sponsored") != "false" ||
+		p1.Str("transactions", "0", "turnkey", "activityFingerprint") == "" ||
 		p1.Str("transactions", "0", "transfers", "0", "direction") != "OUT" ||
 		p1.Str("transactions", "0", "transfers", "0", "amount") != "1000000" ||
 		p1.Str("transactions", "0", "transfers", "0", "counterparty") != to ||
@@ -166,14 +167,14 @@ func TestSolTransactionHistory(t *testing.T) {
 		t.Fatalf("USDC transfer: %s", p1.Raw)
 	}
 	// Forward to the end, then back: the same transactions.
-	p2 := page(solAddr, map[string]any{"limit": "10", "before": p1.Str("pageInfo", "endCursor")})
-	p3 := page(solAddr, map[string]any{"limit": "10", "before": p2.Str("pageInfo", "endCursor")})
+	p2 := page(solAddr, map[string]any{"limit": "10", "after": p1.Str("pageInfo", "endCursor")})
+	p3 := page(solAddr, map[string]any{"limit": "10", "after": p2.Str("pageInfo", "endCursor")})
 	servertest.MustOK(t, p3)
 	if p2.Str("transactions", "0", "signature") != hist.sigs[10] || p3.Len("transactions") != 10 ||
 		p3.Str("pageInfo", "hasNextPage") != "false" || p3.Str("transactions", "9", "signature") != hist.sigs[29] {
 		t.Fatalf("pages 2 and 3: %s\n%s", p2.Raw, p3.Raw)
 	}
-	back := page(solAddr, map[string]any{"limit": "10", "after": p2.Str("pageInfo", "startCursor")})
+	back := page(solAddr, map[string]any{"limit": "10", "before": p2.Str("pageInfo", "startCursor")})
 	servertest.MustOK(t, back)
 	if back.Str("transactions", "0", "signature") != sent ||
 		back.Str("transactions", "9", "signature") != hist.sigs[9] ||

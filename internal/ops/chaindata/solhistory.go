@@ -2,21 +2,19 @@ package chaindata
 
 import (
 	"context"
-	"crypto/hmac"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/mr-tron/base58"
-
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/solana"
 	"github.com/latchkey/latchkey/internal/records"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -28,11 +26,9 @@ const (
 	solHistoryDefaultPage = 10
 	// solHistoryMaxPage bounds a page: each item is one getTransaction call.
 	solHistoryMaxPage = 25
-	// solHistoryScan bounds the signatures read to page towards newer transactions (after).
+	// solHistoryScan bounds the signatures read to page back towards newer transactions (before).
 	solHistoryScan    = 1000
 	solHistoryWorkers = 4
-	solCursorPurpose  = "sol_history_cursor"
-	solCursorMACLen   = 16
 )
 
 type solSigInfo struct {
@@ -70,31 +66,6 @@ type solHistoryTx struct {
 	} `json:"transaction"`
 }
 
-// solCursor is an opaque page cursor: the signature and a MAC binding it to the organization,
-// network and address, so it cannot be forged or used for another address.
-func solCursor(q *activity.Read, caip2, addr, sig string) string {
-	raw, err := base58.Decode(sig)
-	if err != nil || len(raw) != 64 {
-		return ""
-	}
-	mac := q.Services.Keyring.MAC(solCursorPurpose, []byte(q.OrgID+"\x00"+caip2+"\x00"+addr+"\x00"+sig))
-	return base64.RawURLEncoding.EncodeToString(append(raw, mac[:solCursorMACLen]...))
-}
-
-func readSolCursor(q *activity.Read, field, caip2, addr, cursor string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(b) != 64+solCursorMACLen {
-		return "", apierr.Invalid(field, "not a cursor of this history")
-	}
-	sig := base58.Encode(b[:64])
-	mac := q.Services.Keyring.MAC(solCursorPurpose, []byte(q.OrgID+"\x00"+caip2+"\x00"+addr+"\x00"+sig))
-	if !hmac.Equal(mac[:solCursorMACLen], b[64:]) {
-		return "", apierr.Invalid(field, "not a cursor of this history (cursors hold for one organization, "+
-			"address and network)")
-	}
-	return sig, nil
-}
-
 func (d *Deps) solHistory(q *activity.Read, in *wire.ListSolTransactionHistoryRequest) (any, error) {
 	n, err := checkNetwork("caip2", in.Caip2, true)
 	if err != nil {
@@ -111,7 +82,7 @@ func (d *Deps) solHistory(q *activity.Read, in *wire.ListSolTransactionHistoryRe
 		return nil, err
 	}
 	limit := solHistoryDefaultPage
-	var before, after string
+	var older, newer string
 	if p := in.PaginationOptions; p != nil {
 		if p.Limit != "" {
 			if limit, err = strconv.Atoi(p.Limit); err != nil || limit < 1 || limit > 100 {
@@ -120,17 +91,15 @@ func (d *Deps) solHistory(q *activity.Read, in *wire.ListSolTransactionHistoryRe
 			limit = min(limit, solHistoryMaxPage)
 		}
 		if p.Before != "" && p.After != "" {
-			return nil, apierr.Invalid("paginationOptions.before", "give before or after, not both")
+			return nil, apierr.Invalid("paginationOptions.after", "give after or before, not both")
 		}
-		if p.Before != "" {
-			if before, err = readSolCursor(q, "paginationOptions.before", n, addr, p.Before); err != nil {
-				return nil, err
-			}
+		// As for list_eth_transaction_history (historylist.go): "after" (an endCursor) pages on to
+		// older transactions, "before" (a startCursor) back to newer ones.
+		if older, err = readHistoryCursor(q, "paginationOptions.after", n, addr, p.After); err != nil {
+			return nil, err
 		}
-		if p.After != "" {
-			if after, err = readSolCursor(q, "paginationOptions.after", n, addr, p.After); err != nil {
-				return nil, err
-			}
+		if newer, err = readHistoryCursor(q, "paginationOptions.before", n, addr, p.Before); err != nil {
+			return nil, err
 		}
 	}
 	c, err := d.provider(n)
@@ -138,18 +107,18 @@ func (d *Deps) solHistory(q *activity.Read, in *wire.ListSolTransactionHistoryRe
 		return nil, err
 	}
 	opts := map[string]any{"commitment": "confirmed", "limit": limit + 1}
-	if before != "" {
-		opts["before"] = before
+	if older != "" {
+		opts["before"] = older
 	}
-	if after != "" {
-		opts["until"], opts["limit"] = after, solHistoryScan
+	if newer != "" {
+		opts["until"], opts["limit"] = newer, solHistoryScan
 	}
 	var sigs []solSigInfo
 	if err := c.Call(q.Ctx, "getSignaturesForAddress", []any{addr, opts}, &sigs); err != nil {
 		return nil, rpcError(err)
 	}
-	hasNext, hasPrev := false, before != ""
-	if after != "" {
+	hasNext, hasPrev := false, older != ""
+	if newer != "" {
 		hasNext = true // the cursor's own transaction is older
 		if len(sigs) > limit {
 			hasPrev, sigs = true, sigs[len(sigs)-limit:]
@@ -164,8 +133,8 @@ func (d *Deps) solHistory(q *activity.Read, in *wire.ListSolTransactionHistoryRe
 	out := wire.ListSolTransactionHistoryResponse{Transactions: items,
 		PageInfo: &wire.PageInfo{HasNextPage: &hasNext, HasPreviousPage: &hasPrev}}
 	if len(sigs) > 0 {
-		out.PageInfo.StartCursor = solCursor(q, n, addr, sigs[0].Signature)
-		out.PageInfo.EndCursor = solCursor(q, n, addr, sigs[len(sigs)-1].Signature)
+		out.PageInfo.StartCursor = makeHistoryCursor(q, n, addr, sigs[0].Signature)
+		out.PageInfo.EndCursor = makeHistoryCursor(q, n, addr, sigs[len(sigs)-1].Signature)
 	}
 	return out, nil
 }
@@ -243,6 +212,13 @@ func (d *Deps) solHistoryItem(
 	it.Origin = "TURNKEY"
 	it.Turnkey = &wire.TransactionHistoryTurnkey{Sponsored: len(sp) > 0,
 		SubmittedAt: send.CreatedAt.UTC().Format(time.RFC3339)}
+	if send.ActivityID != "" {
+		a, err := q.R.GetActivity(q.Ctx, send.ActivityID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return it, err
+		}
+		it.Turnkey.ActivityFingerprint = a.Fingerprint
+	}
 	return it, nil
 }
 
