@@ -191,7 +191,7 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 			return Decision{Outcome: policy.OutcomeError, Err: err}
 		}
 		if len(ps) > 0 {
-			d.Outcome, d.Per = policy.Decide(ps, cond, consensusEnv(ctx, x.R, voters), policy.TimeEnv(x.Now))
+			d.Outcome, d.Per = decideParts(ps, x, op, intent, cond, consensusEnv(ctx, x.R, voters), policy.TimeEnv(x.Now))
 			d.Evaluated = true
 		}
 	}
@@ -219,6 +219,45 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 	}
 	d.Err = apierr.New(apierr.PermissionDenied, "POLICY_DENIED", "%s (%s)", msgDeniedImplicit, op.Path)
 	return d
+}
+
+// decideParts runs the policies once, or, for an operation whose request has several parts
+// (EnvEach: the calls of a batched eth_send_transaction, each its own eth.tx), once per part:
+// the request gets the most restrictive outcome (an explicit deny, then an implicit one, then
+// consensus; allowed only if every part is allowed) and the evaluations of the part that decided.
+func decideParts(
+	ps []policy.Policy,
+	x *Exec,
+	op *Operation,
+	intent any,
+	cond *lazyEnv,
+	consensus, now policy.Env,
+) (policy.Outcome, []policy.Evaluation) {
+	parts := op.PolicyEnv.callEach(x, intent)
+	if len(parts) <= 1 {
+		return policy.Decide(ps, cond, consensus, now)
+	}
+	rank := map[policy.Outcome]int{policy.OutcomeAllow: 0, policy.OutcomeRequiresConsensus: 1,
+		policy.OutcomeDenyImplicit: 2, policy.OutcomeDenyExplicit: 3}
+	var out policy.Outcome
+	var per []policy.Evaluation
+	for i, part := range parts {
+		env := &lazyEnv{build: func() policy.ValueEnv {
+			e := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
+			for k, v := range part {
+				e[k] = v
+			}
+			return e
+		}}
+		o, p := policy.Decide(ps, env, consensus, now)
+		if r, known := rank[o]; i == 0 || !known || r > rank[out] {
+			out, per = o, p
+		}
+		if _, known := rank[o]; !known || o == policy.OutcomeDenyExplicit {
+			break
+		}
+	}
+	return out, per
 }
 
 // consensusEnv is what `approvers` and `credentials` see: the voters so far.

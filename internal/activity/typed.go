@@ -101,18 +101,34 @@ func (f UserFn) call(x *Exec, intent any) string {
 type EnvFn struct {
 	typed
 	fn func(x *Exec, intent any) map[string]policy.Value
+	// each, when set (EnvEach), gives one environment per part of the request (the calls of a
+	// batched send); policies decide on each and the request is allowed only if every part is.
+	each func(x *Exec, intent any) []map[string]policy.Value
 }
 
 // Env adapts a PolicyEnv function of one intent type.
 func Env[T any](fn func(x *Exec, in *T) map[string]policy.Value) EnvFn {
 	return EnvFn{typed{[]reflect.Type{reflect.TypeFor[*T]()}}, func(x *Exec, intent any) map[string]policy.Value {
 		return fn(x, intent.(*T))
-	}}
+	}, nil}
 }
 
 // EnvAny adapts a PolicyEnv function serving the listed intent types.
 func EnvAny(fn func(x *Exec, intent any) map[string]policy.Value, intents ...any) EnvFn {
-	return EnvFn{typed{typesOf(intents)}, fn}
+	return EnvFn{typed{typesOf(intents)}, fn, nil}
+}
+
+// EnvEach adapts a PolicyEnv function that gives one environment per part of the request
+// (eth_send_transaction's calls): the policies are evaluated against each, one denied part
+// denies the request, and what does not look at the parts (MFA, session scopes) sees the first.
+func EnvEach(fn func(x *Exec, intent any) []map[string]policy.Value, intents ...any) EnvFn {
+	first := func(x *Exec, intent any) map[string]policy.Value {
+		if envs := fn(x, intent); len(envs) > 0 {
+			return envs[0]
+		}
+		return nil
+	}
+	return EnvFn{typed{typesOf(intents)}, first, fn}
 }
 
 func (f EnvFn) set() bool { return f.fn != nil }
@@ -122,6 +138,14 @@ func (f EnvFn) call(x *Exec, intent any) map[string]policy.Value {
 		return nil
 	}
 	return f.fn(x, intent)
+}
+
+// callEach is the per-part environments of an EnvEach function (nil otherwise).
+func (f EnvFn) callEach(x *Exec, intent any) []map[string]policy.Value {
+	if f.each == nil || !f.accepts(intent) {
+		return nil
+	}
+	return f.each(x, intent)
 }
 
 // RedactFn returns an intent as it may be stored and echoed (Operation.Redact).

@@ -165,7 +165,7 @@ func TestChainDataNodeErrors(t *testing.T) {
 		"Blockhash not found",
 	)
 
-	// Turnkey's sponsored send is answered "not supported", clearly.
+	// A sponsored send where the operator sponsors nothing is refused with the reason.
 	h.Advance(time.Millisecond)
 	ns := root.Submit(
 		"eth_send_transaction",
@@ -173,7 +173,7 @@ func TestChainDataNodeErrors(t *testing.T) {
 		map[string]any{"from": ethAddr, "caip2": "eip155:11155111",
 			"to": to.Hex(), "value": "1", "sponsor": true},
 	)
-	if ns.Status != http.StatusNotImplemented || !strings.Contains(ns.Str("message"), "gas station") {
+	if ns.Status != http.StatusBadRequest || !strings.Contains(string(ns.Raw), "GAS_SPONSORSHIP_UNAVAILABLE") {
 		t.Fatalf("eth_send_transaction: %d %s", ns.Status, ns.Raw)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // eth_send_transaction without sponsorship: Latchkey asks the node for the nonce, gas and fees
 // the caller left out (before the activity's transaction), signs with the `from` account,
 // broadcasts after commit, and get_send_transaction_status follows it to INCLUDED. A sponsored
-// send is still "not supported", with the reason. The exact body is @turnkey/core's
+// send where the operator sponsors nothing is refused with the reason. The exact body is @turnkey/core's
 // ethSendTransaction (V1: from, to, value, data, caip2, sponsor false).
 func TestEthSendTransaction(t *testing.T) {
 	var sent []byte
@@ -86,14 +86,14 @@ func TestEthSendTransaction(t *testing.T) {
 	if tx.Nonce() != 9 || tx.Gas() != 30000 || tx.GasFeeCap().Int64() != 5e9 || tx.GasTipCap().Int64() != 2e9 {
 		t.Fatalf("given values not used: nonce %d gas %d", tx.Nonce(), tx.Gas())
 	}
-	// Sponsored: not supported, with the reason; an unknown from: 400 naming it.
+	// Sponsored without a gas-station file: refused, with the reason; an unknown from: 400 naming it.
 	h.Advance(1)
 	sp := root.Submit(
 		"eth_send_transaction",
 		"ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
 		map[string]any{"from": from, "to": to, "caip2": "eip155:11155111", "sponsor": true},
 	)
-	if sp.Status != http.StatusNotImplemented || !strings.Contains(sp.Str("message"), "gas station") {
+	if sp.Status != http.StatusBadRequest || !strings.Contains(string(sp.Raw), "GAS_SPONSORSHIP_UNAVAILABLE") {
 		t.Fatalf("sponsored: %d %s", sp.Status, sp.Raw)
 	}
 	h.Advance(1)

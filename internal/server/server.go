@@ -623,7 +623,7 @@ func (s *Server) registry() *activity.Registry {
 	env := func(x *activity.Exec) directory.Env { return s.env(x.Now) }
 	s.Signers = wallets.NewSigners(s.Hot)
 	wd := wallets.Deps{Custodian: s.Custodian, Signers: s.Signers, Env: env}
-	s.chain.SignSolana, s.chain.SignEthereum = wd.SignSolana, wd.SignEthereum
+	s.chain.SignSolana, s.chain.SignEthereum, s.chain.SignEthereumDigest = wd.SignSolana, wd.SignEthereum, wd.SignEthereumDigest
 	s.chain.Store, s.chain.Log = s.Store, s.Log
 	// Arguments are evaluated in order: the operations register in this order.
 	owned := slices.Concat(

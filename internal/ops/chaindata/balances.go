@@ -47,6 +47,16 @@ type Deps struct {
 	SignSolana func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
 	// SignEthereum signs an unsigned Ethereum transaction with the key signWith names.
 	SignEthereum func(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error)
+	// SignEthereumDigest signs a digest with the secp256k1 key signWith names (r, s, v in {0,1}):
+	// the batch executions and EIP-7702 authorizations of sends through the gas-station delegate.
+	SignEthereumDigest func(x *activity.Exec, signWith string, digest [32]byte) (r, s [32]byte, v byte, err error)
+	// Paymaster is the deployment's EVM paymaster key (custody), which pays sponsored sends.
+	Paymaster Paymaster
+	// ReserveUsage and SettleUsage count sponsored usage in USD against the organization's
+	// limits (gasstation.Reserve, gasstation.Settle): reserved in the activity's transaction,
+	// settled with what the chain charged once the send is final.
+	ReserveUsage func(ctx context.Context, tx store.Tx, orgID, caip2, ref string, usd *big.Rat, now time.Time) error
+	SettleUsage  func(ctx context.Context, tx store.Tx, ref string, usd *big.Rat, now time.Time) error
 	CacheTTL     time.Duration
 	// Store records refused broadcasts (after the activity's commit); Log reports what fails there.
 	Store store.Store
@@ -92,7 +102,7 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 			Execute: activity.OnAny(
 				d.ethSendExecute,
 				ethSends...),
-			PolicyEnv: activity.EnvAny(d.ethSendEnv, ethSends...),
+			PolicyEnv: activity.EnvEach(d.ethSendEnvs, ethSends...),
 		},
 	)
 	solSends := []any{(*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil)}

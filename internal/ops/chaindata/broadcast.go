@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/latchkey/latchkey/internal/activity"
@@ -25,6 +28,14 @@ const (
 	keySendTxn = "send_transaction.hash"
 	// keySendFollowed marks the sends whose final status is not known yet (the follower's list).
 	keySendFollowed = "send_transaction.followed"
+	// keySendQueued marks, by network, the sponsored sends the paymaster has not signed yet.
+	keySendQueued = "send_transaction.queued"
+	// keySendNonce holds a delegate nonce (network|account|nonce) while its send is not FAILED:
+	// a second send with it is refused.
+	keySendNonce = "send_transaction.gas_station_nonce"
+	// keySendHeldNonce lists, by network|account, the sends holding a delegate nonce that are
+	// not final yet (get_nonces adds them; the next free nonce comes after them).
+	keySendHeldNonce = "send_transaction.gas_station_account"
 )
 
 // OwnedKinds are the record kinds an organization owns here.
@@ -45,13 +56,50 @@ type Send struct {
 	// (INCLUDED or FAILED; "" while the follower still watches it).
 	ActivityID string `json:"activityId,omitempty"`
 	Final      string `json:"final,omitempty"`
+
+	// Sends through the gas-station delegate (ethsend_batch.go, paymaster.go). Account is the
+	// user's account (lowercase); GasStationNonce the delegate nonce its signed batch consumes
+	// (decimal); Calldata the executeBatch call; Auth its EIP-7702 authorization on its first send.
+	Account         string                      `json:"account,omitempty"`
+	GasStationNonce string                      `json:"gasStationNonce,omitempty"`
+	Calldata        string                      `json:"calldata,omitempty"`
+	Auth            *types.SetCodeAuthorization `json:"auth,omitempty"`
+	// Undelegate marks an eth_undelegate_7702 send (its authorization names address 0).
+	Undelegate bool `json:"undelegate,omitempty"`
+	// Sponsored sends are paid by the paymaster: queued until it signs them (Raw empty), with the
+	// gas and fees fixed before the activity and the usage reserved (USD, decimal).
+	Sponsored bool   `json:"sponsored,omitempty"`
+	Gas       uint64 `json:"gas,omitempty"`
+	MaxFee    string `json:"maxFee,omitempty"`
+	Prio      string `json:"prio,omitempty"`
+	// PaymasterNonce and Raw are set when the paymaster signs (once: a send is never signed
+	// again with another nonce); FillerHash is the 0-value self-transfer that used the nonce
+	// when the node refused Raw.
+	PaymasterNonce *uint64 `json:"paymasterNonce,omitempty"`
+	Raw            string  `json:"raw,omitempty"`
+	FillerHash     string  `json:"fillerHash,omitempty"`
+	FillerRaw      string  `json:"fillerRaw,omitempty"`
 }
 
-// keys are the send's lookup keys: its hash, and, until it is final, the followed mark.
+// keys are the send's lookup keys: its hash, until it is final the followed mark, while queued
+// its network's queue, and its delegate nonce.
 func (s *Send) keys() []store.Key {
-	ks := []store.Key{{Name: keySendTxn, Value: s.TxHash}}
+	var ks []store.Key
+	if s.TxHash != "" || !s.Sponsored {
+		ks = append(ks, store.Key{Name: keySendTxn, Value: s.TxHash})
+	}
 	if s.Final == "" {
 		ks = append(ks, store.Key{Name: keySendFollowed, Value: "1"})
+	}
+	if s.Sponsored && s.Raw == "" && s.Final == "" {
+		ks = append(ks, store.Key{Name: keySendQueued, Value: s.Caip2})
+	}
+	if s.GasStationNonce != "" && s.Final != StatusFailed {
+		ks = append(ks, store.Key{Name: keySendNonce, Value: s.Caip2 + "|" + s.Account + "|" + s.GasStationNonce,
+			Unique: true})
+	}
+	if s.GasStationNonce != "" && s.Final == "" {
+		ks = append(ks, store.Key{Name: keySendHeldNonce, Value: s.Caip2 + "|" + s.Account})
 	}
 	return ks
 }
@@ -193,27 +241,72 @@ func (d *Deps) chainStatus(ctx context.Context, s *Send) (wire.GetSendTransactio
 	if isSolana(s.Caip2) {
 		return solanaStatus(ctx, c, s)
 	}
-	var receipt *struct {
-		Status      string `json:"status"`
-		BlockNumber string `json:"blockNumber"`
-	}
-	if err := c.Call(ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &receipt); err != nil {
-		return wire.GetSendTransactionStatusResponse{}, rpcError(err)
-	}
+	out, _, err := evmStatus(ctx, c, s)
+	return out, err
+}
+
+// receipt is what a status reads of an EVM transaction's receipt.
+type receipt struct {
+	Status            string         `json:"status"`
+	BlockNumber       string         `json:"blockNumber"`
+	GasUsed           hexutil.Big    `json:"gasUsed"`
+	EffectiveGasPrice hexutil.Big    `json:"effectiveGasPrice"`
+	From              common.Address `json:"from"`
+}
+
+// evmStatus is an EVM send's status, and its receipt once included. A send through the
+// gas-station delegate that was included must have moved the account: the delegate nonce past
+// the one it signed (or, for an undelegation, the code gone), else it is FAILED: a skipped
+// authorization is otherwise silent.
+func evmStatus(ctx context.Context, c *rpc.Client, s *Send) (wire.GetSendTransactionStatusResponse, *receipt, error) {
 	out := wire.GetSendTransactionStatusResponse{
 		TxStatus: StatusPending,
 		Eth:      &wire.EthSendTransactionStatus{TxHash: s.TxHash},
 	}
-	switch {
-	case receipt == nil:
-	case receipt.Status == "0x1":
-		out.TxStatus = StatusIncluded
-	default:
-		out.TxStatus = StatusFailed
-		out.TxError = "the transaction was included in block " + receipt.BlockNumber + " and reverted"
-		out.Error = &wire.TxError{Message: out.TxError}
+	if s.TxHash == "" { // queued for the paymaster
+		return out, nil, nil
 	}
-	return out, nil
+	var rc *receipt
+	if err := c.Call(ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &rc); err != nil {
+		return out, nil, rpcError(err)
+	}
+	fail := func(msg string) {
+		out.TxStatus, out.TxError = StatusFailed, msg
+		out.Error = &wire.TxError{Message: msg}
+	}
+	switch {
+	case rc == nil:
+		return out, nil, nil
+	case rc.Status != "0x1":
+		fail("the transaction was included in block " + rc.BlockNumber + " and reverted")
+		if s.Calldata != "" {
+			fail(out.TxError + ": the gas-station delegate refused the batch or one of its calls reverted " +
+				"(the whole batch is undone)")
+		}
+		return out, rc, nil
+	case s.Undelegate:
+		var code hexutil.Bytes
+		if err := c.Call(ctx, "eth_getCode", []any{s.Account, rc.BlockNumber}, &code); err != nil {
+			return out, nil, rpcError(err)
+		}
+		if len(code) != 0 {
+			fail("undelegation not applied: the account still has code after block " + rc.BlockNumber)
+			return out, rc, nil
+		}
+	case s.GasStationNonce != "":
+		n, err := delegateNonce(ctx, c, common.HexToAddress(s.Account), rc.BlockNumber)
+		if err != nil {
+			return out, nil, err
+		}
+		signed, _ := new(big.Int).SetString(s.GasStationNonce, 10)
+		if signed == nil || n.Cmp(signed) <= 0 {
+			fail("delegation not applied: the transaction was included in block " + rc.BlockNumber +
+				" but the account's gas-station nonce did not advance past " + s.GasStationNonce)
+			return out, rc, nil
+		}
+	}
+	out.TxStatus = StatusIncluded
+	return out, rc, nil
 }
 
 // solanaStatus reads a Solana transaction's status with getSignatureStatuses.

@@ -18,27 +18,31 @@ import (
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
-// ethSend is eth_send_transaction without sponsorship: Latchkey fills what the caller left out
-// (nonce, gas limit, fees) from the network's provider, signs with the `from` account, records
-// the send and broadcasts it after the activity commits; get_send_transaction_status follows it.
-// Sponsored sends (Turnkey's gas station) answer "not supported".
+// ethSend is eth_send_transaction. One call without sponsorship: Latchkey fills what the caller
+// left out (nonce, gas limit, fees) from the network's provider, signs with the `from` account,
+// records the send and broadcasts it after the activity commits; get_send_transaction_status
+// follows it. Sponsored sends and batches of several calls go through the gas-station delegate
+// (ethsend_batch.go, paymaster.go).
 type ethSend struct {
 	from, caip2                   string
 	to, value, data               string
 	nonce, gasLimit, maxFee, prio string
 	sponsor                       *bool
-	gasStationNonce               string
-	calls                         int
+	gasStationNonce, deadline     string
+	calls                         []wire.EthCallParams
 }
 
 func readEthSend(intent any) ethSend {
 	switch in := intent.(type) {
 	case *wire.EthSendTransactionIntent:
-		return ethSend{from: in.From, caip2: in.Caip2, to: in.To, value: in.Value, data: in.Data, nonce: in.Nonce, gasLimit: in.GasLimit,
-			maxFee: in.MaxFeePerGas, prio: in.MaxPriorityFeePerGas, sponsor: in.Sponsor, gasStationNonce: in.GasStationNonce, calls: 1}
+		return ethSend{from: in.From, caip2: in.Caip2, to: in.To, value: in.Value, data: in.Data, nonce: in.Nonce,
+			gasLimit: in.GasLimit, maxFee: in.MaxFeePerGas, prio: in.MaxPriorityFeePerGas, sponsor: in.Sponsor,
+			gasStationNonce: in.GasStationNonce, deadline: in.Deadline,
+			calls: []wire.EthCallParams{{To: in.To, Value: in.Value, Data: in.Data}}}
 	case *wire.EthSendTransactionIntentV2:
-		s := ethSend{from: in.From, caip2: in.Caip2, nonce: in.Nonce, gasLimit: in.GasLimit, maxFee: in.MaxFeePerGas, prio: in.MaxPriorityFeePerGas,
-			sponsor: in.Sponsor, gasStationNonce: in.GasStationNonce, calls: len(in.Calls)}
+		s := ethSend{from: in.From, caip2: in.Caip2, nonce: in.Nonce, gasLimit: in.GasLimit, maxFee: in.MaxFeePerGas,
+			prio: in.MaxPriorityFeePerGas, sponsor: in.Sponsor, gasStationNonce: in.GasStationNonce,
+			deadline: in.Deadline, calls: in.Calls}
 		if len(in.Calls) == 1 {
 			s.to, s.value, s.data = in.Calls[0].To, in.Calls[0].Value, in.Calls[0].Data
 		}
@@ -46,6 +50,9 @@ func readEthSend(intent any) ethSend {
 	}
 	return ethSend{}
 }
+
+// sponsored reports whether the request asks the gas station to pay.
+func (s ethSend) sponsored() bool { return s.sponsor != nil && *s.sponsor }
 
 // preparedSend is what Prepare found before the transaction: the unsigned transaction and what
 // policies see of it.
@@ -58,18 +65,12 @@ type preparedSend struct {
 // the request and asks the provider for what the caller left out.
 func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 	s := readEthSend(intent)
-	if s.sponsor != nil && *s.sponsor {
-		return nil, activity.ErrNotSupported(
-			"sponsored sends (sponsor: true; Latchkey runs no gas station): send with sponsor false",
-		)
+	if s.sponsored() || len(s.calls) != 1 {
+		return d.prepareBatch(x, s)
 	}
 	if s.gasStationNonce != "" {
-		return nil, activity.ErrNotSupported("gasStationNonce (Latchkey runs no gas station)")
-	}
-	if s.calls != 1 {
-		return nil, activity.ErrNotSupported(
-			"several calls in one eth_send_transaction (batched calls need a smart account); send one call each",
-		)
+		return nil, apierr.Invalid("parameters.gasStationNonce",
+			"is for sponsored sends and batches of several calls; this is one call with sponsor false")
 	}
 	n, err := checkNetwork("parameters.caip2", s.caip2, false)
 	if err != nil {
@@ -194,6 +195,9 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 // ethSendExecute signs the prepared transaction in the activity's transaction and records the
 // send; it is broadcast once the activity commits.
 func (d *Deps) ethSendExecute(x *activity.Exec, intent any) (any, error) {
+	if b, ok := x.Prepared.(*preparedBatch); ok {
+		return d.executeBatch(x, intent, b)
+	}
 	p, ok := x.Prepared.(preparedSend)
 	if !ok {
 		return nil, apierr.Internalf(nil, "eth_send_transaction ran without its prepared transaction")
@@ -228,9 +232,14 @@ func (d *Deps) ethSendExecute(x *activity.Exec, intent any) (any, error) {
 	return wire.EthSendTransactionResult{SendTransactionStatusId: send.ID}, nil
 }
 
-func (d *Deps) ethSendEnv(x *activity.Exec, _ any) map[string]policy.Value {
-	if p, ok := x.Prepared.(preparedSend); ok {
-		return p.env
+// ethSendEnvs is what policies see: one eth.tx, or one per call of a batch (each decided on its
+// own; one denied call denies the send).
+func (d *Deps) ethSendEnvs(x *activity.Exec, _ any) []map[string]policy.Value {
+	switch p := x.Prepared.(type) {
+	case preparedSend:
+		return []map[string]policy.Value{p.env}
+	case *preparedBatch:
+		return p.envs
 	}
 	return nil
 }

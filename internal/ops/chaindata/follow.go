@@ -3,10 +3,12 @@ package chaindata
 import (
 	"context"
 	"encoding/json"
+	"math/big"
 	"strconv"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/directory"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/records"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/webhooks"
@@ -82,6 +84,7 @@ func (d *Deps) Follow(ctx context.Context, wake func()) {
 			return
 		case <-t.C:
 		}
+		d.followPaymaster(ctx)
 		if d.followOnce(ctx)+d.followBalances(ctx) > 0 && wake != nil {
 			wake()
 		}
@@ -106,8 +109,11 @@ func (d *Deps) followOnce(ctx context.Context) int {
 		}); err != nil || s.Final != "" {
 			continue
 		}
-		st, err := d.chainStatus(ctx, s)
+		st, rc, err := d.finalStatus(ctx, s)
 		if err != nil || st.TxStatus == StatusPending {
+			if err == nil && s.Sponsored {
+				d.rebroadcast(ctx, s)
+			}
 			continue
 		}
 		err = d.Store.Update(ctx, func(tx store.Tx) error {
@@ -120,6 +126,11 @@ func (d *Deps) followOnce(ctx context.Context) int {
 			if err := records.Save(ctx, tx, KindSend, cur.ID, cur.OrgID, cur.CreatedAt, now, cur, cur.keys()...); err != nil {
 				return err
 			}
+			if cur.Sponsored && d.SettleUsage != nil {
+				if err := d.SettleUsage(ctx, tx, cur.ID, d.charged(cur, rc), now); err != nil {
+					return err
+				}
+			}
 			return d.statusEvent(ctx, tx, cur, st.TxStatus, st.Error, now)
 		})
 		if err == nil {
@@ -129,4 +140,35 @@ func (d *Deps) followOnce(ctx context.Context) int {
 		}
 	}
 	return done
+}
+
+// finalStatus is chainStatus with the receipt of an EVM send (nil otherwise, or while pending).
+func (d *Deps) finalStatus(ctx context.Context, s *Send) (wire.GetSendTransactionStatusResponse, *receipt, error) {
+	if s.BroadcastError != "" || isSolana(s.Caip2) {
+		st, err := d.chainStatus(ctx, s)
+		return st, nil, err
+	}
+	c, err := d.provider(s.Caip2)
+	if err != nil {
+		return wire.GetSendTransactionStatusResponse{}, nil, err
+	}
+	return evmStatus(ctx, c, s)
+}
+
+// charged is what an included sponsored send cost the paymaster, in USD: gasUsed ×
+// effectiveGasPrice at the network's configured price ($0 when the network is no longer
+// configured).
+func (d *Deps) charged(s *Send, rc *receipt) *big.Rat {
+	if rc == nil {
+		return new(big.Rat)
+	}
+	cfg, err := d.GasStation.EVMNetwork(s.Caip2)
+	if err != nil && d.GasStation != nil && d.GasStation.EVM[s.Caip2] != nil {
+		cfg = d.GasStation.EVM[s.Caip2] // paused since: the usage still counts
+	}
+	if cfg == nil {
+		return new(big.Rat)
+	}
+	wei := new(big.Int).Mul(rc.GasUsed.ToInt(), rc.EffectiveGasPrice.ToInt())
+	return gasstation.USD(cfg.Price, wei, 18)
 }

@@ -170,6 +170,23 @@ func (d Deps) SignEthereum(x *activity.Exec, signWith string, unsigned []byte) (
 	return out, err
 }
 
+// SignEthereumDigest signs a 32-byte digest with the secp256k1 key signWith names in x's
+// organization (eth_send_transaction's batch execution and EIP-7702 authorization) and returns
+// r, s and the recovery id v (0 or 1).
+func (d Deps) SignEthereumDigest(x *activity.Exec, signWith string, digest [32]byte) (r, s [32]byte, v byte, err error) {
+	k, err := ResolveSigner(x.Ctx, x.Tx, x.OrgID, signWith)
+	if err != nil {
+		return r, s, v, err
+	}
+	if err := needSecp256k1(k, "Ethereum"); err != nil {
+		return r, s, v, err
+	}
+	span := startSign(x.Ctx, k, "TRANSACTION_TYPE_ETHEREUM", 1)
+	r, s, v, err = d.recoverable(k)(digest)
+	endSign(span, err)
+	return r, s, v, err
+}
+
 // SignSolana signs a Solana transaction (wire bytes) with the key signWith names in x's
 // organization, in that key's signer slot, and returns the transaction with the signature.
 func (d Deps) SignSolana(x *activity.Exec, signWith string, unsigned []byte) ([]byte, error) {
