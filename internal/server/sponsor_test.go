@@ -1,0 +1,295 @@
+package server_test
+
+import (
+	"crypto/ecdsa"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/latchkey/latchkey/internal/chain/ethereum"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/servertest"
+)
+
+// testPaymaster is a paymaster key held by the test (the deployment's is in custody).
+type testPaymaster struct{ key *ecdsa.PrivateKey }
+
+func (p testPaymaster) PaymasterAddress() [20]byte { return crypto.PubkeyToAddress(p.key.PublicKey) }
+
+func (p testPaymaster) SignPaymasterDigest(d [32]byte) ([65]byte, error) {
+	sig, err := crypto.Sign(d[:], p.key)
+	return [65]byte(sig), err
+}
+
+const testDelegate = "0x99512B3a351645f035e0a99921058cc5169fC6f3"
+
+// delegateChain is a fake EVM node that keeps what a sponsored send changes: an account's code
+// (a type-4 transaction's authorizations are applied), its gas-station nonce (advanced by an
+// executeBatch whose signature recovers to the account, unless skipNonce), the paymaster's
+// nonce, and receipts.
+type delegateChain struct {
+	mu        sync.Mutex
+	code      map[common.Address][]byte
+	gsNonce   map[common.Address]uint64
+	nonces    map[common.Address]uint64
+	receipts  map[common.Hash]string
+	sent      []*types.Transaction
+	refuse    string // the next eth_sendRawTransaction answers this error
+	skipNonce bool   // included without advancing the nonce (a skipped authorization)
+}
+
+func newDelegateChain() *delegateChain {
+	return &delegateChain{code: map[common.Address][]byte{}, gsNonce: map[common.Address]uint64{},
+		nonces: map[common.Address]uint64{}, receipts: map[common.Hash]string{}}
+}
+
+func (c *delegateChain) methods(t *testing.T) map[string]func([]json.RawMessage) string {
+	addr := func(p json.RawMessage) common.Address {
+		var s string
+		_ = json.Unmarshal(p, &s)
+		return common.HexToAddress(s)
+	}
+	lock := func(f func([]json.RawMessage) string) func([]json.RawMessage) string {
+		return func(p []json.RawMessage) string {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return f(p)
+		}
+	}
+	return map[string]func([]json.RawMessage) string{
+		"eth_getCode": lock(func(p []json.RawMessage) string { return `"` + hexutil.Encode(c.code[addr(p[0])]) + `"` }),
+		"eth_getStorageAt": lock(func(p []json.RawMessage) string {
+			var w [32]byte
+			new(big.Int).SetUint64(c.gsNonce[addr(p[0])]).FillBytes(w[:])
+			return `"` + hexutil.Encode(w[:]) + `"`
+		}),
+		"eth_getTransactionCount": lock(func(p []json.RawMessage) string {
+			return fmt.Sprintf(`"0x%x"`, c.nonces[addr(p[0])])
+		}),
+		"eth_estimateGas":          func([]json.RawMessage) string { return `"0xc350"` },
+		"eth_maxPriorityFeePerGas": func([]json.RawMessage) string { return `"0x3b9aca00"` },
+		"eth_getBlockByNumber":     func([]json.RawMessage) string { return `{"number":"0x10","baseFeePerGas":"0x77359400"}` },
+		"eth_getTransactionReceipt": lock(func(p []json.RawMessage) string {
+			var h string
+			_ = json.Unmarshal(p[0], &h)
+			if r, ok := c.receipts[common.HexToHash(h)]; ok {
+				return r
+			}
+			return "null"
+		}),
+		"eth_sendRawTransaction": lock(func(p []json.RawMessage) string {
+			if c.refuse != "" {
+				msg := c.refuse
+				c.refuse = ""
+				return `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"` + msg + `"}}`
+			}
+			var raw string
+			_ = json.Unmarshal(p[0], &raw)
+			var tx types.Transaction
+			if err := tx.UnmarshalBinary(common.FromHex(raw)); err != nil {
+				t.Errorf("broadcast: %v", err)
+				return `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"bad tx"}}`
+			}
+			from, err := types.Sender(types.LatestSignerForChainID(tx.ChainId()), &tx)
+			if err != nil || tx.Nonce() != c.nonces[from] {
+				t.Errorf("broadcast from %v nonce %d, the chain's is %d (%v)", from, tx.Nonce(), c.nonces[from], err)
+			}
+			c.nonces[from]++
+			for _, a := range tx.SetCodeAuthorizations() {
+				authority, err := a.Authority()
+				if err != nil || a.Nonce != c.nonces[authority] {
+					continue // an invalid authorization is skipped
+				}
+				c.nonces[authority]++
+				if a.Address == (common.Address{}) {
+					c.code[authority] = nil
+				} else {
+					c.code[authority] = ethereum.DelegationCode(a.Address)
+				}
+			}
+			if to := *tx.To(); len(tx.Data()) > 96 && !c.skipNonce {
+				c.gsNonce[to]++
+			}
+			c.sent = append(c.sent, &tx)
+			c.receipts[tx.Hash()] = `{"status":"0x1","blockNumber":"0x11","gasUsed":"0x30d40",` +
+				`"effectiveGasPrice":"0xb2d05e00","from":"` + from.Hex() + `"}`
+			return `"` + tx.Hash().Hex() + `"`
+		}),
+	}
+}
+
+func (c *delegateChain) last() *types.Transaction {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sent) == 0 {
+		return nil
+	}
+	return c.sent[len(c.sent)-1]
+}
+
+// sponsoredHarness is a server with a gas-station file sponsoring eip155:11155111 through the
+// fake chain, a test paymaster, and an organization with one Ethereum account.
+func sponsoredHarness(t *testing.T, chain *delegateChain, extra string) (*servertest.Harness, *servertest.Client,
+	common.Address, testPaymaster) {
+	t.Helper()
+	node := newFakeNode(t, chain.methods(t))
+	file := filepath.Join(t.TempDir(), "gas.json")
+	cfg := `{` + extra + `"evm":{"eip155:11155111":{"delegate":"` + testDelegate +
+		`","maxGasPerTransaction":2000000,"maxFeePerGasWei":"100000000000","usdPerCoin":"3000"}}}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := servertest.New(t, servertest.WithConfig(func(c *server.Config) {
+		c.ChainRPC = map[string]string{"eip155:11155111": node.srv.URL}
+		c.GasStationFile = file
+	}))
+	key, _ := crypto.GenerateKey()
+	pm := testPaymaster{key}
+	h.Server.ChainDeps().Paymaster = pm
+	root, _ := h.RootOrg("Acme")
+	w := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET",
+		map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	return h, root, common.HexToAddress(w.Result("createWalletResult", "addresses", "0")), pm
+}
+
+// A sponsored send: the account (no ETH) signs a BatchExecution and its first send an EIP-7702
+// authorization; the paymaster sends a type-4 transaction to the account calling executeBatch,
+// with its own nonce from the store's counter; the second send has no authorization; the status
+// follows the paymaster's transaction; a replayed gasStationNonce is refused; a refused broadcast
+// is FAILED and its nonce filled; an included transaction that did not advance the nonce is
+// FAILED "delegation not applied".
+func TestSponsoredSend(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, pm := sponsoredHarness(t, chain, "")
+	chain.nonces[pm.PaymasterAddress()] = 5
+	token := "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238"
+	transfer := "0xa9059cbb000000000000000000000000000000000000000000000000000000000000dead" +
+		"00000000000000000000000000000000000000000000000000000000000003e8"
+	send := func(extra map[string]any) servertest.Response {
+		h.Advance(time.Millisecond)
+		body := map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "to": token, "value": "0",
+			"data": transfer, "sponsor": true}
+		for k, v := range extra {
+			body[k] = v
+		}
+		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION", body)
+	}
+	r := send(map[string]any{"gasStationNonce": "0"})
+	servertest.MustOK(t, r)
+	id := r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
+	tx := chain.last()
+	if tx == nil || tx.Type() != types.SetCodeTxType || len(tx.SetCodeAuthorizations()) != 1 {
+		t.Fatalf("first sponsored send: %v", tx)
+	}
+	from, _ := types.Sender(types.LatestSignerForChainID(big.NewInt(11155111)), tx)
+	if from != common.Address(pm.PaymasterAddress()) || *tx.To() != account || tx.Nonce() != 5 ||
+		tx.Value().Sign() != 0 {
+		t.Fatalf("paymaster transaction: from %v to %v nonce %d", from, tx.To(), tx.Nonce())
+	}
+	if a, _ := tx.SetCodeAuthorizations()[0].Authority(); a != account ||
+		tx.SetCodeAuthorizations()[0].Address != common.HexToAddress(testDelegate) {
+		t.Fatalf("authorization by %v for %v", a, tx.SetCodeAuthorizations()[0].Address)
+	}
+	checkBatchSignature(t, tx, account, 0)
+	st := root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+	servertest.MustOK(t, st)
+	if st.Str("txStatus") != "INCLUDED" || !strings.EqualFold(st.Str("eth", "txHash"), tx.Hash().Hex()) {
+		t.Fatalf("status: %s", st.Raw)
+	}
+	// The second send: type 2, no authorization, nonce 1 (auto), the paymaster's next nonce.
+	servertest.MustOK(t, send(nil))
+	tx2 := chain.last()
+	if tx2.Type() != types.DynamicFeeTxType || tx2.Nonce() != 6 {
+		t.Fatalf("second send: type %d nonce %d", tx2.Type(), tx2.Nonce())
+	}
+	checkBatchSignature(t, tx2, account, 1)
+	// A replayed (now stale) gasStationNonce: 400 naming it, nothing sent.
+	before := len(chain.sent)
+	servertest.WantError(t, send(map[string]any{"gasStationNonce": "1"}), 400, 3, "gasStationNonce")
+	if len(chain.sent) != before {
+		t.Fatal("a refused send was broadcast")
+	}
+	// A refused broadcast: FAILED with the node's words, the nonce filled by a self-transfer.
+	chain.refuse = "insufficient funds for gas * price + value"
+	r = send(nil)
+	servertest.MustOK(t, r)
+	id = r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
+	st = root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+	if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), "insufficient funds") {
+		t.Fatalf("refused: %s", st.Raw)
+	}
+	filler := chain.last()
+	if filler.Nonce() != 7 || *filler.To() != common.Address(pm.PaymasterAddress()) || filler.Value().Sign() != 0 {
+		t.Fatalf("filler: nonce %d to %v", filler.Nonce(), filler.To())
+	}
+	// The refused send's nonce (2) is free again; the next send takes it with paymaster nonce 8.
+	servertest.MustOK(t, send(map[string]any{"gasStationNonce": "2"}))
+	if tx := chain.last(); tx.Nonce() != 8 {
+		t.Fatalf("after the filler: nonce %d", tx.Nonce())
+	}
+	checkBatchSignature(t, chain.last(), account, 2)
+	// Included without advancing the nonce: FAILED "delegation not applied".
+	chain.skipNonce = true
+	r = send(nil)
+	servertest.MustOK(t, r)
+	id = r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
+	st = root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
+	if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), "delegation not applied") {
+		t.Fatalf("skipped: %s", st.Raw)
+	}
+}
+
+// checkBatchSignature checks that tx's executeBatch carries the account's signature of the
+// batch's digest for nonce (the packed data is the last ABI bytes value: 85 bytes padded to 96).
+func checkBatchSignature(t *testing.T, tx *types.Transaction, account common.Address, nonce uint64) {
+	t.Helper()
+	d := tx.Data()
+	packed := d[len(d)-96 : len(d)-11]
+	if got := new(big.Int).SetBytes(packed[65:81]).Uint64(); got != nonce {
+		t.Fatalf("gas-station nonce %d, want %d", got, nonce)
+	}
+	calls := decodeCalls(t, d)
+	b := ethereum.BatchExecution{ChainID: big.NewInt(11155111), Account: account, Nonce: new(big.Int).SetUint64(nonce),
+		Deadline: uint32(new(big.Int).SetBytes(packed[81:85]).Uint64()), Calls: calls}
+	digest, err := b.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := append([]byte{}, packed[:65]...)
+	sig[64] -= 27
+	pub, err := crypto.SigToPub(digest[:], sig)
+	if err != nil || crypto.PubkeyToAddress(*pub) != account {
+		t.Fatalf("the batch is not signed by the account (%v)", err)
+	}
+	if want, _ := b.ExecuteBatchCalldata(packed[:65]); string(want) != string(d) {
+		t.Fatal("the calldata is not the batch's executeBatch")
+	}
+}
+
+// decodeCalls reads the calls of executeBatch calldata (test-only: offsets as the encoder writes them).
+func decodeCalls(t *testing.T, d []byte) []ethereum.BatchCall {
+	t.Helper()
+	word := func(at int) int { return int(new(big.Int).SetBytes(d[at : at+32]).Int64()) }
+	base := 4 + word(4)
+	n := word(base)
+	var calls []ethereum.BatchCall
+	for i := range n {
+		at := base + 32 + word(base+32+32*i)
+		dataAt := at + word(at+64)
+		size := word(dataAt)
+		calls = append(calls, ethereum.BatchCall{To: [20]byte(d[at+12 : at+32]),
+			Value: new(big.Int).SetBytes(d[at+32 : at+64]), Data: d[dataAt+32 : dataAt+32+size]})
+	}
+	return calls
+}
