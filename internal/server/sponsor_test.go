@@ -293,3 +293,109 @@ func decodeCalls(t *testing.T, d []byte) []ethereum.BatchCall {
 	}
 	return calls
 }
+
+// Batches of calls: sponsored (the paymaster's executeBatch holds every call, each signed by
+// the account), and not (the account sends its own type-4 transaction to itself, its
+// authorization naming its next nonce); 21 calls, the operator's caps and the kill switch are
+// refused with their reasons.
+func TestBatchedSends(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, pm := sponsoredHarness(t, chain, "")
+	chain.nonces[account] = 3
+	calls := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]any{"to": fmt.Sprintf("0x%040x", 0xa0+i), "value": "0", "data": "0x"}
+		}
+		return out
+	}
+	send := func(sponsor bool, extra map[string]any) servertest.Response {
+		h.Advance(time.Millisecond)
+		body := map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": sponsor,
+			"calls": calls(2)}
+		for k, v := range extra {
+			body[k] = v
+		}
+		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2", body)
+	}
+	// Not sponsored: the account's own type-4 transaction to itself.
+	servertest.MustOK(t, send(false, nil))
+	tx := chain.last()
+	from, _ := types.Sender(types.LatestSignerForChainID(big.NewInt(11155111)), tx)
+	if from != account || *tx.To() != account || tx.Type() != types.SetCodeTxType || tx.Nonce() != 3 ||
+		tx.SetCodeAuthorizations()[0].Nonce != 4 {
+		t.Fatalf("own batch: from %v to %v type %d nonce %d", from, tx.To(), tx.Type(), tx.Nonce())
+	}
+	if !strings.HasPrefix(hexutil.Encode(chain.code[account]), "0xef0100") {
+		t.Fatalf("the authorization was not applied: code %x", chain.code[account])
+	}
+	checkBatchSignature(t, tx, account, 0)
+	if got := decodeCalls(t, tx.Data()); len(got) != 2 || got[1].To != [20]byte(common.HexToAddress("0xa1")) {
+		t.Fatalf("calls: %v", got)
+	}
+	// Sponsored: the paymaster's type-2 transaction (the account delegates already).
+	servertest.MustOK(t, send(true, map[string]any{"calls": calls(20)}))
+	tx = chain.last()
+	from, _ = types.Sender(types.LatestSignerForChainID(big.NewInt(11155111)), tx)
+	if from != common.Address(pm.PaymasterAddress()) || tx.Type() != types.DynamicFeeTxType {
+		t.Fatalf("sponsored batch: from %v type %d", from, tx.Type())
+	}
+	checkBatchSignature(t, tx, account, 1)
+	if got := decodeCalls(t, tx.Data()); len(got) != 20 {
+		t.Fatalf("%d calls", len(got))
+	}
+	servertest.WantError(t, send(true, map[string]any{"calls": calls(21)}), 400, 3, "parameters.calls")
+	servertest.WantError(t, send(false, map[string]any{"calls": []any{}}), 400, 3, "calls")
+	servertest.WantError(t, send(true, map[string]any{"calls": []any{map[string]any{"to": "nope"}}}), 400, 3,
+		"parameters.calls[0].to")
+	// The operator's caps.
+	for _, over := range []map[string]any{{"gasLimit": "2000001"}, {"maxFeePerGas": "100000000001"}} {
+		r := send(true, over)
+		if r.Status != 400 || !strings.Contains(string(r.Raw), "GAS_SPONSORSHIP_CAP") {
+			t.Fatalf("over the cap %v: %d %s", over, r.Status, r.Raw)
+		}
+	}
+}
+
+// The kill switch refuses every sponsored send, with its reason; unsponsored batches still run.
+func TestSponsorshipPaused(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, _ := sponsoredHarness(t, chain, `"paused":true,`)
+	r := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+		map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "to": account.Hex(), "sponsor": true})
+	if r.Status != 400 || !strings.Contains(string(r.Raw), "GAS_SPONSORSHIP_PAUSED") {
+		t.Fatalf("paused: %d %s", r.Status, r.Raw)
+	}
+	h.Advance(time.Millisecond)
+	servertest.MustOK(t, root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+		map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": false,
+			"calls": []any{map[string]any{"to": account.Hex()}, map[string]any{"to": account.Hex()}}}))
+}
+
+// Policies see each call of a batch as its own eth.tx: a policy allowing one `to` allows a batch
+// of calls to it and denies a batch with a call to another address.
+func TestBatchPoliciesPerCall(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, _ := sponsoredHarness(t, chain, "")
+	_, bob := h.NewUser(root, "bob", "bob@example.com")
+	allowed := "0x00000000000000000000000000000000000000a0"
+	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3",
+		map[string]any{"policyName": "only a0", "effect": "EFFECT_ALLOW", "notes": "",
+			"condition": "eth.tx.to == '" + allowed + "'"}))
+	send := func(to ...string) servertest.Response {
+		h.Advance(time.Millisecond)
+		var calls []any
+		for _, a := range to {
+			calls = append(calls, map[string]any{"to": a, "value": "0"})
+		}
+		return bob.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
+	}
+	servertest.MustOK(t, send(allowed, allowed))
+	sent := len(chain.sent)
+	servertest.WantError(t, send(allowed, "0x00000000000000000000000000000000000000b0"), 403, 7, "denied")
+	servertest.WantError(t, send("0x00000000000000000000000000000000000000b0", allowed), 403, 7, "denied")
+	if len(chain.sent) != sent {
+		t.Fatal("a denied batch was sent")
+	}
+}

@@ -64,7 +64,7 @@ type preparedBatch struct {
 	given        *big.Int
 	deadline     uint32
 	// txNonce is the outer transaction's nonce when the account sends it itself (not sponsored).
-	txNonce          uint64
+	txNonce      uint64
 	gas          uint64
 	maxFee, prio *big.Int
 	price        *big.Rat
