@@ -399,3 +399,44 @@ func TestBatchPoliciesPerCall(t *testing.T) {
 		t.Fatal("a denied batch was sent")
 	}
 }
+
+// get_nonces with gasStationNonce, in Turnkey's example flow (get_nonces → sponsored send →
+// poll): the delegate nonce from the account's storage, after the nonces held by sends not yet
+// final; the same nonce sent again is refused, whether it is stale on chain or still held.
+func TestGasStationNonces(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, _ := sponsoredHarness(t, chain, "")
+	nonces := func() string {
+		r := root.Query("get_nonces", map[string]any{"address": account.Hex(), "caip2": "eip155:11155111",
+			"nonce": false, "gasStationNonce": true})
+		servertest.MustOK(t, r)
+		return r.Str("gasStationNonce")
+	}
+	send := func(n string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "gasStationNonce": n,
+				"calls": []any{map[string]any{"to": "0x000000000000000000000000000000000000dEaD", "value": "0"}}})
+	}
+	if n := nonces(); n != "0" {
+		t.Fatalf("a fresh account's gas-station nonce: %q", n)
+	}
+	r := send(nonces())
+	servertest.MustOK(t, r)
+	st := root.Query("get_send_transaction_status", map[string]any{
+		"sendTransactionStatusId": r.Str("activity", "result", "ethSendTransactionResultV2", "sendTransactionStatusId")})
+	if st.Str("txStatus") != "INCLUDED" {
+		t.Fatalf("status: %s", st.Raw)
+	}
+	if n := nonces(); n != "1" {
+		t.Fatalf("after one send: %q", n)
+	}
+	servertest.WantError(t, send("0"), 400, 3, "parameters.gasStationNonce")
+	// A send not yet final holds its nonce: get_nonces gives the next, and the same is refused.
+	chain.skipNonce = true
+	servertest.MustOK(t, send("1"))
+	if n := nonces(); n != "2" {
+		t.Fatalf("with nonce 1 held: %q", n)
+	}
+	servertest.WantError(t, send("1"), 400, 3, "parameters.gasStationNonce")
+}

@@ -348,14 +348,28 @@ func (d *Deps) nonces(q *activity.Read, in *wire.GetNoncesRequest) (any, error) 
 	if _, ok := evmChainID(n); !ok {
 		return nil, apierr.Invalid("caip2", "get_nonces reads eip155 networks; %s is not one", n)
 	}
-	if in.GasStationNonce != nil && *in.GasStationNonce {
-		return nil, activity.ErrNotSupported("gasStationNonce (Latchkey runs no gas station)")
-	}
 	addr := strings.ToLower(strings.TrimSpace(in.Address))
 	if err := checkAddressFor("address", n, addr); err != nil {
 		return nil, err
 	}
 	out := wire.GetNoncesResponse{}
+	if in.GasStationNonce != nil && *in.GasStationNonce {
+		// The delegate nonce in the account's storage (0 when it delegates to nothing), after the
+		// nonces the account's sends not yet final hold: the one its next send should sign.
+		c, err := d.provider(n)
+		if err != nil {
+			return nil, err
+		}
+		st, err := readDelegation(q.Ctx, c, common.HexToAddress(addr), common.Address{}, "latest")
+		if err != nil {
+			return nil, err
+		}
+		held, err := heldGasStationNonces(q.Ctx, q.R, n, addr)
+		if err != nil {
+			return nil, err
+		}
+		out.GasStationNonce = nextFreeNonce(st.nonce, held).String()
+	}
 	if in.Nonce == nil || *in.Nonce {
 		c, err := d.provider(n)
 		if err != nil {

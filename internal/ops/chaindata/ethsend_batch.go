@@ -466,13 +466,18 @@ func (d *Deps) nextGasStationNonce(x *activity.Exec, b *preparedBatch, account s
 		}
 		return b.given, nil
 	}
-	next := new(big.Int).Set(b.chainGSNonce)
+	return nextFreeNonce(b.chainGSNonce, held), nil
+}
+
+// nextFreeNonce is the first delegate nonce at or after the chain's that comes after every held one.
+func nextFreeNonce(chain *big.Int, held []*big.Int) *big.Int {
+	next := new(big.Int).Set(chain)
 	for _, h := range held {
 		if h.Cmp(next) >= 0 {
 			next.Add(h, big.NewInt(1))
 		}
 	}
-	return next, nil
+	return next
 }
 
 // heldGasStationNonces are the delegate nonces of an account's sends that are not final yet.
