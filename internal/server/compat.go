@@ -54,11 +54,6 @@ func init() {
 		"list_email_events",
 	)
 	group(
-		"undoes an EIP-7702 delegation through Turnkey's gas station (a sponsored send); Latchkey runs no gas station: "+
-			"sign the undelegation with sign_transaction and send it with eth_send_raw_transaction",
-		"eth_undelegate_7702",
-	)
-	group(
 		"needs a running TVC enclave or cluster: Latchkey keeps TVC apps and deployments as records and runs none (docs/tvc.md)",
 		"get_tvc_deployment_debug_logs",
 		"validate_tvc_image",

@@ -440,3 +440,43 @@ func TestGasStationNonces(t *testing.T) {
 	}
 	servertest.WantError(t, send("1"), 400, 3, "parameters.gasStationNonce")
 }
+
+// eth_undelegate_7702: the account's authorization to address 0, sent by the paymaster in a
+// type-4 transaction; followed to INCLUDED once the account's code is gone. An account that
+// delegates to nothing, and a network that is not sponsored, are refused with the reason.
+func TestUndelegate(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, pm := sponsoredHarness(t, chain, "")
+	undelegate := func(caip2 string) servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("eth_undelegate_7702", "ACTIVITY_TYPE_ETH_UNDELEGATE_7702",
+			map[string]any{"from": account.Hex(), "caip2": caip2})
+	}
+	r := undelegate("eip155:11155111")
+	if r.Status != 400 || !strings.Contains(string(r.Raw), "NOT_DELEGATED") {
+		t.Fatalf("not delegated: %d %s", r.Status, r.Raw)
+	}
+	r = undelegate("eip155:1")
+	if r.Status != 400 || !strings.Contains(string(r.Raw), "GAS_SPONSORSHIP_UNAVAILABLE") {
+		t.Fatalf("not sponsored: %d %s", r.Status, r.Raw)
+	}
+	chain.code[account] = ethereum.DelegationCode(common.HexToAddress(testDelegate))
+	chain.nonces[account] = 2
+	r = undelegate("eip155:11155111")
+	servertest.MustOK(t, r)
+	tx := chain.last()
+	from, _ := types.Sender(types.LatestSignerForChainID(big.NewInt(11155111)), tx)
+	auths := tx.SetCodeAuthorizations()
+	if from != common.Address(pm.PaymasterAddress()) || len(auths) != 1 || auths[0].Address != (common.Address{}) ||
+		auths[0].Nonce != 2 {
+		t.Fatalf("undelegation: from %v auths %v", from, auths)
+	}
+	if a, _ := auths[0].Authority(); a != account || len(chain.code[account]) != 0 {
+		t.Fatalf("authority %v, code %x", a, chain.code[account])
+	}
+	st := root.Query("get_send_transaction_status", map[string]any{
+		"sendTransactionStatusId": r.Str("activity", "result", "ethUndelegate7702Result", "sendTransactionStatusId")})
+	if st.Str("txStatus") != "INCLUDED" {
+		t.Fatalf("status: %s", st.Raw)
+	}
+}

@@ -108,6 +108,14 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	solSends := []any{(*wire.SolSendTransactionIntentV2)(nil), (*wire.SolSendTransactionIntent)(nil)}
 	reg.Submit(
 		activity.Operation{
+			Path:    "eth_undelegate_7702",
+			Access:  activity.AccessRoot,
+			Prepare: activity.On(d.prepareUndelegate),
+			Execute: activity.On(d.undelegate),
+		},
+	)
+	reg.Submit(
+		activity.Operation{
 			Path:    "sol_send_transaction",
 			Access:  activity.AccessRoot,
 			Prepare: activity.OnAny(d.prepareSolSend, solSends...),

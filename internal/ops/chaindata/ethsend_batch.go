@@ -198,18 +198,8 @@ func (d *Deps) prepareBatch(x *activity.Exec, s ethSend) (*preparedBatch, error)
 		return nil, err
 	}
 	if cfg != nil {
-		if b.gas > cfg.MaxGasPerTransaction {
-			return nil, apierr.New(apierr.FailedPrecondition, "GAS_SPONSORSHIP_CAP",
-				"the sponsored transaction needs %d gas, over the operator's cap of %d per transaction on %s",
-				b.gas, cfg.MaxGasPerTransaction, n)
-		}
-		if b.maxFee.Cmp(cfg.MaxFeePerGas) > 0 {
-			if s.maxFee != "" || b.prio.Cmp(cfg.MaxFeePerGas) > 0 {
-				return nil, apierr.New(apierr.FailedPrecondition, "GAS_SPONSORSHIP_CAP",
-					"the fee per gas (%v wei) is over the operator's cap of %v wei on %s; try later",
-					b.maxFee, cfg.MaxFeePerGas, n)
-			}
-			b.maxFee = new(big.Int).Set(cfg.MaxFeePerGas) // twice the base fee is a margin, not a need
+		if err := withinCaps(cfg, n, b.gas, &b.maxFee, b.prio, s.maxFee != ""); err != nil {
+			return nil, err
 		}
 	}
 	// Policies see each call as its own eth.tx from the account (fee fields 0 when sponsored).
@@ -226,6 +216,26 @@ func (d *Deps) prepareBatch(x *activity.Exec, s ethSend) (*preparedBatch, error)
 		b.envs = append(b.envs, env)
 	}
 	return b, nil
+}
+
+// withinCaps refuses a sponsored transaction over the operator's caps: its gas, or its fee per gas
+// when given or when the tip alone is over. A fee cap computed as twice the base fee plus the tip
+// is a margin, not a need: over the operator's cap, the operator's cap is offered instead.
+func withinCaps(cfg *gasstation.EVMNetwork, n string, gas uint64, maxFee **big.Int, prio *big.Int, given bool) error {
+	if gas > cfg.MaxGasPerTransaction {
+		return apierr.New(apierr.FailedPrecondition, "GAS_SPONSORSHIP_CAP",
+			"the sponsored transaction needs %d gas, over the operator's cap of %d per transaction on %s",
+			gas, cfg.MaxGasPerTransaction, n)
+	}
+	if (*maxFee).Cmp(cfg.MaxFeePerGas) > 0 {
+		if given || prio.Cmp(cfg.MaxFeePerGas) > 0 {
+			return apierr.New(apierr.FailedPrecondition, "GAS_SPONSORSHIP_CAP",
+				"the fee per gas (%v wei) is over the operator's cap of %v wei on %s; try later",
+				*maxFee, cfg.MaxFeePerGas, n)
+		}
+		*maxFee = new(big.Int).Set(cfg.MaxFeePerGas)
+	}
+	return nil
 }
 
 // batchDeadline reads the request's deadline (unix seconds, in the future) or gives the default.
