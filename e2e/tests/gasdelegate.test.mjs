@@ -5,7 +5,7 @@
 // the paymaster pays for batches the account signs. The account is the fixed test account of
 // internal/chain/ethereum/testdata/gasstation.json, so the vectors Latchkey's Go code is tested
 // against (digest, executeBatch calldata, nonce slot, eip712Domain answer) are checked here against
-// the contract itself. No Latchkey process takes part yet: the API's sponsored send is still 501.
+// the contract itself. Latchkey's API sending through it is e2e/tests/sponsor.test.mjs.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -13,17 +13,17 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   createPublicClient, createWalletClient, http, defineChain, encodeFunctionData, parseAbi, concat, numberToHex,
-  keccak256, toHex, pad, getContractAddress, hexToBigInt, BaseError, ContractFunctionRevertedError,
+  keccak256, toHex, hexToBigInt, BaseError, ContractFunctionRevertedError,
 } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
-import { startChain, TOKEN_BYTECODE } from "./gethdev.mjs";
+import { startChain, deployDelegate, TOKEN_BYTECODE, DELEGATE_ARTIFACT, CREATE2_DEPLOYER } from "./gethdev.mjs";
 import { build } from "../../contracts/build.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
-const artifact = JSON.parse(readFileSync(join(root, "contracts", "gasdelegate", "LatchkeyGasDelegate.json"), "utf8"));
+const artifact = DELEGATE_ARTIFACT;
 const vectors = JSON.parse(readFileSync(join(root, "internal", "chain", "ethereum", "testdata", "gasstation.json"), "utf8"));
-const DEPLOYER = "0x4e59b44847b379578588920ca78fbf26c0b4956c";
+const DEPLOYER = CREATE2_DEPLOYER;
 const abi = artifact.abi;
 const erc20 = parseAbi(["function transfer(address,uint256) returns (bool)", "function balanceOf(address) view returns (uint256)"]);
 const types = {
@@ -89,11 +89,8 @@ test("the checked-in bytecode is what the pinned compiler makes of the checked-i
 
 test("the delegate deploys through geth's CREATE2 deployer and answers eip712Domain() as the Go check expects", async () => {
   assert.notEqual(await pub.getCode({ address: DEPLOYER }), undefined, "geth --dev's genesis has the CREATE2 deployer");
-  delegate = getContractAddress({ opcode: "CREATE2", from: DEPLOYER, salt: pad("0x00"), bytecode: artifact.bytecode });
+  delegate = await deployDelegate(paymaster, pub);
   assert.equal(delegate, vectors.delegate, "gasstation.json was made for this bytecode");
-  const hash = await paymaster.sendTransaction({ to: DEPLOYER, data: concat([pad("0x00"), artifact.bytecode]) });
-  assert.equal((await mined(hash)).status, "success");
-  assert.equal(await pub.getCode({ address: delegate }), artifact.deployedBytecode);
   const { data } = await pub.call({ to: delegate, data: encodeFunctionData({ abi, functionName: "eip712Domain" }) });
   assert.equal(data, vectors.domainAnswer.answer);
 });

@@ -1,16 +1,33 @@
-// geth --dev for the chain tests (chain.test.mjs, gasdelegate.test.mjs): geth is built from the Go
-// module proxy by e2e/geth.sh (cached) and started on loopback over a genesis of its own, and a
-// hand-assembled ERC-20 to deploy on it.
+// geth --dev for the chain tests (chain.test.mjs, gasdelegate.test.mjs, sponsor.test.mjs): geth is
+// built from the Go module proxy by e2e/geth.sh (cached) and started on loopback over a genesis of
+// its own, a hand-assembled ERC-20 to deploy on it, and the deployment of Latchkey's gas-station
+// delegate (contracts/gasdelegate) through the CREATE2 deployer of geth's dev genesis.
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { concat, pad, getContractAddress } from "viem";
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+// The delegate's checked-in build (contracts/build.mjs) and the standard CREATE2 deployer.
+export const DELEGATE_ARTIFACT = JSON.parse(readFileSync(join(here, "..", "..", "contracts", "gasdelegate", "LatchkeyGasDelegate.json"), "utf8"));
+export const CREATE2_DEPLOYER = "0x4e59b44847b379578588920ca78fbf26c0b4956c";
+
+// Deploys the gas-station delegate with salt 0 through the CREATE2 deployer, sent by wallet (a viem
+// wallet client), and returns its address, which follows from the bytecode alone.
+export async function deployDelegate(wallet, pub) {
+  const address = getContractAddress({ opcode: "CREATE2", from: CREATE2_DEPLOYER, salt: pad("0x00"), bytecode: DELEGATE_ARTIFACT.bytecode });
+  const hash = await wallet.sendTransaction({ to: CREATE2_DEPLOYER, data: concat([pad("0x00"), DELEGATE_ARTIFACT.bytecode]) });
+  const receipt = await pub.waitForTransactionReceipt({ hash, pollingInterval: 100 });
+  assert.equal(receipt.status, "success", "the delegate deployment");
+  assert.equal(await pub.getCode({ address }), DELEGATE_ARTIFACT.deployedBytecode);
+  return address;
+}
 
 // A minimal ERC-20, hand-assembled (no compiler): balanceOf(address) and transfer(address,uint256),
 // each holder's balance in the storage slot whose number is the holder's address; no events, no
