@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -22,15 +21,10 @@ import (
 	"github.com/latchkey/latchkey/internal/servertest"
 )
 
-// testPaymaster is a paymaster key held by the test (the deployment's is in custody).
-type testPaymaster struct{ key *ecdsa.PrivateKey }
+// paymasterOf is the deployment's paymaster address (its sponsor keys, in custody).
+type paymasterOf [20]byte
 
-func (p testPaymaster) PaymasterAddress() [20]byte { return crypto.PubkeyToAddress(p.key.PublicKey) }
-
-func (p testPaymaster) SignPaymasterDigest(d [32]byte) ([65]byte, error) {
-	sig, err := crypto.Sign(d[:], p.key)
-	return [65]byte(sig), err
-}
+func (p paymasterOf) PaymasterAddress() [20]byte { return p }
 
 const testDelegate = "0x99512B3a351645f035e0a99921058cc5169fC6f3"
 
@@ -141,7 +135,7 @@ func (c *delegateChain) last() *types.Transaction {
 // sponsoredHarness is a server with a gas-station file sponsoring eip155:11155111 through the
 // fake chain, a test paymaster, and an organization with one Ethereum account.
 func sponsoredHarness(t *testing.T, chain *delegateChain, extra string) (*servertest.Harness, *servertest.Client,
-	common.Address, testPaymaster) {
+	common.Address, paymasterOf) {
 	t.Helper()
 	node := newFakeNode(t, chain.methods(t))
 	file := filepath.Join(t.TempDir(), "gas.json")
@@ -154,12 +148,14 @@ func sponsoredHarness(t *testing.T, chain *delegateChain, extra string) (*server
 		c.ChainRPC = map[string]string{"eip155:11155111": node.srv.URL}
 		c.GasStationFile = file
 	}))
-	key, _ := crypto.GenerateKey()
-	pm := testPaymaster{key}
-	h.Server.ChainDeps().Paymaster = pm
+	pm := paymasterOf(h.Server.ChainDeps().Sponsor.PaymasterAddress())
 	root, _ := h.RootOrg("Acme")
 	w := root.MustSubmit("create_wallet", "ACTIVITY_TYPE_CREATE_WALLET",
 		map[string]any{"walletName": "main", "accounts": servertest.WalletAccounts[:1]})
+	h.Advance(time.Millisecond)
+	root.MustSubmit("upsert_gas_usage_config", "ACTIVITY_TYPE_UPSERT_GAS_USAGE_CONFIG",
+		map[string]any{"enabled": true, "orgWindowLimitUsd": "100", "subOrgWindowLimitUsd": "10",
+			"windowDurationMinutes": "60"})
 	return h, root, common.HexToAddress(w.Result("createWalletResult", "addresses", "0")), pm
 }
 
@@ -247,6 +243,18 @@ func TestSponsoredSend(t *testing.T) {
 	st = root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
 	if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), "delegation not applied") {
 		t.Fatalf("skipped: %s", st.Raw)
+	}
+	// The usage is counted (gas × fee cap reserved, at $3000 per ETH), and a limit refuses a send.
+	u := root.MustQuery("get_gas_usage", nil)
+	if usd, ok := new(big.Rat).SetString(u.Str("usageUsd")); !ok || usd.Sign() <= 0 {
+		t.Fatalf("usage: %s", u.Raw)
+	}
+	h.Advance(time.Millisecond)
+	root.MustSubmit("upsert_gas_usage_config", "ACTIVITY_TYPE_UPSERT_GAS_USAGE_CONFIG",
+		map[string]any{"orgWindowLimitUsd": u.Str("usageUsd")})
+	r = send(nil)
+	if r.Status != 400 || !strings.Contains(string(r.Raw), "GAS_USAGE_LIMIT_EXCEEDED") {
+		t.Fatalf("over the limit: %d %s", r.Status, r.Raw)
 	}
 }
 

@@ -50,13 +50,6 @@ type Deps struct {
 	// SignEthereumDigest signs a digest with the secp256k1 key signWith names (r, s, v in {0,1}):
 	// the batch executions and EIP-7702 authorizations of sends through the gas-station delegate.
 	SignEthereumDigest func(x *activity.Exec, signWith string, digest [32]byte) (r, s [32]byte, v byte, err error)
-	// Paymaster is the deployment's EVM paymaster key (custody), which pays sponsored sends.
-	Paymaster Paymaster
-	// ReserveUsage and SettleUsage count sponsored usage in USD against the organization's
-	// limits (gasstation.Reserve, gasstation.Settle): reserved in the activity's transaction,
-	// settled with what the chain charged once the send is final.
-	ReserveUsage func(ctx context.Context, tx store.Tx, orgID, caip2, ref string, usd *big.Rat, now time.Time) error
-	SettleUsage  func(ctx context.Context, tx store.Tx, ref string, usd *big.Rat, now time.Time) error
 	CacheTTL     time.Duration
 	// Store records refused broadcasts (after the activity's commit); Log reports what fails there.
 	Store store.Store

@@ -126,8 +126,8 @@ func (d *Deps) followOnce(ctx context.Context) int {
 			if err := records.Save(ctx, tx, KindSend, cur.ID, cur.OrgID, cur.CreatedAt, now, cur, cur.keys()...); err != nil {
 				return err
 			}
-			if cur.Sponsored && d.SettleUsage != nil {
-				if err := d.SettleUsage(ctx, tx, cur.ID, d.charged(cur, rc), now); err != nil {
+			if cur.Sponsored {
+				if err := gasstation.Settle(ctx, tx, cur.ID, d.charged(cur, rc), now); err != nil {
 					return err
 				}
 			}

@@ -34,11 +34,19 @@ import (
 // again with the same bytes. A transaction the node refuses marks its send FAILED and a 0-value
 // self-transfer of the paymaster takes its nonce, so the sends after it are not stuck.
 
-// Paymaster is the deployment's EVM paymaster key (custody.SponsorKeys): its address, and a
+// paymasterKey is the deployment's EVM paymaster key (custody.SponsorKeys): its address, and a
 // signature (r ‖ s ‖ v, v in {0,1}) of a transaction digest.
-type Paymaster interface {
+type paymasterKey interface {
 	PaymasterAddress() [20]byte
 	SignPaymasterDigest(digest [32]byte) ([65]byte, error)
+}
+
+// paymaster is the sponsor keys' paymaster, or nil on a deployment without sponsor keys.
+func (d *Deps) paymaster() paymasterKey {
+	if d.Sponsor == nil {
+		return nil
+	}
+	return d.Sponsor
 }
 
 // KindPaymasterNonce is the per-network counter of the paymaster's next nonce (id: the network).
@@ -57,16 +65,14 @@ const maxClaims = 64
 // queue records a sponsored send, in the activity's transaction: the usage it may cost is
 // reserved (gas × fee cap, in USD) and the paymaster is woken after commit.
 func (d *Deps) queue(x *activity.Exec, s *Send, price *big.Rat) error {
-	if d.Paymaster == nil {
+	if d.paymaster() == nil {
 		return apierr.New(apierr.FailedPrecondition, gasstation.CodeNotSponsored,
 			"this deployment has no EVM paymaster key: sponsorship cannot run")
 	}
 	maxFee, _ := new(big.Int).SetString(s.MaxFee, 10)
 	wei := new(big.Int).Mul(new(big.Int).SetUint64(s.Gas), maxFee)
-	if d.ReserveUsage != nil {
-		if err := d.ReserveUsage(x.Ctx, x.Tx, x.OrgID, s.Caip2, s.ID, gasstation.USD(price, wei, 18), x.Now); err != nil {
-			return err
-		}
+	if err := gasstation.Reserve(x.Ctx, x.Tx, x.OrgID, s.Caip2, s.ID, gasstation.USD(price, wei, 18), x.Now); err != nil {
+		return err
 	}
 	s.ActivityID = x.ActivityID
 	if err := records.Save(x.Ctx, x.Tx, KindSend, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, s.keys()...); err != nil {
@@ -90,13 +96,14 @@ var pumps sync.Map // network → *sync.Mutex
 // pump signs and broadcasts the network's queued sponsored sends, oldest first.
 func (d *Deps) pump(ctx context.Context, network string) {
 	c := d.Providers[network]
-	if c == nil || d.Paymaster == nil || d.Store == nil {
+	pk := d.paymaster()
+	if c == nil || pk == nil || d.Store == nil {
 		return
 	}
 	mu, _ := pumps.LoadOrStore(network, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	pm := common.Address(d.Paymaster.PaymasterAddress())
+	pm := common.Address(pk.PaymasterAddress())
 	for range maxClaims {
 		// The chain's pending nonce is read before the transaction (no I/O inside it).
 		pending, err := pendingNonce(ctx, c, pm)
@@ -220,7 +227,7 @@ func (d *Deps) signPaymaster(s *Send, nonce uint64) (raw, hash string, err error
 // signByPaymaster signs tx with the paymaster key and returns its bytes and hash.
 func (d *Deps) signByPaymaster(tx *types.Transaction, chainID *big.Int) (raw, hash string, err error) {
 	signer := types.LatestSignerForChainID(chainID)
-	sig, err := d.Paymaster.SignPaymasterDigest([32]byte(signer.Hash(tx)))
+	sig, err := d.paymaster().SignPaymasterDigest([32]byte(signer.Hash(tx)))
 	if err != nil {
 		return "", "", apierr.Internalf(err, "signing with the paymaster")
 	}
@@ -274,7 +281,7 @@ func (d *Deps) refused(ctx context.Context, c *rpc.Client, s *Send, why string) 
 			chainID, _ := evmChainID(cur.Caip2)
 			maxFee, _ := new(big.Int).SetString(cur.MaxFee, 10)
 			prio, _ := new(big.Int).SetString(cur.Prio, 10)
-			pm := common.Address(d.Paymaster.PaymasterAddress())
+			pm := common.Address(d.paymaster().PaymasterAddress())
 			raw, hash, err := d.signByPaymaster(types.NewTx(&types.DynamicFeeTx{ChainID: chainID,
 				Nonce: *cur.PaymasterNonce, GasTipCap: prio, GasFeeCap: maxFee, Gas: 21_000, To: &pm,
 				Value: new(big.Int)}), chainID)
@@ -286,10 +293,8 @@ func (d *Deps) refused(ctx context.Context, c *rpc.Client, s *Send, why string) 
 		if err := records.Save(ctx, tx, KindSend, cur.ID, cur.OrgID, cur.CreatedAt, now, cur, cur.keys()...); err != nil {
 			return err
 		}
-		if d.SettleUsage != nil {
-			if err := d.SettleUsage(ctx, tx, cur.ID, new(big.Rat), now); err != nil {
-				return err
-			}
+		if err := gasstation.Settle(ctx, tx, cur.ID, new(big.Rat), now); err != nil {
+			return err
 		}
 		return d.statusEvent(ctx, tx, cur, StatusFailed, &wire.TxError{Message: why}, now)
 	})
@@ -308,7 +313,7 @@ func (d *Deps) refused(ctx context.Context, c *rpc.Client, s *Send, why string) 
 // sponsored network (sends queued by another process, or before a restart) and sends again the
 // signed transactions the chain has not included yet.
 func (d *Deps) followPaymaster(ctx context.Context) {
-	if d.Paymaster == nil || d.GasStation == nil {
+	if d.paymaster() == nil || d.GasStation == nil {
 		return
 	}
 	for network := range d.GasStation.EVM {
