@@ -50,7 +50,7 @@ type Deps struct {
 	// SignEthereumDigest signs a digest with the secp256k1 key signWith names (r, s, v in {0,1}):
 	// the batch executions and EIP-7702 authorizations of sends through the gas-station delegate.
 	SignEthereumDigest func(x *activity.Exec, signWith string, digest [32]byte) (r, s [32]byte, v byte, err error)
-	CacheTTL     time.Duration
+	CacheTTL           time.Duration
 	// Store records refused broadcasts (after the activity's commit); Log reports what fails there.
 	Store store.Store
 	Log   *slog.Logger
