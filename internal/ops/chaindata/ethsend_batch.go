@@ -39,6 +39,10 @@ const (
 	batchCalldataGas  = 16 // per byte of calldata
 	batchFirstNonce   = 150_000
 	batchAuthorizeGas = 50_000
+	// batchValueCallGas is added for a call that moves ETH: a call with value pays 9,000 inside
+	// the batch, and a new account more (25,000 on mainnet, far more under geth --dev's state
+	// pricing), none of which a top-level estimate of the same transfer includes.
+	batchValueCallGas = 9_000 + 150_000
 	// DefaultDeadline is how long a batch the account signed may wait to be included, when the
 	// request gives no deadline.
 	DefaultDeadline = time.Hour
@@ -362,6 +366,9 @@ func (d *Deps) batchGas(ctx context.Context, c *rpc.Client, b *preparedBatch, st
 			return 0, e
 		}
 		gas += uint64(est)
+		if call.Value.Sign() > 0 {
+			gas += batchValueCallGas
+		}
 	}
 	return gas, nil
 }
