@@ -191,7 +191,7 @@ async function startPostgresPair(url) {
   const bin = latchkeyBinary();
   const dir = mkdtempSync(join(tmpdir(), "latchkey-pg-"));
   const schema = "lk_e2e_sponsor_" + process.pid;
-  execFileSync("psql", [url, "-q", "-c", `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`]);
+  execFileSync("psql", [url, "-q", "-v", "ON_ERROR_STOP=1", "-c", `SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`]);
   const db = url + (url.includes("?") ? "&" : "?") + "search_path=" + schema;
   writeFileSync(join(dir, "master.key"), execFileSync("head", ["-c", "32", "/dev/urandom"]).toString("hex") + "\n", { mode: 0o600 });
   const key = JSON.parse(execFileSync(bin, ["keygen", "--name", "ops", "--key-dir", join(dir, "keys"), "--json"], { encoding: "utf8" }));
@@ -223,7 +223,7 @@ async function startPostgresPair(url) {
     async stop() {
       for (const p of procs) p.proc.kill("SIGTERM");
       await Promise.all(procs.map((p) => new Promise((r) => (p.proc.exitCode !== null ? r() : p.proc.on("exit", r)))));
-      execFileSync("psql", [url, "-q", "-c", `DROP SCHEMA IF EXISTS ${schema} CASCADE`]);
+      execFileSync("psql", [url, "-q", "-v", "ON_ERROR_STOP=1", "-c", `SET client_min_messages = warning; DROP SCHEMA IF EXISTS ${schema} CASCADE`]);
     } };
 }
 
@@ -237,7 +237,7 @@ test("two Latchkey processes over PostgreSQL send for many accounts at once: no 
       await fund(pm, parseEther("100"));
       await upsertGasUsage(a.url, pair.creds, { enabled: true, orgWindowLimitUsd: "1000", subOrgWindowLimitUsd: "100", windowDurationMinutes: "60" });
       const accounts = [];
-      for (let i = 0; i < 12; i++) accounts.push(await newAccount(i % 2 ? b.client : a.client));
+      for (let i = 0; i < 20; i++) accounts.push(await newAccount(i % 2 ? b.client : a.client));
       const ids = await Promise.all(accounts.map((from, i) => send({ from, caip2: CAIP2, sponsor: true, calls: [{ to: recipient, value: "0", data: "0x" }] }, i % 2 ? b.client : a.client)));
       const done = await Promise.all(ids.map((id, i) => poll(id, i % 2 ? a.client : b.client)));
       const nonces = [];

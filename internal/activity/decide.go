@@ -191,7 +191,15 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 			return Decision{Outcome: policy.OutcomeError, Err: err}
 		}
 		if len(ps) > 0 {
-			d.Outcome, d.Per = decideParts(ps, x, op, intent, cond, consensusEnv(ctx, x.R, voters), policy.TimeEnv(x.Now))
+			d.Outcome, d.Per = decideParts(
+				ps,
+				x,
+				op,
+				intent,
+				cond,
+				consensusEnv(ctx, x.R, voters),
+				policy.TimeEnv(x.Now),
+			)
 			d.Evaluated = true
 		}
 	}

@@ -432,7 +432,12 @@ func TestGasStationNonces(t *testing.T) {
 	r := send(nonces())
 	servertest.MustOK(t, r)
 	st := root.Query("get_send_transaction_status", map[string]any{
-		"sendTransactionStatusId": r.Str("activity", "result", "ethSendTransactionResultV2", "sendTransactionStatusId")})
+		"sendTransactionStatusId": r.Str(
+			"activity",
+			"result",
+			"ethSendTransactionResultV2",
+			"sendTransactionStatusId",
+		)})
 	if st.Str("txStatus") != "INCLUDED" {
 		t.Fatalf("status: %s", st.Raw)
 	}

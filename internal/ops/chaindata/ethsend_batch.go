@@ -130,7 +130,11 @@ func (d *Deps) prepareBatch(x *activity.Exec, s ethSend) (*preparedBatch, error)
 	}
 	chainID, ok := evmChainID(n)
 	if !ok {
-		return nil, apierr.Invalid("parameters.caip2", "eth_send_transaction sends to eip155 networks; %s is not one", n)
+		return nil, apierr.Invalid(
+			"parameters.caip2",
+			"eth_send_transaction sends to eip155 networks; %s is not one",
+			n,
+		)
 	}
 	b := &preparedBatch{sponsored: s.sponsored(), network: n, chainID: chainID}
 	var cfg *gasstation.EVMNetwork

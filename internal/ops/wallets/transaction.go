@@ -173,7 +173,11 @@ func (d Deps) SignEthereum(x *activity.Exec, signWith string, unsigned []byte) (
 // SignEthereumDigest signs a 32-byte digest with the secp256k1 key signWith names in x's
 // organization (eth_send_transaction's batch execution and EIP-7702 authorization) and returns
 // r, s and the recovery id v (0 or 1).
-func (d Deps) SignEthereumDigest(x *activity.Exec, signWith string, digest [32]byte) (r, s [32]byte, v byte, err error) {
+func (d Deps) SignEthereumDigest(
+	x *activity.Exec,
+	signWith string,
+	digest [32]byte,
+) (r, s [32]byte, v byte, err error) {
 	k, err := ResolveSigner(x.Ctx, x.Tx, x.OrgID, signWith)
 	if err != nil {
 		return r, s, v, err
