@@ -216,15 +216,20 @@ func TestSponsoredSend(t *testing.T) {
 	if len(chain.sent) != before {
 		t.Fatal("a refused send was broadcast")
 	}
+	// The status of a new send, which must be FAILED with why.
+	wantFailed := func(why string) {
+		t.Helper()
+		r := send(nil)
+		servertest.MustOK(t, r)
+		st := root.Query("get_send_transaction_status", map[string]any{
+			"sendTransactionStatusId": r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")})
+		if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), why) {
+			t.Fatalf("want FAILED %q: %s", why, st.Raw)
+		}
+	}
 	// A refused broadcast: FAILED with the node's words, the nonce filled by a self-transfer.
 	chain.refuse = "insufficient funds for gas * price + value"
-	r = send(nil)
-	servertest.MustOK(t, r)
-	id = r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
-	st = root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
-	if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), "insufficient funds") {
-		t.Fatalf("refused: %s", st.Raw)
-	}
+	wantFailed("insufficient funds")
 	filler := chain.last()
 	if filler.Nonce() != 7 || *filler.To() != common.Address(pm.PaymasterAddress()) || filler.Value().Sign() != 0 {
 		t.Fatalf("filler: nonce %d to %v", filler.Nonce(), filler.To())
@@ -237,13 +242,7 @@ func TestSponsoredSend(t *testing.T) {
 	checkBatchSignature(t, chain.last(), account, 2)
 	// Included without advancing the nonce: FAILED "delegation not applied".
 	chain.skipNonce = true
-	r = send(nil)
-	servertest.MustOK(t, r)
-	id = r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")
-	st = root.Query("get_send_transaction_status", map[string]any{"sendTransactionStatusId": id})
-	if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), "delegation not applied") {
-		t.Fatalf("skipped: %s", st.Raw)
-	}
+	wantFailed("delegation not applied")
 	// The usage is counted (gas × fee cap reserved, at $3000 per ETH), and a limit refuses a send.
 	u := root.MustQuery("get_gas_usage", nil)
 	if usd, ok := new(big.Rat).SetString(u.Str("usageUsd")); !ok || usd.Sign() <= 0 {

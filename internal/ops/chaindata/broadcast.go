@@ -149,17 +149,9 @@ const maxSignedTx = 128 << 10
 
 // sendRaw sends a signed EVM transaction to the node of its network.
 func (d *Deps) sendRaw(x *activity.Exec, in *wire.EthSendRawTransactionIntent) (any, error) {
-	n, err := checkNetwork("parameters.caip2", in.Caip2, false)
+	n, want, err := evmNetwork("eth_send_raw_transaction", in.Caip2)
 	if err != nil {
 		return nil, err
-	}
-	want, ok := evmChainID(n)
-	if !ok {
-		return nil, apierr.Invalid(
-			"parameters.caip2",
-			"eth_send_raw_transaction sends to eip155 networks; %s is not one",
-			n,
-		)
 	}
 	const f = "parameters.signedTransaction"
 	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(in.SignedTransaction), "0x"))

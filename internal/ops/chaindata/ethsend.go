@@ -72,17 +72,9 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.gasStationNonce",
 			"is for sponsored sends and batches of several calls; this is one call with sponsor false")
 	}
-	n, err := checkNetwork("parameters.caip2", s.caip2, false)
+	n, chainID, err := evmNetwork("eth_send_transaction", s.caip2)
 	if err != nil {
 		return nil, err
-	}
-	chainID, ok := evmChainID(n)
-	if !ok {
-		return nil, apierr.Invalid(
-			"parameters.caip2",
-			"eth_send_transaction sends to eip155 networks; %s is not one",
-			n,
-		)
 	}
 	if !common.IsHexAddress(s.from) {
 		return nil, apierr.Invalid("parameters.from", "must be an Ethereum address of the organization")
@@ -137,37 +129,9 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 		}
 		gas = est.ToInt()
 	}
-	prio, err := decimal("parameters.maxPriorityFeePerGas", s.prio, nil)
+	prio, maxFee, err := fees(x.Ctx, c, n, s.prio, s.maxFee)
 	if err != nil {
 		return nil, err
-	}
-	if prio == nil {
-		var p hexutil.Big
-		if err := c.Call(x.Ctx, "eth_maxPriorityFeePerGas", nil, &p); err != nil {
-			return nil, rpcError(err)
-		}
-		prio = p.ToInt()
-	}
-	maxFee, err := decimal("parameters.maxFeePerGas", s.maxFee, nil)
-	if err != nil {
-		return nil, err
-	}
-	if maxFee == nil {
-		var block struct {
-			BaseFee *hexutil.Big `json:"baseFeePerGas"`
-		}
-		if err := c.Call(x.Ctx, "eth_getBlockByNumber", []any{"latest", false}, &block); err != nil {
-			return nil, rpcError(err)
-		}
-		if block.BaseFee == nil {
-			return nil, apierr.New(
-				apierr.FailedPrecondition,
-				"CHAIN_RPC_ERROR",
-				"%s has no base fee (not an EIP-1559 network): give maxFeePerGas",
-				n,
-			)
-		}
-		maxFee = new(big.Int).Add(new(big.Int).Mul(block.BaseFee.ToInt(), big.NewInt(2)), prio)
 	}
 	if !nonce.IsUint64() || !gas.IsUint64() {
 		return nil, apierr.Invalid("parameters.nonce", "nonce and gasLimit must fit in 64 bits")
@@ -242,6 +206,32 @@ func (d *Deps) ethSendEnvs(x *activity.Exec, _ any) []map[string]policy.Value {
 		return p.envs
 	}
 	return nil
+}
+
+// evmNetwork reads parameters.caip2 of an operation that runs on eip155 networks only: the
+// canonical network and its chain id.
+func evmNetwork(op, caip2 string) (string, *big.Int, error) {
+	n, err := checkNetwork("parameters.caip2", caip2, false)
+	if err != nil {
+		return "", nil, err
+	}
+	chainID, ok := evmChainID(n)
+	if !ok {
+		return "", nil, apierr.Invalid("parameters.caip2", "%s runs on eip155 networks; %s is not one", op, n)
+	}
+	return n, chainID, nil
+}
+
+// optionalUint64 reads an optional decimal (or 0x-hex) that must fit in 64 bits; ok is false when empty.
+func optionalUint64(field, s string) (v uint64, ok bool, err error) {
+	b, err := decimal(field, s, nil)
+	if err != nil || b == nil {
+		return 0, false, err
+	}
+	if !b.IsUint64() {
+		return 0, false, apierr.Invalid(field, "must fit in 64 bits")
+	}
+	return b.Uint64(), true, nil
 }
 
 // decimal reads an optional decimal (or 0x-hex) amount; def when empty.

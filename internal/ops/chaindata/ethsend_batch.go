@@ -124,17 +124,9 @@ func batchInvalid(err error) error {
 // gas. A sponsored send is refused here when the network is not sponsored or over the
 // operator's caps.
 func (d *Deps) prepareBatch(x *activity.Exec, s ethSend) (*preparedBatch, error) {
-	n, err := checkNetwork("parameters.caip2", s.caip2, false)
+	n, chainID, err := evmNetwork("eth_send_transaction", s.caip2)
 	if err != nil {
 		return nil, err
-	}
-	chainID, ok := evmChainID(n)
-	if !ok {
-		return nil, apierr.Invalid(
-			"parameters.caip2",
-			"eth_send_transaction sends to eip155 networks; %s is not one",
-			n,
-		)
 	}
 	b := &preparedBatch{sponsored: s.sponsored(), network: n, chainID: chainID}
 	var cfg *gasstation.EVMNetwork
@@ -186,13 +178,10 @@ func (d *Deps) prepareBatch(x *activity.Exec, s ethSend) (*preparedBatch, error)
 	b.needAuth = !st.delegated
 	b.authNonce, b.txNonce = eoaNonce, eoaNonce
 	if !b.sponsored {
-		if given, err := decimal("parameters.nonce", s.nonce, nil); err != nil {
+		if given, ok, err := optionalUint64("parameters.nonce", s.nonce); err != nil {
 			return nil, err
-		} else if given != nil {
-			if !given.IsUint64() {
-				return nil, apierr.Invalid("parameters.nonce", "must fit in 64 bits")
-			}
-			b.txNonce = given.Uint64()
+		} else if ok {
+			b.txNonce = given
 		}
 		// The account sends its own type-4 transaction: its nonce is consumed before the
 		// authorization is applied, so the authorization names the next one.
@@ -335,15 +324,8 @@ func pendingNonce(ctx context.Context, c *rpc.Client, addr common.Address) (uint
 // own gas.
 func (d *Deps) batchGas(ctx context.Context, c *rpc.Client, b *preparedBatch, st delegation,
 	given string) (uint64, error) {
-	g, err := decimal("parameters.gasLimit", given, nil)
-	if err != nil {
-		return 0, err
-	}
-	if g != nil {
-		if !g.IsUint64() {
-			return 0, apierr.Invalid("parameters.gasLimit", "must fit in 64 bits")
-		}
-		return g.Uint64(), nil
+	if g, ok, err := optionalUint64("parameters.gasLimit", given); err != nil || ok {
+		return g, err
 	}
 	// The calldata's size does not depend on the signature's value.
 	sample := ethereum.BatchExecution{ChainID: b.chainID, Account: b.account, Nonce: big.NewInt(0), Calls: b.calls}
@@ -405,7 +387,7 @@ func fees(ctx context.Context, c *rpc.Client, n, givenPrio, givenMax string) (pr
 		}
 		maxFee = new(big.Int).Add(new(big.Int).Mul(block.BaseFee.ToInt(), big.NewInt(2)), prio)
 	}
-	if prio.Cmp(maxFee) > 0 {
+	if givenPrio == "" && prio.Cmp(maxFee) > 0 { // the node's tip over the caller's fee cap
 		prio = new(big.Int).Set(maxFee)
 	}
 	return prio, maxFee, nil

@@ -34,13 +34,9 @@ type preparedUndelegate struct {
 // the network must be sponsored (the paymaster sends the authorization; the account may hold no
 // ETH), the account must delegate to something, and the fees within the operator's caps.
 func (d *Deps) prepareUndelegate(x *activity.Exec, in *wire.EthUndelegate7702Intent) (any, error) {
-	n, err := checkNetwork("parameters.caip2", in.Caip2, false)
+	n, chainID, err := evmNetwork("eth_undelegate_7702", in.Caip2)
 	if err != nil {
 		return nil, err
-	}
-	chainID, ok := evmChainID(n)
-	if !ok {
-		return nil, apierr.Invalid("parameters.caip2", "eth_undelegate_7702 runs on eip155 networks; %s is not one", n)
 	}
 	cfg, err := d.GasStation.EVMNetwork(n)
 	if err != nil {
@@ -66,13 +62,10 @@ func (d *Deps) prepareUndelegate(x *activity.Exec, in *wire.EthUndelegate7702Int
 	if p.authNonce, err = pendingNonce(x.Ctx, c, p.account); err != nil {
 		return nil, err
 	}
-	if g, err := decimal("parameters.gasLimit", in.GasLimit, nil); err != nil {
+	if g, ok, err := optionalUint64("parameters.gasLimit", in.GasLimit); err != nil {
 		return nil, err
-	} else if g != nil {
-		if !g.IsUint64() {
-			return nil, apierr.Invalid("parameters.gasLimit", "must fit in 64 bits")
-		}
-		p.gas = g.Uint64()
+	} else if ok {
+		p.gas = g
 	}
 	if p.prio, p.maxFee, err = fees(x.Ctx, c, n, in.MaxPriorityFeePerGas, in.MaxFeePerGas); err != nil {
 		return nil, err

@@ -195,6 +195,7 @@ var notOwnedByAnOrganization = map[string]string{
 	"operator_audit":   "the operators' audit trail outlives what it records",
 	"organization":     "the organization record itself: owned by its parent, deleted by the activity (checked below)",
 	"balance_cursor":   "the chain follower's position per network, shared by every organization",
+	"paymaster_nonce":  "the gas-station paymaster's next nonce per network: one sequence for the deployment",
 	"outgoing_message": "the e-mail/SMS outbox is the deployment's: an acknowledged message is still sent, then removed",
 	"webhook_delivery": "the webhook outbox is the deployment's: a sub-organization's activities (its deletion too) go to its parent's endpoints",
 }
