@@ -222,7 +222,12 @@ func TestSponsoredSend(t *testing.T) {
 		r := send(nil)
 		servertest.MustOK(t, r)
 		st := root.Query("get_send_transaction_status", map[string]any{
-			"sendTransactionStatusId": r.Str("activity", "result", "ethSendTransactionResult", "sendTransactionStatusId")})
+			"sendTransactionStatusId": r.Str(
+				"activity",
+				"result",
+				"ethSendTransactionResult",
+				"sendTransactionStatusId",
+			)})
 		if st.Str("txStatus") != "FAILED" || !strings.Contains(st.Str("txError"), why) {
 			t.Fatalf("want FAILED %q: %s", why, st.Raw)
 		}
