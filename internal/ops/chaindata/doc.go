@@ -31,7 +31,11 @@
 // refusal is kept on the record, and get_send_transaction_status reports the send FAILED with the
 // node's words. eth_send_transaction (ethsend.go) builds, signs and sends one unsponsored
 // EIP-1559 transaction, asking the provider for what the caller left out before the transaction.
-// Sponsored eth_send_transaction is the EVM gas station's (docs/gas-station.md).
+// Sponsored sends and batches of calls (ethsend_batch.go) go through the gas-station delegate
+// (docs/gas-station.md): the account signs a BatchExecution (and, on its first send, an EIP-7702
+// authorization) in the activity; a sponsored send is queued for the paymaster (paymaster.go),
+// which signs its own transaction in a store transaction that allocates its nonce and broadcasts
+// after commit; eth_undelegate_7702 (undelegate.go) is queued the same way.
 //
 // list_eth_transaction_history (history.go, historylist.go) answers from an index the balance
 // follower's block walk keeps for every wallet account address on the eip155 networks with a
