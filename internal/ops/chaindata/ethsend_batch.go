@@ -432,10 +432,19 @@ func (d *Deps) executeBatch(x *activity.Exec, intent any, b *preparedBatch) (any
 		MaxFee: b.maxFee.String(), Prio: b.prio.String()}
 	if b.sponsored {
 		send.Sponsored = true
-		if err := d.queue(x, send, b.price); err != nil {
-			return nil, err
+		err = d.queue(x, send, b.price)
+	} else {
+		err = d.sendOwnBatch(x, send, b)
+	}
+	if apierr.From(err).Code == apierr.AlreadyExists { // the unique key of (network, account, nonce)
+		if b.given != nil {
+			return nil, apierr.Invalid("parameters.gasStationNonce", "%v is already used by another send of %s on %s",
+				b.given, account, b.network)
 		}
-	} else if err := d.sendOwnBatch(x, send, b); err != nil {
+		return nil, apierr.New(apierr.AlreadyExists, "GAS_STATION_NONCE_TAKEN",
+			"another send of %s took gas-station nonce %v at the same moment: send again", account, nonce)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if _, v2 := intent.(*wire.EthSendTransactionIntentV2); v2 {

@@ -76,10 +76,6 @@ func (d *Deps) queue(x *activity.Exec, s *Send, price *big.Rat) error {
 	}
 	s.ActivityID = x.ActivityID
 	if err := records.Save(x.Ctx, x.Tx, KindSend, s.ID, s.OrgID, s.CreatedAt, s.CreatedAt, s, s.keys()...); err != nil {
-		if errors.Is(err, store.ErrAlreadyExists) || apierr.From(err).Code == apierr.AlreadyExists {
-			return apierr.Invalid("parameters.gasStationNonce", "%s is already used by another send of %s on %s",
-				s.GasStationNonce, s.Account, s.Caip2)
-		}
 		return err
 	}
 	if err := d.statusEvent(x.Ctx, x.Tx, s, StatusQueued, nil, x.Now); err != nil {
