@@ -101,6 +101,9 @@ func (d *Deps) pump(ctx context.Context, network string) {
 	defer mu.(*sync.Mutex).Unlock()
 	pm := common.Address(pk.PaymasterAddress())
 	for range maxClaims {
+		if !d.anyQueued(ctx, network) { // an idle tick costs one read, no node call, no write
+			return
+		}
 		// The chain's pending nonce is read before the transaction (no I/O inside it).
 		pending, err := pendingNonce(ctx, c, pm)
 		if err != nil {
@@ -117,6 +120,16 @@ func (d *Deps) pump(ctx context.Context, network string) {
 		}
 		d.broadcastSponsored(ctx, c, s)
 	}
+}
+
+// anyQueued reports whether a sponsored send waits for the paymaster on network.
+func (d *Deps) anyQueued(ctx context.Context, network string) bool {
+	var refs []store.Ref
+	err := d.Store.View(ctx, func(r store.Reader) (err error) {
+		refs, err = r.Lookup(ctx, keySendQueued, network)
+		return err
+	})
+	return err == nil && len(refs) > 0
 }
 
 func (d *Deps) warn(msg, network string, err error) {
