@@ -237,8 +237,8 @@ func (d *Deps) chainStatus(ctx context.Context, s *Send) (wire.GetSendTransactio
 	return out, err
 }
 
-// receipt is what a status reads of an EVM transaction's receipt.
-type receipt struct {
+// sendReceipt is what a status reads of an EVM transaction's receipt.
+type sendReceipt struct {
 	Status            string         `json:"status"`
 	BlockNumber       string         `json:"blockNumber"`
 	GasUsed           hexutil.Big    `json:"gasUsed"`
@@ -250,7 +250,11 @@ type receipt struct {
 // gas-station delegate that was included must have moved the account: the delegate nonce past
 // the one it signed (or, for an undelegation, the code gone), else it is FAILED: a skipped
 // authorization is otherwise silent.
-func evmStatus(ctx context.Context, c *rpc.Client, s *Send) (wire.GetSendTransactionStatusResponse, *receipt, error) {
+func evmStatus(
+	ctx context.Context,
+	c *rpc.Client,
+	s *Send,
+) (wire.GetSendTransactionStatusResponse, *sendReceipt, error) {
 	out := wire.GetSendTransactionStatusResponse{
 		TxStatus: StatusPending,
 		Eth:      &wire.EthSendTransactionStatus{TxHash: s.TxHash},
@@ -258,7 +262,7 @@ func evmStatus(ctx context.Context, c *rpc.Client, s *Send) (wire.GetSendTransac
 	if s.TxHash == "" { // queued for the paymaster
 		return out, nil, nil
 	}
-	var rc *receipt
+	var rc *sendReceipt
 	if err := c.Call(ctx, "eth_getTransactionReceipt", []any{s.TxHash}, &rc); err != nil {
 		return out, nil, rpcError(err)
 	}

@@ -143,7 +143,7 @@ func (d *Deps) followOnce(ctx context.Context) int {
 }
 
 // finalStatus is chainStatus with the receipt of an EVM send (nil otherwise, or while pending).
-func (d *Deps) finalStatus(ctx context.Context, s *Send) (wire.GetSendTransactionStatusResponse, *receipt, error) {
+func (d *Deps) finalStatus(ctx context.Context, s *Send) (wire.GetSendTransactionStatusResponse, *sendReceipt, error) {
 	if s.BroadcastError != "" || isSolana(s.Caip2) {
 		st, err := d.chainStatus(ctx, s)
 		return st, nil, err
@@ -158,7 +158,7 @@ func (d *Deps) finalStatus(ctx context.Context, s *Send) (wire.GetSendTransactio
 // charged is what an included sponsored send cost the paymaster, in USD: gasUsed ×
 // effectiveGasPrice at the network's configured price ($0 when the network is no longer
 // configured).
-func (d *Deps) charged(s *Send, rc *receipt) *big.Rat {
+func (d *Deps) charged(s *Send, rc *sendReceipt) *big.Rat {
 	if rc == nil {
 		return new(big.Rat)
 	}

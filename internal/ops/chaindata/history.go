@@ -366,7 +366,8 @@ func (d *Deps) markSends(ctx context.Context, hb *historyBatch) error {
 				continue
 			}
 			s := sends[0]
-			tk := &wire.TransactionHistoryTurnkey{SubmittedAt: s.CreatedAt.UTC().Format(time.RFC3339)}
+			tk := &wire.TransactionHistoryTurnkey{SubmittedAt: s.CreatedAt.UTC().Format(time.RFC3339),
+				Sponsored: s.Sponsored}
 			if s.ActivityID != "" {
 				a, err := r.GetActivity(ctx, s.ActivityID)
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
