@@ -1,25 +1,20 @@
 // The operator's side of the gas station on a real chain (geth --dev, the delegate deployed through
-// the CREATE2 deployer as in gasdelegate.test.mjs): `latchkey serve --gas-station` checks the
+// the CREATE2 deployer: gethdev.mjs deployDelegate): `latchkey serve --gas-station` checks the
 // delegate's eip712Domain() before serving and refuses to start on a wrong one, publishes the
 // sponsor keys (log, `latchkey gas-station show`), reads the paymaster's balance into the metrics,
 // and an organization's limits are set with upsert_gas_usage_config and read with
 // @turnkey/sdk-server's getGasUsage.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { writeFileSync, mkdtempSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createPublicClient, createWalletClient, http, defineChain, concat, pad, getContractAddress } from "viem";
+import { join } from "node:path";
+import { createPublicClient, createWalletClient, http, defineChain } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startChain } from "./gethdev.mjs";
+import { startChain, deployDelegate } from "./gethdev.mjs";
 import { startLatchkey, freePort, latchkeyBinary } from "./lib.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..");
-const artifact = JSON.parse(readFileSync(join(root, "contracts", "gasdelegate", "LatchkeyGasDelegate.json"), "utf8"));
-const DEPLOYER = "0x4e59b44847b379578588920ca78fbf26c0b4956c";
 const CAIP2 = "eip155:11155111";
 
 let chain, pub, funder, delegate, lk;
@@ -37,9 +32,7 @@ before(async () => {
   const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
   pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl), pollingInterval: 100 });
   funder = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
-  delegate = getContractAddress({ opcode: "CREATE2", from: DEPLOYER, salt: pad("0x00"), bytecode: artifact.bytecode });
-  const hash = await funder.sendTransaction({ to: DEPLOYER, data: concat([pad("0x00"), artifact.bytecode]) });
-  assert.equal((await pub.waitForTransactionReceipt({ hash })).status, "success");
+  delegate = await deployDelegate(funder, pub);
 });
 
 after(async () => {
