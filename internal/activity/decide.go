@@ -120,6 +120,9 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 		}
 		return env
 	}}
+	// A request of several parts (EnvEach: the calls of a batched send) is judged part by part:
+	// the session scope and the MFA policies as much as the policies.
+	envs := partEnvs(x, op, intent, cond)
 	// A session bound to a profile may only do what the profile's scope allows.
 	if c.SessionProfileID != "" && e.svc.SessionScope != nil {
 		scope, err := e.svc.SessionScope(ctx, x.R, c.Org.ID, c.SessionProfileID)
@@ -129,7 +132,7 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 				Err:     apierr.Denied("request not authorized: the session's profile cannot be read"),
 			}
 		}
-		if ok, err := scope.Eval(cond); err != nil || !ok {
+		if ok, err := evalAll(scope, envs); err != nil || !ok {
 			return Decision{
 				Outcome: policy.OutcomeDenyImplicit,
 				Err: apierr.New(
@@ -142,10 +145,12 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 		}
 	}
 	// MFA policies come first: an activity that needs more of its initiator's factors waits.
-	if d, err := e.mfaCheck(ctx, x, cond); err != nil {
-		return Decision{Outcome: policy.OutcomeError, Err: err}
-	} else if d != nil {
-		return *d
+	for _, env := range envs {
+		if d, err := e.mfaCheck(ctx, x, env); err != nil {
+			return Decision{Outcome: policy.OutcomeError, Err: err}
+		} else if d != nil {
+			return *d
+		}
 	}
 	org := c.Target
 	roots := 0
@@ -191,15 +196,7 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 			return Decision{Outcome: policy.OutcomeError, Err: err}
 		}
 		if len(ps) > 0 {
-			d.Outcome, d.Per = decideParts(
-				ps,
-				x,
-				op,
-				intent,
-				cond,
-				consensusEnv(ctx, x.R, voters),
-				policy.TimeEnv(x.Now),
-			)
+			d.Outcome, d.Per = decideParts(ps, envs, consensusEnv(ctx, x.R, voters), policy.TimeEnv(x.Now))
 			d.Evaluated = true
 		}
 	}
@@ -229,34 +226,49 @@ func (e *Engine) decideFor(ctx context.Context, x *Exec, op *Operation, intent a
 	return d
 }
 
-// decideParts runs the policies once, or, for an operation whose request has several parts
-// (EnvEach: the calls of a batched eth_send_transaction, each its own eth.tx), once per part:
-// the request gets the most restrictive outcome (an explicit deny, then an implicit one, then
-// consensus; allowed only if every part is allowed) and the evaluations of the part that decided.
-func decideParts(
-	ps []policy.Policy,
-	x *Exec,
-	op *Operation,
-	intent any,
-	cond *lazyEnv,
-	consensus, now policy.Env,
-) (policy.Outcome, []policy.Evaluation) {
+// partEnvs is the condition environment of each part of the request: cond alone, or, for an
+// operation whose request has several parts (EnvEach: the calls of a batched eth_send_transaction,
+// each its own eth.tx), one environment per part.
+func partEnvs(x *Exec, op *Operation, intent any, cond *lazyEnv) []*lazyEnv {
 	parts := op.PolicyEnv.callEach(x, intent)
 	if len(parts) <= 1 {
-		return policy.Decide(ps, cond, consensus, now)
+		return []*lazyEnv{cond}
 	}
-	rank := map[policy.Outcome]int{policy.OutcomeAllow: 0, policy.OutcomeRequiresConsensus: 1,
-		policy.OutcomeDenyImplicit: 2, policy.OutcomeDenyExplicit: 3}
-	var out policy.Outcome
-	var per []policy.Evaluation
+	envs := make([]*lazyEnv, len(parts))
 	for i, part := range parts {
-		env := &lazyEnv{build: func() policy.ValueEnv {
+		envs[i] = &lazyEnv{build: func() policy.ValueEnv {
 			e := policy.ValueEnv{"activity": policy.ActivityView(x.Type, paramsView(x.Type, intent))}
 			for k, v := range part {
 				e[k] = v
 			}
 			return e
 		}}
+	}
+	return envs
+}
+
+// evalAll tells whether a condition holds for every part.
+func evalAll(c *policy.Expr, envs []*lazyEnv) (bool, error) {
+	for _, env := range envs {
+		if ok, err := c.Eval(env); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// decideParts runs the policies on each part's environment: the request gets the most
+// restrictive outcome (an explicit deny, then an implicit one, then consensus; allowed only if
+// every part is allowed) and the evaluations of the part that decided.
+func decideParts(ps []policy.Policy, envs []*lazyEnv, consensus, now policy.Env) (policy.Outcome, []policy.Evaluation) {
+	if len(envs) == 1 {
+		return policy.Decide(ps, envs[0], consensus, now)
+	}
+	rank := map[policy.Outcome]int{policy.OutcomeAllow: 0, policy.OutcomeRequiresConsensus: 1,
+		policy.OutcomeDenyImplicit: 2, policy.OutcomeDenyExplicit: 3}
+	var out policy.Outcome
+	var per []policy.Evaluation
+	for i, env := range envs {
 		o, p := policy.Decide(ps, env, consensus, now)
 		if r, known := rank[o]; i == 0 || !known || r > rank[out] {
 			out, per = o, p

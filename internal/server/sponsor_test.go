@@ -497,3 +497,76 @@ func TestUndelegate(t *testing.T) {
 		t.Fatalf("status: %s", st.Raw)
 	}
 }
+
+// An MFA policy whose condition only the second call of a batch meets still holds the batch for
+// its factors: every part of a batched send is judged, not only the first.
+func TestBatchMFAPerCall(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, _ := sponsoredHarness(t, chain, "")
+	me := root.Query("whoami", map[string]any{})
+	servertest.MustOK(t, me)
+	guarded := "0x00000000000000000000000000000000000000b0"
+	servertest.MustOK(t, root.Submit("create_mfa_policy", "ACTIVITY_TYPE_CREATE_MFA_POLICY",
+		map[string]any{"userId": me.Str("userId"), "mfaPolicyName": "b0 needs a passkey too", "order": 1,
+			"condition": "eth.tx.to == '" + guarded + "'",
+			"requiredAuthenticationMethods": []any{
+				map[string]any{"any": []any{map[string]any{"type": "AUTHENTICATION_TYPE_API_KEY"}}},
+				map[string]any{"any": []any{map[string]any{"type": "AUTHENTICATION_TYPE_PASSKEY"}}},
+			}}))
+	send := func(to ...string) servertest.Response {
+		h.Advance(time.Millisecond)
+		var calls []any
+		for _, a := range to {
+			calls = append(calls, map[string]any{"to": a, "value": "0"})
+		}
+		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
+	}
+	free := "0x00000000000000000000000000000000000000a0"
+	servertest.MustOK(t, send(free, free))
+	sent := len(chain.sent)
+	for _, calls := range [][]string{{free, guarded}, {guarded, free}} {
+		r := send(calls...)
+		if r.Status != 200 || r.Str("activity", "status") != "ACTIVITY_STATUS_AUTHENTICATORS_NEEDED" {
+			t.Fatalf("batch %v: want AUTHENTICATORS_NEEDED: %s", calls, r.Raw)
+		}
+	}
+	if len(chain.sent) != sent {
+		t.Fatal("a batch waiting for its factors was sent")
+	}
+}
+
+// A session bound to a profile whose scope allows one destination cannot reach another through
+// the second call of a batch.
+func TestBatchSessionScopePerCall(t *testing.T) {
+	chain := newDelegateChain()
+	h, root, account, _ := sponsoredHarness(t, chain, "")
+	me := root.Query("whoami", map[string]any{})
+	servertest.MustOK(t, me)
+	free := "0x00000000000000000000000000000000000000a0"
+	p := root.MustSubmit("create_session_profile", "ACTIVITY_TYPE_CREATE_SESSION_PROFILE",
+		map[string]any{"sessionProfileName": "a0 only", "scope": "eth.tx.to == '" + free + "'",
+			"expirationSeconds": "600", "notes": ""})
+	priv, pub := h.NewKey()
+	h.Advance(time.Millisecond)
+	root.MustSubmit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub,
+		"expirationSeconds": "600", "sessionProfileId": p.Result("createSessionProfileResult", "sessionProfileId")})
+	sess := h.Client(me.Str("organizationId"), priv)
+	send := func(to ...string) servertest.Response {
+		h.Advance(time.Millisecond)
+		var calls []any
+		for _, a := range to {
+			calls = append(calls, map[string]any{"to": a, "value": "0"})
+		}
+		return sess.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
+	}
+	servertest.MustOK(t, send(free, free))
+	sent := len(chain.sent)
+	other := "0x00000000000000000000000000000000000000b0"
+	servertest.WantError(t, send(free, other), 403, 7, "session profile's scope")
+	servertest.WantError(t, send(other, free), 403, 7, "session profile's scope")
+	if len(chain.sent) != sent {
+		t.Fatal("a batch outside the session's scope was sent")
+	}
+}
