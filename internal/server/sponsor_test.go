@@ -394,15 +394,7 @@ func TestBatchPoliciesPerCall(t *testing.T) {
 	servertest.MustOK(t, root.Submit("create_policy", "ACTIVITY_TYPE_CREATE_POLICY_V3",
 		map[string]any{"policyName": "only a0", "effect": "EFFECT_ALLOW", "notes": "",
 			"condition": "eth.tx.to == '" + allowed + "'"}))
-	send := func(to ...string) servertest.Response {
-		h.Advance(time.Millisecond)
-		var calls []any
-		for _, a := range to {
-			calls = append(calls, map[string]any{"to": a, "value": "0"})
-		}
-		return bob.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
-			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
-	}
+	send := batchSender(h, bob, account)
 	servertest.MustOK(t, send(allowed, allowed))
 	sent := len(chain.sent)
 	servertest.WantError(t, send(allowed, "0x00000000000000000000000000000000000000b0"), 403, 7, "denied")
@@ -513,15 +505,7 @@ func TestBatchMFAPerCall(t *testing.T) {
 				map[string]any{"any": []any{map[string]any{"type": "AUTHENTICATION_TYPE_API_KEY"}}},
 				map[string]any{"any": []any{map[string]any{"type": "AUTHENTICATION_TYPE_PASSKEY"}}},
 			}}))
-	send := func(to ...string) servertest.Response {
-		h.Advance(time.Millisecond)
-		var calls []any
-		for _, a := range to {
-			calls = append(calls, map[string]any{"to": a, "value": "0"})
-		}
-		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
-			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
-	}
+	send := batchSender(h, root, account)
 	free := "0x00000000000000000000000000000000000000a0"
 	servertest.MustOK(t, send(free, free))
 	sent := len(chain.sent)
@@ -552,15 +536,7 @@ func TestBatchSessionScopePerCall(t *testing.T) {
 	root.MustSubmit("stamp_login", "ACTIVITY_TYPE_STAMP_LOGIN", map[string]any{"publicKey": pub,
 		"expirationSeconds": "600", "sessionProfileId": p.Result("createSessionProfileResult", "sessionProfileId")})
 	sess := h.Client(me.Str("organizationId"), priv)
-	send := func(to ...string) servertest.Response {
-		h.Advance(time.Millisecond)
-		var calls []any
-		for _, a := range to {
-			calls = append(calls, map[string]any{"to": a, "value": "0"})
-		}
-		return sess.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
-			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
-	}
+	send := batchSender(h, sess, account)
 	servertest.MustOK(t, send(free, free))
 	sent := len(chain.sent)
 	other := "0x00000000000000000000000000000000000000b0"
@@ -568,5 +544,22 @@ func TestBatchSessionScopePerCall(t *testing.T) {
 	servertest.WantError(t, send(other, free), 403, 7, "session profile's scope")
 	if len(chain.sent) != sent {
 		t.Fatal("a batch outside the session's scope was sent")
+	}
+}
+
+// batchSender sends, as c, a sponsored batch of 0-value calls to the given addresses.
+func batchSender(
+	h *servertest.Harness,
+	c *servertest.Client,
+	account common.Address,
+) func(to ...string) servertest.Response {
+	return func(to ...string) servertest.Response {
+		h.Advance(time.Millisecond)
+		var calls []any
+		for _, a := range to {
+			calls = append(calls, map[string]any{"to": a, "value": "0"})
+		}
+		return c.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": true, "calls": calls})
 	}
 }
