@@ -52,6 +52,38 @@ type solTokenBal struct {
 	} `json:"uiTokenAmount"`
 }
 
+// ownerMint names one owner's balance of one SPL mint.
+type ownerMint struct{ owner, mint string }
+
+// tokenDeltas is the change of each (owner, mint) balance between a transaction's pre- and
+// post-token balances, for the mints keep accepts, with each mint's decimals. Amounts that are
+// not decimal integers of at most 40 digits (a u64 has 20) are skipped.
+func tokenDeltas(pre, post []solTokenBal, keep func(mint string) bool) (map[ownerMint]*big.Int, map[string]int32) {
+	delta := map[ownerMint]*big.Int{}
+	decimals := map[string]int32{}
+	for _, side := range []struct {
+		bals []solTokenBal
+		sign int64
+	}{{pre, -1}, {post, 1}} {
+		for _, b := range side.bals {
+			if b.Owner == "" || len(b.UITokenAmount.Amount) > 40 || !keep(b.Mint) {
+				continue
+			}
+			v, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)
+			if !ok {
+				continue
+			}
+			k := ownerMint{b.Owner, b.Mint}
+			if delta[k] == nil {
+				delta[k] = new(big.Int)
+			}
+			delta[k].Add(delta[k], v.Mul(v, big.NewInt(side.sign)))
+			decimals[b.Mint] = b.UITokenAmount.Decimals
+		}
+	}
+	return delta, decimals
+}
+
 func (d *Deps) followSolana(
 	ctx context.Context,
 	caip2 string,
@@ -140,27 +172,10 @@ func (d *Deps) solanaMoves(caip2 string, block *solBlock) []balanceMove {
 				)
 			}
 		}
-		type ownerMint struct{ owner, mint string }
-		delta := map[ownerMint]*big.Int{}
-		for _, side := range []struct {
-			bals []solTokenBal
-			sign int64
-		}{{m.PreTokenBalances, -1}, {m.PostTokenBalances, 1}} {
-			for _, b := range side.bals {
-				if _, ok := mints[b.Mint]; !ok || b.Owner == "" || len(b.UITokenAmount.Amount) > 40 {
-					continue
-				}
-				v, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)
-				if !ok {
-					continue
-				}
-				k := ownerMint{b.Owner, b.Mint}
-				if delta[k] == nil {
-					delta[k] = new(big.Int)
-				}
-				delta[k].Add(delta[k], v.Mul(v, big.NewInt(side.sign)))
-			}
-		}
+		delta, _ := tokenDeltas(m.PreTokenBalances, m.PostTokenBalances, func(mint string) bool {
+			_, ok := mints[mint]
+			return ok
+		})
 		for k, v := range delta {
 			add(k.owner, sig, mints[k.mint], v)
 		}

@@ -296,29 +296,7 @@ func (d *Deps) solHistoryBase(
 		}
 	}
 	// Tokens: the change per (owner, mint).
-	type ownerMint struct{ owner, mint string }
-	tok := map[ownerMint]*big.Int{}
-	decimals := map[string]int32{}
-	for _, side := range []struct {
-		bals []solTokenBal
-		sign int64
-	}{{m.PreTokenBalances, -1}, {m.PostTokenBalances, 1}} {
-		for _, b := range side.bals {
-			if b.Owner == "" || len(b.UITokenAmount.Amount) > 40 { // a u64 has 20 digits
-				continue
-			}
-			v, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)
-			if !ok {
-				continue
-			}
-			k := ownerMint{b.Owner, b.Mint}
-			if tok[k] == nil {
-				tok[k] = new(big.Int)
-			}
-			tok[k].Add(tok[k], v.Mul(v, big.NewInt(side.sign)))
-			decimals[b.Mint] = b.UITokenAmount.Decimals
-		}
-	}
+	tok, decimals := tokenDeltas(m.PreTokenBalances, m.PostTokenBalances, func(string) bool { return true })
 	var mintsSeen []string
 	for k, v := range tok {
 		if k.owner == addr && v.Sign() != 0 {
