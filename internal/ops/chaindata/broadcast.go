@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"strconv"
 	"strings"
 	"time"
 
@@ -371,15 +372,11 @@ func (d *Deps) nonces(q *activity.Read, in *wire.GetNoncesRequest) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		var raw string
-		if err := c.Call(q.Ctx, "eth_getTransactionCount", []any{addr, "pending"}, &raw); err != nil {
-			return nil, rpcError(err)
-		}
-		v, err := hexQuantity(raw)
+		v, err := pendingNonce(q.Ctx, c, common.HexToAddress(addr))
 		if err != nil {
-			return nil, rpcError(err)
+			return nil, err
 		}
-		out.Nonce = v.String()
+		out.Nonce = strconv.FormatUint(v, 10)
 	}
 	return out, nil
 }

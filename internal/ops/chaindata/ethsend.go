@@ -112,11 +112,11 @@ func (d *Deps) prepareEthSend(x *activity.Exec, intent any) (any, error) {
 		return nil, err
 	}
 	if nonce == nil {
-		var hexNonce hexutil.Big
-		if err := c.Call(x.Ctx, "eth_getTransactionCount", []any{from.Hex(), "pending"}, &hexNonce); err != nil {
-			return nil, rpcError(err)
+		n, err := pendingNonce(x.Ctx, c, from)
+		if err != nil {
+			return nil, err
 		}
-		nonce = hexNonce.ToInt()
+		nonce = new(big.Int).SetUint64(n)
 	}
 	gas, err := decimal("parameters.gasLimit", s.gasLimit, nil)
 	if err != nil {

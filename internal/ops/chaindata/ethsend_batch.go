@@ -277,15 +277,12 @@ type delegation struct {
 // readDelegation reads an account's code and delegate nonce at block ("latest", or a number).
 func readDelegation(ctx context.Context, c *rpc.Client, account, delegate common.Address,
 	block string) (delegation, error) {
-	var code hexutil.Bytes
-	if err := c.Call(ctx, "eth_getCode", []any{account.Hex(), block}, &code); err != nil {
-		return delegation{}, rpcError(err)
+	to, ok, err := delegatedTo(ctx, c, account, block)
+	if err != nil {
+		return delegation{}, err
 	}
-	st := delegation{nonce: new(big.Int)}
-	if to, ok := ethereum.DelegatedTo(code); ok && to == [20]byte(delegate) {
-		st.delegated = true
-	}
-	if _, ok := ethereum.DelegatedTo(code); !ok {
+	st := delegation{nonce: new(big.Int), delegated: ok && to == delegate}
+	if !ok {
 		return st, nil // no delegate runs in this account: no nonce either
 	}
 	n, err := delegateNonce(ctx, c, account, block)
@@ -294,6 +291,21 @@ func readDelegation(ctx context.Context, c *rpc.Client, account, delegate common
 	}
 	st.nonce = n
 	return st, nil
+}
+
+// delegatedTo reads an account's code at block: the contract it delegates to, if any.
+func delegatedTo(
+	ctx context.Context,
+	c *rpc.Client,
+	account common.Address,
+	block string,
+) (common.Address, bool, error) {
+	var code hexutil.Bytes
+	if err := c.Call(ctx, "eth_getCode", []any{account.Hex(), block}, &code); err != nil {
+		return common.Address{}, false, rpcError(err)
+	}
+	to, ok := ethereum.DelegatedTo(code)
+	return to, ok, nil
 }
 
 // delegateNonce reads the delegate nonce from the account's storage (ethereum.DelegateNonceSlot).

@@ -5,11 +5,9 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"github.com/latchkey/latchkey/internal/activity"
 	"github.com/latchkey/latchkey/internal/apierr"
-	"github.com/latchkey/latchkey/internal/chain/ethereum"
 	"github.com/latchkey/latchkey/internal/id"
 	"github.com/latchkey/latchkey/internal/wire"
 )
@@ -51,11 +49,9 @@ func (d *Deps) prepareUndelegate(x *activity.Exec, in *wire.EthUndelegate7702Int
 	if err != nil {
 		return nil, err
 	}
-	var code hexutil.Bytes
-	if err := c.Call(x.Ctx, "eth_getCode", []any{p.account.Hex(), "latest"}, &code); err != nil {
-		return nil, rpcError(err)
-	}
-	if _, delegated := ethereum.DelegatedTo(code); !delegated {
+	if _, delegated, err := delegatedTo(x.Ctx, c, p.account, "latest"); err != nil {
+		return nil, err
+	} else if !delegated {
 		return nil, apierr.New(apierr.FailedPrecondition, "NOT_DELEGATED",
 			"%s delegates to no contract on %s: there is nothing to undelegate", p.account.Hex(), n)
 	}
