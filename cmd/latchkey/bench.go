@@ -12,10 +12,12 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/bench"
 	"github.com/latchkey/latchkey/internal/custody"
+	"github.com/latchkey/latchkey/internal/metrics"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/stamp"
 )
@@ -59,7 +61,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	presign := fs.Int(
 		"presign",
 		0,
-		"requests stamped before the measured window (0: 8,000 per second of --duration for activities, 4,096 for queries, which cycle)",
+		"requests stamped before the measured window (0: 12,000 per second of --duration for activities, 4,096 for queries, which cycle)",
 	)
 	floorDur := fs.Duration(
 		"floor-duration",
@@ -113,15 +115,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.FloorDuration = -1
 	}
 	inProcess := *embedded || *databaseURL != ""
+	var proc processWindow
 	if *cpuProfile != "" && !inProcess {
 		return usageError{"--cpuprofile profiles an in-process server: give --embedded or --database-url"}
 	}
 	if inProcess {
-		stop, err := benchServer(ctx, *databaseURL, &cfg, stderr)
+		stop, err := benchServer(ctx, *databaseURL, &cfg, &proc, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		proc.hook(&cfg)
 	} else if *op != "transit_sign" {
 		creds, err := bench.LoadCredentials(*credsFile)
 		if err != nil {
@@ -135,8 +139,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer f.Close()
-		cfg.OnStart = func() { _ = pprof.StartCPUProfile(f) }
-		cfg.OnEnd = pprof.StopCPUProfile
+		start, end := cfg.OnStart, cfg.OnEnd
+		cfg.OnStart = func() { start(); _ = pprof.StartCPUProfile(f) }
+		cfg.OnEnd = func() { pprof.StopCPUProfile(); end() }
 		defer pprof.StopCPUProfile()
 	}
 	r, err := bench.Run(ctx, cfg)
@@ -145,6 +150,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if inProcess {
 		r.PeakRSSMiB = peakRSSMiB()
+		r.Process = proc.result(r.Requests)
 	}
 	if *asJSON {
 		b, _ := json.Marshal(r)
@@ -161,7 +167,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchServer starts a Latchkey in this process (SQLite in a new temporary data directory, or
 // databaseURL), creates a new top-level organization with a fresh API key, points cfg at both,
 // and returns the function that stops it all.
-func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, stderr io.Writer) (func(), error) {
+func benchServer(
+	ctx context.Context,
+	databaseURL string,
+	cfg *bench.Config,
+	proc *processWindow,
+	stderr io.Writer,
+) (func(), error) {
 	dir, err := os.MkdirTemp("", "latchkey-bench-")
 	if err != nil {
 		return nil, err
@@ -214,6 +226,10 @@ func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, std
 	if databaseURL == "" {
 		cfg.FsyncDir = dir
 	}
+	proc.metrics, proc.store = s.Metrics, "sqlite"
+	if databaseURL != "" {
+		proc.store = "postgres"
+	}
 	cfg.APIURL = s.APIURL()
 	cfg.Creds = &bench.Credentials{
 		OrganizationID: c.OrganizationID,
@@ -222,6 +238,54 @@ func benchServer(ctx context.Context, databaseURL string, cfg *bench.Config, std
 		Curve:          string(stamp.CurveP256),
 	}
 	return stop, nil
+}
+
+// processWindow measures the bench process (server and load generator) over the measured
+// window: its CPU time, from getrusage, and the store's commits, from the server's metrics.
+type processWindow struct {
+	metrics    *metrics.Metrics
+	store      string
+	start, end time.Time
+	cpu0, cpu1 time.Duration
+	c0, c1     commitTotals
+}
+
+type commitTotals struct {
+	commits, transactions uint64
+	seconds               float64
+}
+
+func (p *processWindow) hook(cfg *bench.Config) {
+	read := func(cpu *time.Duration, c *commitTotals, at *time.Time) {
+		*at, *cpu = time.Now(), processCPU()
+		c.commits, c.transactions, c.seconds = p.metrics.CommitTotals(p.store)
+	}
+	cfg.OnStart = func() { read(&p.cpu0, &p.c0, &p.start) }
+	cfg.OnEnd = func() { read(&p.cpu1, &p.c1, &p.end) }
+}
+
+func (p *processWindow) result(requests int) *bench.Process {
+	wall := p.end.Sub(p.start).Seconds()
+	if wall <= 0 || requests == 0 {
+		return nil
+	}
+	cpu := (p.cpu1 - p.cpu0).Seconds()
+	r := &bench.Process{Cores: cpu / wall, CPUPerRequestUs: 1e6 * cpu / float64(requests),
+		Commits: p.c1.commits - p.c0.commits, CommitShare: (p.c1.seconds - p.c0.seconds) / wall}
+	if r.Commits > 0 {
+		r.UpdatesPerCommit = float64(p.c1.transactions-p.c0.transactions) / float64(r.Commits)
+		r.CommitMeanMs = 1e3 * (p.c1.seconds - p.c0.seconds) / float64(r.Commits)
+	}
+	return r
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSSMiB is this process's peak resident memory (VmHWM, Linux), 0 where unknown.

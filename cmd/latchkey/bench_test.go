@@ -40,6 +40,12 @@ func TestBenchEmbedded(t *testing.T) {
 		r.PeakRSSMiB <= 0 {
 		t.Fatalf("floor, ratio and memory: %+v %+v", r, r.Floor)
 	}
+	// The process's CPU and the store's commits over the window: 40 activities, each its own
+	// Update, in at least 10 commits of at most 4 (the clients).
+	if p := r.Process; p == nil || p.Cores <= 0 || p.CPUPerRequestUs <= 0 || p.Commits < 10 || p.Commits > 40 ||
+		p.UpdatesPerCommit < 1 || p.UpdatesPerCommit > 4 || p.CommitMeanMs <= 0 || p.CommitShare <= 0 {
+		t.Fatalf("process: %+v", r.Process)
+	}
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Fatalf("--cpuprofile: %v", err)
 	}

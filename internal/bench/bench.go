@@ -68,7 +68,7 @@ type Config struct {
 	// Presign is how many stamped requests are prepared before the measured window, so the
 	// client's own signing is not measured. Activities use each once (a new body, a new
 	// activity); queries cycle through theirs. A run whose activities run out ends early and
-	// says so. 0: 8,000 per second of Duration for activities, 4,096 for queries.
+	// says so. 0: 12,000 per second of Duration for activities, 4,096 for queries.
 	Presign int
 	// FloorDuration is how long the crypto floor is measured, once before the load and once
 	// after it (0: 2 s each; negative: not measured). A virtual machine's speed drifts; the
@@ -127,6 +127,27 @@ type Result struct {
 	// PeakRSSMiB is the peak resident memory of a process that ran the server in process
 	// (latchkey bench --embedded / --database-url), client included; 0 otherwise.
 	PeakRSSMiB float64 `json:"peakRssMiB,omitempty"`
+	// Process is what the process that ran the server in process spent during the window
+	// (nil otherwise).
+	Process *Process `json:"process,omitempty"`
+}
+
+// Process is the CPU and store commits of a process that ran the server and the load generator
+// during the measured window: whether the run was bound by the two cores (Cores near 2) or by
+// something serial, such as the store's commits (CommitShare near 1: one commit always under way).
+type Process struct {
+	// Cores is the CPU time (user and system) over the window's wall time, and CPUPerRequestUs
+	// that CPU time per answered request, load generator included.
+	Cores           float64 `json:"cores"`
+	CPUPerRequestUs float64 `json:"cpuPerRequestUs"`
+	// Commits is how many durable commits the store made, UpdatesPerCommit the transactions
+	// each carried on average, CommitMeanMs the mean time of one commit (for SQLite the COMMIT
+	// statement with its WAL writes and fsync, not the batch's statements before it), and
+	// CommitShare the time spent committing over the window's wall time.
+	Commits          uint64  `json:"commits"`
+	UpdatesPerCommit float64 `json:"updatesPerCommit"`
+	CommitMeanMs     float64 `json:"commitMeanMs"`
+	CommitShare      float64 `json:"commitShare"`
 }
 
 func (r Result) String() string {
@@ -147,6 +168,18 @@ func (r Result) String() string {
 	}
 	if r.PeakRSSMiB > 0 {
 		s += fmt.Sprintf(" peak-rss=%.0fMiB", r.PeakRSSMiB)
+	}
+	if p := r.Process; p != nil {
+		s += fmt.Sprintf(
+			"\nprocess: %.2f cores, %.0f µs of CPU per request; store: %d commits, %.1f transactions each, "+
+				"%.2f ms a commit, committing %.0f%% of the window",
+			p.Cores,
+			p.CPUPerRequestUs,
+			p.Commits,
+			p.UpdatesPerCommit,
+			p.CommitMeanMs,
+			100*p.CommitShare,
+		)
 	}
 	if r.Floor != nil {
 		s += fmt.Sprintf(
@@ -458,7 +491,7 @@ type stamped struct {
 func presign(cfg Config, st stamp.Stamper) ([][]stamped, int, error) {
 	total := cfg.Presign
 	if total <= 0 {
-		total = int(cfg.Duration.Seconds()*8000) + cfg.Concurrency
+		total = int(cfg.Duration.Seconds()*12000) + cfg.Concurrency
 		if cfg.Op == "whoami" {
 			total = 4096
 		}

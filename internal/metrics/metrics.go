@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -133,6 +134,26 @@ func (m *Metrics) Commit(store string, n int, d time.Duration) {
 	}
 	m.commitSeconds.WithLabelValues(store).Observe(d.Seconds())
 	m.commitBatch.WithLabelValues(store).Observe(float64(n))
+}
+
+// CommitTotals is what the commits of store have added up to since the process started: how many
+// commits, how many transactions they carried and the seconds spent committing (latchkey bench
+// reads it before and after its window).
+func (m *Metrics) CommitTotals(store string) (commits, transactions uint64, seconds float64) {
+	if m == nil {
+		return 0, 0, 0
+	}
+	read := func(h *prometheus.HistogramVec) (uint64, float64) {
+		var d dto.Metric
+		o, err := h.GetMetricWithLabelValues(store)
+		if err != nil || o.(prometheus.Metric).Write(&d) != nil || d.Histogram == nil {
+			return 0, 0
+		}
+		return d.Histogram.GetSampleCount(), d.Histogram.GetSampleSum()
+	}
+	commits, seconds = read(m.commitSeconds)
+	_, sum := read(m.commitBatch)
+	return commits, uint64(sum), seconds
 }
 
 // OutboxBacklog sets how many deliveries wait in an outbox.
