@@ -82,6 +82,44 @@ func TestSignECDSASecp256k1MatchesDcrd(t *testing.T) {
 	}
 }
 
+// affineX and inverseBlinded invert blinded values with math/big instead of dcrd's own
+// inversions: the answers must be dcrd's on every input, the small and large scalars included
+// (the point's Z is then far from 1), and whatever the blinding factor drawn.
+func TestBlindedInversionsMatchDcrd(t *testing.T) {
+	var n secp256k1.ModNScalar
+	n.SetInt(1)
+	n.Negate() // n-1
+	edges := []secp256k1.ModNScalar{n}
+	for _, v := range []uint32{1, 2, 3, 7, 0xffffffff} {
+		var k secp256k1.ModNScalar
+		k.SetInt(v)
+		edges = append(edges, k)
+	}
+	for i := range 2000 {
+		var k secp256k1.ModNScalar
+		if i < len(edges) {
+			k = edges[i]
+		} else {
+			h := sha256.Sum256([]byte{byte(i), byte(i >> 8), 'n'})
+			k.SetBytes(&h)
+		}
+		var R secp256k1.JacobianPoint
+		secp256k1.ScalarBaseMultNonConst(&k, &R)
+		var x [32]byte
+		odd := affineX(&R, &x)
+		want := R
+		want.ToAffine()
+		if got := want.X.Bytes(); x != *got || odd != byte(want.Y.IsOddBit()) {
+			t.Fatalf("k=%v: affineX = %x, odd %d; ToAffine %x, odd %d", k, x, odd, *got, want.Y.IsOddBit())
+		}
+		var inv secp256k1.ModNScalar
+		inverseBlinded(&inv, &k)
+		if !inv.Equals(new(secp256k1.ModNScalar).InverseValNonConst(&k)) {
+			t.Fatalf("k=%v: inverseBlinded = %v", k, inv)
+		}
+	}
+}
+
 func TestSignECDSAP256(t *testing.T) {
 	// RFC 6979 A.2.5, P-256 with SHA-256, message "sample".
 	k, err := NewKey(CurveP256, mustHex(t, "c9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721"))
