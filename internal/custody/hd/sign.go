@@ -97,7 +97,7 @@ func (k *Key) signSecp256k1(digest []byte) ECDSASignature {
 	for iteration := uint32(0); ; iteration++ {
 		rfc6979Nonce(&nonce, &k.secret, digest, iteration)
 		var R secp256k1.JacobianPoint
-		secp256k1.ScalarBaseMultNonConst(&nonce, &R)
+		baseMult(&nonce, &R)
 		var rx [32]byte
 		odd := affineX(&R, &rx)
 		overflow := r.SetBytes(&rx)
@@ -131,8 +131,8 @@ var secp256k1P, _ = new(big.Int).SetString("ffffffffffffffffffffffffffffffffffff
 // JacobianPoint.ToAffine uses (a quarter of a signature's CPU). Euclid's time depends on its
 // input, and R comes from the secret nonce, so the input is blinded: Z·β for a fresh random
 // nonzero β is inverted, and the result multiplied by β again. The inversion then sees a value
-// independent of the nonce. (The base-point multiplication before it is dcrd's variable-time
-// one, as before this change.)
+// independent of the nonce. (The base-point multiplication before it, baseMult, runs in
+// variable time, as dcrd's did.)
 func affineX(R *secp256k1.JacobianPoint, x *[32]byte) byte {
 	var beta, zb, zinv, zinv2 secp256k1.FieldVal
 	randomField(&beta)

@@ -120,6 +120,52 @@ func TestBlindedInversionsMatchDcrd(t *testing.T) {
 	}
 }
 
+// baseMult is dcrd's ScalarBaseMultNonConst with a table of its own: the same point for every
+// scalar, the ones whose signed digits carry (all bits set, every window at its largest digit),
+// the window boundaries and the extremes included.
+func TestBaseMultMatchesDcrd(t *testing.T) {
+	var scalars []secp256k1.ModNScalar
+	add := func(b []byte) {
+		var k secp256k1.ModNScalar
+		k.SetByteSlice(b)
+		scalars = append(scalars, k)
+	}
+	var nMinus1 secp256k1.ModNScalar
+	nMinus1.SetInt(1)
+	nMinus1.Negate()
+	scalars = append(scalars, nMinus1)
+	for bit := 0; bit < 256; bit++ { // 2^bit and 2^bit - 1: every window's edges
+		v := new(big.Int).Lsh(big.NewInt(1), uint(bit))
+		add(v.Bytes())
+		add(new(big.Int).Sub(v, big.NewInt(1)).Bytes())
+	}
+	for _, d := range []int64{1, basePerWindow - 1, basePerWindow, basePerWindow + 1, 1<<baseWindow - 1} {
+		v := new(big.Int) // d in every window
+		for i := range baseWindows - 1 {
+			v.Or(v, new(big.Int).Lsh(big.NewInt(d), uint(i*baseWindow)))
+		}
+		add(v.Bytes()[max(0, len(v.Bytes())-32):])
+	}
+	add(bytes.Repeat([]byte{0xff}, 32))
+	for i := range 3000 {
+		h := sha256.Sum256([]byte{byte(i), byte(i >> 8), 'b'})
+		add(h[:])
+	}
+	for _, k := range scalars {
+		if k.IsZero() {
+			continue
+		}
+		var got, want secp256k1.JacobianPoint
+		baseMult(&k, &got)
+		secp256k1.ScalarBaseMultNonConst(&k, &want)
+		got.ToAffine()
+		want.ToAffine()
+		if !got.X.Equals(&want.X) || !got.Y.Equals(&want.Y) {
+			t.Fatalf("k=%v: baseMult = (%v, %v), dcrd (%v, %v)", k, got.X, got.Y, want.X, want.Y)
+		}
+	}
+}
+
 func TestSignECDSAP256(t *testing.T) {
 	// RFC 6979 A.2.5, P-256 with SHA-256, message "sample".
 	k, err := NewKey(CurveP256, mustHex(t, "c9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721"))
