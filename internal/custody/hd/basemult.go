@@ -7,13 +7,13 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
-// The nonce's point k·G of a secp256k1 signature is three quarters of the signature's CPU
-// (docs/performance.md, "Issue 26, the round of 2026-11-28"). dcrd's ScalarBaseMultNonConst
-// adds one precomputed point per byte of k: 32 additions. baseMult adds one per signed
-// 11-bit digit of k instead, 24 additions, from a table of d·2^(11·i)·G for every window i and
-// d in 1..1024 (24,576 affine points, 1.9 MiB, built once at the first signature in about
-// 30 ms). Like dcrd's, it runs in time that depends on k and looks its table up by k's digits;
-// the signature's inversions are blinded (sign.go).
+// The nonce's point k·G is three quarters of a secp256k1 signature's CPU (docs/performance.md,
+// "Issue 26, the round of 2026-11-28: the secp256k1 signature, and what bounds a signature
+// now"). dcrd's ScalarBaseMultNonConst adds one precomputed point per byte of k: 32 additions.
+// baseMult adds one per signed 11-bit digit of k instead, 24 additions, from a table of
+// d·2^(11·i)·G for every window i and d in 1..1024 (24,576 affine points, 1.9 MiB, built once
+// at the first signature in about 40 ms). Like dcrd's, it runs in time that depends on k and
+// looks its table up by k's digits; the signature's inversions are blinded (sign.go).
 
 const (
 	// baseWindow is the width in bits of one signed digit of the scalar.
