@@ -109,10 +109,11 @@ func Register(reg *activity.Registry, d *Deps) (owned []string) {
 	)
 	reg.Submit(
 		activity.Operation{
-			Path:    "sol_send_transaction",
-			Access:  activity.AccessRoot,
-			Prepare: activity.OnAny(d.prepareSolSend, solSends...),
-			Execute: activity.OnAny(d.solSend, solSends...),
+			Path:      "sol_send_transaction",
+			Access:    activity.AccessRoot,
+			Prepare:   activity.OnAny(d.prepareSolSend, solSends...),
+			Execute:   activity.OnAny(d.solSend, solSends...),
+			PolicyEnv: activity.EnvAny(d.solSendEnv, solSends...),
 		},
 	)
 	return append(slices.Clone(OwnedKinds), KindSolSponsored)

@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/internal/apierr"
 	"github.com/latchkey/latchkey/internal/chain/solana"
 	"github.com/latchkey/latchkey/internal/id"
+	"github.com/latchkey/latchkey/internal/policy"
 	"github.com/latchkey/latchkey/internal/wire"
 )
 
@@ -95,6 +96,50 @@ func (d *Deps) prepareSolSend(x *activity.Exec, intent any) (any, error) {
 // solPrepared is prepareSolSend's value: the blockhash the node gave, if one was needed.
 type solPrepared struct{ blockhash string }
 
+// solSendTx reads the transaction a send carries, with its blockhash filled in (the caller's, or
+// the one Prepare read from the node): what is signed and sent, and what policies see.
+func solSendTx(x *activity.Exec, in solSendIn) (*solana.Tx, []byte, error) {
+	const f = "parameters.unsignedTransaction"
+	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(in.unsigned), "0x"))
+	if err != nil || len(raw) == 0 || len(raw) > maxSignedTx {
+		return nil, nil, apierr.Invalid(f, "must be the hex of a serialized Solana transaction")
+	}
+	tx, err := solana.ParseTransaction(raw)
+	if err != nil {
+		return nil, nil, apierr.Invalid(f, "%v", err)
+	}
+	blockhash := in.blockhash
+	if p, ok := x.Prepared.(solPrepared); ok && blockhash == "" {
+		blockhash = p.blockhash
+	}
+	if blockhash != "" {
+		b, err := base58.Decode(blockhash)
+		if err != nil || len(b) != 32 {
+			return nil, nil, apierr.Invalid("parameters.recentBlockhash", "must be a base58 blockhash (32 bytes)")
+		}
+		raw = tx.WithBlockhash([32]byte(b))
+		if tx, err = solana.ParseTransaction(raw); err != nil {
+			return nil, nil, apierr.Internalf(err, "re-reading the transaction")
+		}
+	}
+	return tx, raw, nil
+}
+
+// solSendEnv is what policies, session scopes and MFA policies see of a Solana send: solana.tx
+// (docs/api-notes.md §4.3), the transaction the caller built with the blockhash it is sent with
+// (a sponsored one before the fee payer is added), built only when a policy reads it. One the
+// request cannot carry gives no view: solSend then refuses it with a 400 naming the field.
+func (d *Deps) solSendEnv(x *activity.Exec, intent any) map[string]policy.Value {
+	tx, _, err := solSendTx(x, readSolSend(intent))
+	if err != nil {
+		return nil
+	}
+	return map[string]policy.Value{"solana": policy.Lazy(func() (policy.Value, error) {
+		view, _ := policy.FromGo(tx.PolicyView()).(policy.Map)
+		return policy.Map{"tx": view}, nil
+	})}
+}
+
 // solSend signs a Solana transaction with the named accounts, in order, and sends it with
 // sendTransaction; its status id follows it. A sponsored one is rewritten first (solsponsor.go).
 func (d *Deps) solSend(x *activity.Exec, intent any) (any, error) {
@@ -107,27 +152,9 @@ func (d *Deps) solSend(x *activity.Exec, intent any) (any, error) {
 		return nil, apierr.Invalid("parameters.signWiths", "between 1 and %d signers", maxSolanaSigners)
 	}
 	const f = "parameters.unsignedTransaction"
-	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(in.unsigned), "0x"))
-	if err != nil || len(raw) == 0 || len(raw) > maxSignedTx {
-		return nil, apierr.Invalid(f, "must be the hex of a serialized Solana transaction")
-	}
-	tx, err := solana.ParseTransaction(raw)
+	tx, raw, err := solSendTx(x, in)
 	if err != nil {
-		return nil, apierr.Invalid(f, "%v", err)
-	}
-	blockhash := in.blockhash
-	if p, ok := x.Prepared.(solPrepared); ok && blockhash == "" {
-		blockhash = p.blockhash
-	}
-	if blockhash != "" {
-		b, err := base58.Decode(blockhash)
-		if err != nil || len(b) != 32 {
-			return nil, apierr.Invalid("parameters.recentBlockhash", "must be a base58 blockhash (32 bytes)")
-		}
-		raw = tx.WithBlockhash([32]byte(b))
-		if tx, err = solana.ParseTransaction(raw); err != nil {
-			return nil, apierr.Internalf(err, "re-reading the transaction")
-		}
+		return nil, err
 	}
 	c, err := d.provider(n)
 	if err != nil {
