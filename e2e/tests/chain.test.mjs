@@ -12,21 +12,18 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, http, parseEther, serializeTransaction, encodeFunctionData, parseAbi, defineChain } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { parseEther, serializeTransaction, parseAbi } from "viem";
 import { TurnkeyClient } from "@turnkey/http";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import { startLatchkey, latchkeyBinary } from "./lib.mjs";
-import { startChain, TOKEN_BYTECODE } from "./gethdev.mjs";
+import { startChain, TOKEN_BYTECODE, viemClients } from "./gethdev.mjs";
 
 const CAIP2 = "eip155:11155111";
 let chain, lk, pub, devWallet, token;
 
 before(async () => {
   chain = await startChain();
-  const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
-  pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl) });
-  devWallet = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
+  ({ pub, dev: devWallet } = viemClients(chain));
   const hash = await devWallet.deployContract({ abi: [], bytecode: TOKEN_BYTECODE });
   token = (await pub.waitForTransactionReceipt({ hash, pollingInterval: 100 })).contractAddress;
   const assets = join(mkdtempSync(join(tmpdir(), "latchkey-assets-")), "assets.json");

@@ -12,11 +12,10 @@ import { readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  createPublicClient, createWalletClient, http, defineChain, encodeFunctionData, parseAbi, concat, numberToHex,
-  keccak256, toHex, hexToBigInt, BaseError, ContractFunctionRevertedError,
+  encodeFunctionData, parseAbi, concat, numberToHex, keccak256, toHex, hexToBigInt, BaseError, ContractFunctionRevertedError,
 } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
-import { startChain, deployDelegate, TOKEN_BYTECODE, DELEGATE_ARTIFACT, CREATE2_DEPLOYER } from "./gethdev.mjs";
+import { startChain, deployDelegate, TOKEN_BYTECODE, DELEGATE_ARTIFACT, CREATE2_DEPLOYER, viemClients } from "./gethdev.mjs";
 import { build } from "../../contracts/build.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -35,13 +34,11 @@ const user = privateKeyToAccount(keccak256(toHex("latchkey gas-station test acco
 const recipient = privateKeyToAccount(generatePrivateKey()).address;
 const FAR = 0xffffffff; // a deadline that has not passed
 
-let chain, pub, paymaster, viemChain, token, delegate;
+let chain, pub, paymaster, token, delegate;
 
 before(async () => {
   chain = await startChain();
-  viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
-  pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl), pollingInterval: 100 });
-  paymaster = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
+  ({ pub, dev: paymaster } = viemClients(chain, { pollingInterval: 100 }));
   const hash = await paymaster.deployContract({ abi: [], bytecode: TOKEN_BYTECODE }); // 10^15 units to the paymaster
   token = (await pub.waitForTransactionReceipt({ hash })).contractAddress;
   assert.equal(user.address, vectors.account);

@@ -10,9 +10,7 @@ import { writeFileSync, mkdtempSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, http, defineChain } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { startChain, deployDelegate } from "./gethdev.mjs";
+import { startChain, deployDelegate, viemClients } from "./gethdev.mjs";
 import { startLatchkey, freePort, latchkeyBinary } from "./lib.mjs";
 
 const CAIP2 = "eip155:11155111";
@@ -29,9 +27,7 @@ function gasFile(delegateAddress) {
 
 before(async () => {
   chain = await startChain();
-  const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
-  pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl), pollingInterval: 100 });
-  funder = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
+  ({ pub, dev: funder } = viemClients(chain, { pollingInterval: 100 }));
   delegate = await deployDelegate(funder, pub);
 });
 

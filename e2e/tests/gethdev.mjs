@@ -1,4 +1,4 @@
-// geth --dev for the chain tests (chain.test.mjs, gasdelegate.test.mjs, sponsor.test.mjs): geth is
+// geth --dev for the chain tests (chain, gasdelegate, gasstation, history and sponsor): geth is
 // built from the Go module proxy by e2e/geth.sh (cached) and started on loopback over a genesis of
 // its own, a hand-assembled ERC-20 to deploy on it, and the deployment of Latchkey's gas-station
 // delegate (contracts/gasdelegate) through the CREATE2 deployer of geth's dev genesis.
@@ -10,13 +10,22 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { concat, pad, getContractAddress } from "viem";
+import { concat, pad, getContractAddress, defineChain, createPublicClient, createWalletClient, http } from "viem";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 // The delegate's checked-in build (contracts/build.mjs) and the standard CREATE2 deployer.
 export const DELEGATE_ARTIFACT = JSON.parse(readFileSync(join(here, "..", "..", "contracts", "gasdelegate", "LatchkeyGasDelegate.json"), "utf8"));
 export const CREATE2_DEPLOYER = "0x4e59b44847b379578588920ca78fbf26c0b4956c";
+
+// viemClients returns viem's view of a started geth --dev (chain id 11155111): the chain, a public
+// client on it and a wallet client of its funded dev account (the chain tests' funder).
+export function viemClients(chain, { pollingInterval } = {}) {
+  const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
+  const pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl), ...(pollingInterval ? { pollingInterval } : {}) });
+  const dev = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
+  return { viemChain, pub, dev };
+}
 
 // Deploys the gas-station delegate with salt 0 through the CREATE2 deployer, sent by wallet (a viem
 // wallet client), and returns its address, which follows from the bytecode alone.

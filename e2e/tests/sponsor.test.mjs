@@ -11,12 +11,12 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, http, defineChain, encodeFunctionData, parseAbi, parseEther, concat } from "viem";
+import { encodeFunctionData, parseAbi, parseEther, concat } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import { Turnkey } from "@turnkey/sdk-server";
 import { startLatchkey, latchkeyBinary, freePort } from "./lib.mjs";
-import { startChain, deployDelegate, TOKEN_BYTECODE } from "./gethdev.mjs";
+import { startChain, deployDelegate, TOKEN_BYTECODE, viemClients } from "./gethdev.mjs";
 
 const CAIP2 = "eip155:11155111";
 const erc20 = parseAbi(["function transfer(address,uint256) returns (bool)", "function balanceOf(address) view returns (uint256)"]);
@@ -27,9 +27,7 @@ let chain, pub, dev, token, delegate, gasFile, lk, client, paymaster;
 
 before(async () => {
   chain = await startChain();
-  const viemChain = defineChain({ id: 11155111, name: "geth --dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
-  pub = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl), pollingInterval: 100 });
-  dev = createWalletClient({ account: privateKeyToAccount(chain.devPrivateKey), chain: viemChain, transport: http(chain.rpcUrl) });
+  ({ pub, dev } = viemClients(chain, { pollingInterval: 100 }));
   token = (await pub.waitForTransactionReceipt({ hash: await dev.deployContract({ abi: [], bytecode: TOKEN_BYTECODE }) })).contractAddress;
   delegate = await deployDelegate(dev, pub);
   gasFile = join(mkdtempSync(join(tmpdir(), "latchkey-gas-")), "gas-station.json");
