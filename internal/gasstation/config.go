@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -20,12 +21,14 @@ const MaxConfigBytes = 1 << 20
 
 // Config is the operator's gas-station file. The zero Config sponsors nothing.
 type Config struct {
-	// Paused is the kill switch: while true every sponsored send is refused (a restart, or a
-	// reload of the file, applies a change).
+	// Paused is the kill switch as the file says it: while on, every sponsored send is refused.
+	// The running server reads it again on SIGHUP (SetPaused); IsPaused is its current state.
 	Paused bool `json:"paused,omitempty"`
 	// EVM and Solana are the networks sponsorship runs on, by CAIP-2 id.
 	EVM    map[string]*EVMNetwork    `json:"evm,omitempty"`
 	Solana map[string]*SolanaNetwork `json:"solana,omitempty"`
+
+	pausedNow atomic.Bool // the kill switch now: Paused at load, then SetPaused
 }
 
 // EVMNetwork is one eip155 network's sponsorship.
@@ -123,7 +126,29 @@ func ParseConfig(b []byte) (*Config, error) {
 			return nil, err
 		}
 	}
+	c.pausedNow.Store(c.Paused)
 	return c, nil
+}
+
+// IsPaused reports whether the kill switch is on now.
+func (c *Config) IsPaused() bool { return c != nil && c.pausedNow.Load() }
+
+// SetPaused turns the kill switch on or off while the server runs (SIGHUP re-reads the file):
+// from then on every sponsored send is refused, or accepted again. Sends already accepted go on.
+func (c *Config) SetPaused(on bool) { c.pausedNow.Store(on) }
+
+// SameNetworks reports whether o sponsors the same networks with the same settings as c: what
+// the kill switch aside a reload of the file cannot change without a restart.
+func (c *Config) SameNetworks(o *Config) bool {
+	a, errA := json.Marshal(struct {
+		EVM    map[string]*EVMNetwork
+		Solana map[string]*SolanaNetwork
+	}{c.EVM, c.Solana})
+	b, errB := json.Marshal(struct {
+		EVM    map[string]*EVMNetwork
+		Solana map[string]*SolanaNetwork
+	}{o.EVM, o.Solana})
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -225,7 +250,7 @@ func notSponsored(caip2 string) error {
 }
 
 func (c *Config) paused() error {
-	if c != nil && c.Paused {
+	if c.IsPaused() {
 		return apierr.New(
 			apierr.FailedPrecondition,
 			CodePaused,

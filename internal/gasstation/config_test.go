@@ -35,8 +35,8 @@ func TestParseConfig(t *testing.T) {
 	if _, err := c.EVMNetwork("eip155:8453"); apierr.From(err).TurnkeyCode != CodeNotSponsored {
 		t.Fatalf("unconfigured network: %v", err)
 	}
-	c.Paused = true
-	if _, err := c.EVMNetwork("eip155:1"); apierr.From(err).TurnkeyCode != CodePaused {
+	c.SetPaused(true)
+	if _, err := c.EVMNetwork("eip155:1"); apierr.From(err).TurnkeyCode != CodePaused || !c.IsPaused() {
 		t.Fatalf("paused: %v", err)
 	}
 	if _, err := c.SolanaNetwork("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"); apierr.From(
@@ -44,7 +44,14 @@ func TestParseConfig(t *testing.T) {
 	).TurnkeyCode != CodePaused {
 		t.Fatalf("paused: %v", err)
 	}
+	c.SetPaused(false) // SIGHUP, the file saying paused false again
+	if _, err := c.EVMNetwork("eip155:1"); err != nil || c.IsPaused() {
+		t.Fatalf("resumed: %v", err)
+	}
 	var zero *Config
+	if zero.IsPaused() {
+		t.Fatal("a nil config is not paused")
+	}
 	if _, err := zero.EVMNetwork("eip155:1"); apierr.From(err).TurnkeyCode != CodeNotSponsored {
 		t.Fatalf("nil config: %v", err)
 	}
@@ -70,6 +77,20 @@ func TestParseConfigRefusals(t *testing.T) {
 		if _, err := ParseConfig([]byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
 		}
+	}
+}
+
+// SameNetworks tells a reload whether the file changed anything besides the kill switch.
+func TestSameNetworks(t *testing.T) {
+	base := `"evm":{"eip155:11155111":{"delegate":"` + delegate + `","maxGasPerTransaction":1000000,"maxFeePerGasWei":"1"}}}`
+	a, errA := ParseConfig([]byte(`{` + base))
+	b, errB := ParseConfig([]byte(`{"paused":true,` + base))
+	c, errC := ParseConfig([]byte(`{` + strings.Replace(base, "1000000", "2000000", 1)))
+	if errA != nil || errB != nil || errC != nil {
+		t.Fatal(errA, errB, errC)
+	}
+	if !a.SameNetworks(b) || a.SameNetworks(c) || !b.IsPaused() || a.IsPaused() {
+		t.Fatalf("same %v %v, paused %v %v", a.SameNetworks(b), a.SameNetworks(c), b.IsPaused(), a.IsPaused())
 	}
 }
 

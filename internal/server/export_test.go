@@ -11,3 +11,6 @@ var (
 
 // ChainDeps is the chain-data dependencies the server assembled (its nodes, caches, followers).
 func (s *Server) ChainDeps() *chaindata.Deps { return s.chain }
+
+// GasStationFile is the --gas-station file the server was started with.
+func (s *Server) GasStationFile() string { return s.cfg.GasStationFile }

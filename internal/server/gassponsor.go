@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"maps"
 	"math/big"
 	"slices"
@@ -63,7 +64,7 @@ func (s *Server) readSponsorBalances(ctx context.Context) {
 func (s *Server) gasStationHealth() dashboard.GasStation {
 	a := s.chain.Sponsor.Addresses()
 	g := dashboard.GasStation{Paymaster: a.EVMPaymaster, FeePayer: a.SolanaFeePayer,
-		Paused: s.chain.GasStation != nil && s.chain.GasStation.Paused}
+		Paused: s.chain.GasStation.IsPaused()}
 	read := map[string]chaindata.SponsorBalance{}
 	if p := s.sponsor.last.Load(); p != nil {
 		for _, b := range *p {
@@ -91,4 +92,33 @@ func (s *Server) gasStationHealth() dashboard.GasStation {
 		}
 	}
 	return g
+}
+
+// ReloadGasStation reads the gas-station file again and applies its kill switch (`paused`) to
+// the running server: from then on every sponsored send is refused, or accepted again (serve
+// calls it on SIGHUP). Only the switch changes without a restart: a file whose networks or
+// limits differ is logged, and those changes wait for the next start. A file that fails to load
+// changes nothing.
+func (s *Server) ReloadGasStation() error {
+	if s.cfg.GasStationFile == "" || s.chain == nil || s.chain.GasStation == nil {
+		return nil
+	}
+	c, err := gasstation.LoadConfig(s.cfg.GasStationFile)
+	if err != nil {
+		return err
+	}
+	cur := s.chain.GasStation
+	if !cur.SameNetworks(c) {
+		s.Log.Warn("gas station: the file's networks or limits changed; only paused is applied without a restart",
+			"file", s.cfg.GasStationFile)
+	}
+	if was := cur.IsPaused(); was != c.Paused {
+		cur.SetPaused(c.Paused)
+		s.Log.Warn(
+			"gas station: sponsorship "+map[bool]string{true: "paused", false: "resumed"}[c.Paused]+" by the operator",
+			"file",
+			s.cfg.GasStationFile,
+		)
+	}
+	return nil
 }

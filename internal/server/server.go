@@ -956,6 +956,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		bound:    s.bound,
 		draining: s.API.Drain,
 	}
+	if s.cfg.GasStationFile != "" {
+		l.reloadGas = s.ReloadGasStation
+	}
 	return l.run(ctx, drain, func(apiAddr string) {
 		stop = s.startWorkers()
 		if ready != nil {
@@ -1002,13 +1005,15 @@ func (s *Server) startWorkers() (stop func()) {
 // listenerSet is the listeners of cfg (api always; proxy, dashboard, frames and metrics when
 // their addresses are set) serving handlers by name, metrics observed.
 type listenerSet struct {
-	cfg      Config
-	tls      map[string]*tlsListener
-	log      *slog.Logger
-	metrics  *metrics.Metrics
-	handlers map[string]http.Handler
-	bound    func(name, url string)
-	draining func() // called when ctx ends, before the listeners drain
+	cfg     Config
+	tls     map[string]*tlsListener
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	// reloadGas re-reads the gas-station file's kill switch on SIGHUP (nil: no file).
+	reloadGas func() error
+	handlers  map[string]http.Handler
+	bound     func(name, url string)
+	draining  func() // called when ctx ends, before the listeners drain
 }
 
 // run binds the listeners, calls started with the API's address, serves until ctx ends, then
@@ -1090,7 +1095,7 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 	for _, fn := range serve {
 		go func() { errc <- fn() }()
 	}
-	if len(l.tls) > 0 {
+	if len(l.tls) > 0 || l.reloadGas != nil {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		stopped := make(chan struct{})
@@ -1102,14 +1107,25 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 					return
 				case <-hup:
 				}
-				var errs []error
-				for _, t := range l.tls {
-					errs = append(errs, t.reload())
+				if len(l.tls) > 0 {
+					var errs []error
+					for _, t := range l.tls {
+						errs = append(errs, t.reload())
+					}
+					if err := errors.Join(errs...); err != nil {
+						l.log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
+					} else {
+						l.log.Info("SIGHUP: TLS certificates reloaded")
+					}
 				}
-				if err := errors.Join(errs...); err != nil {
-					l.log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
-				} else {
-					l.log.Info("SIGHUP: TLS certificates reloaded")
+				if l.reloadGas != nil {
+					if err := l.reloadGas(); err != nil {
+						l.log.Error(
+							"SIGHUP: reading the gas-station file failed; its kill switch is as it was",
+							"err",
+							err,
+						)
+					}
 				}
 			}
 		}()

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -370,18 +371,57 @@ func TestBatchedSends(t *testing.T) {
 }
 
 // The kill switch refuses every sponsored send, with its reason; unsponsored batches still run.
+// The running server reads it again from the file on SIGHUP (ReloadGasStation): turned off, the
+// next sponsored send goes; turned on again, it is refused; a file that no longer loads changes
+// nothing.
 func TestSponsorshipPaused(t *testing.T) {
 	chain := newDelegateChain()
 	h, root, account, _ := sponsoredHarness(t, chain, `"paused":true,`)
-	r := root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
-		map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "to": account.Hex(), "sponsor": true})
-	if r.Status != 400 || !strings.Contains(string(r.Raw), "GAS_SPONSORSHIP_PAUSED") {
+	sponsored := func() servertest.Response {
+		h.Advance(time.Millisecond)
+		return root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION",
+			map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "to": account.Hex(), "sponsor": true})
+	}
+	paused := func(r servertest.Response) bool {
+		return r.Status == 400 && strings.Contains(string(r.Raw), "GAS_SPONSORSHIP_PAUSED")
+	}
+	if r := sponsored(); !paused(r) {
 		t.Fatalf("paused: %d %s", r.Status, r.Raw)
 	}
 	h.Advance(time.Millisecond)
 	servertest.MustOK(t, root.Submit("eth_send_transaction", "ACTIVITY_TYPE_ETH_SEND_TRANSACTION_V2",
 		map[string]any{"from": account.Hex(), "caip2": "eip155:11155111", "sponsor": false,
 			"calls": []any{map[string]any{"to": account.Hex()}, map[string]any{"to": account.Hex()}}}))
+
+	file := h.Server.GasStationFile()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Server.ReloadGasStation(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(bytes.Replace(text, []byte(`"paused":true,`), nil, 1))
+	servertest.MustOK(t, sponsored())
+	rewrite(text)
+	if r := sponsored(); !paused(r) {
+		t.Fatalf("paused again: %d %s", r.Status, r.Raw)
+	}
+	if err := os.WriteFile(file, []byte(`{"paused":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Server.ReloadGasStation(); err == nil {
+		t.Fatal("a file that does not load was taken")
+	}
+	if r := sponsored(); !paused(r) {
+		t.Fatalf("after a bad file: %d %s", r.Status, r.Raw)
+	}
 }
 
 // Policies see each call of a batch as its own eth.tx: a policy allowing one `to` allows a batch
