@@ -137,8 +137,8 @@ func (c *Config) IsPaused() bool { return c != nil && c.pausedNow.Load() }
 // from then on every sponsored send is refused, or accepted again. Sends already accepted go on.
 func (c *Config) SetPaused(on bool) { c.pausedNow.Store(on) }
 
-// SameNetworks reports whether o sponsors the same networks with the same settings as c: what
-// the kill switch aside a reload of the file cannot change without a restart.
+// SameNetworks reports whether o sponsors the same networks with the same settings as c (the kill
+// switch aside): what a reload of the file cannot change without a restart.
 func (c *Config) SameNetworks(o *Config) bool {
 	a, errA := json.Marshal(struct {
 		EVM    map[string]*EVMNetwork

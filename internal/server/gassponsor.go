@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/latchkey/latchkey/internal/gasstation"
 	"maps"
 	"math/big"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/dashboard"
+	"github.com/latchkey/latchkey/internal/gasstation"
 	"github.com/latchkey/latchkey/internal/ops/chaindata"
 )
 
