@@ -10,12 +10,14 @@ import (
 	"filippo.io/nistec"
 	"golang.org/x/crypto/cryptobyte"
 	"golang.org/x/crypto/cryptobyte/asn1"
+
+	"github.com/latchkey/latchkey/internal/signeddigits"
 )
 
 const (
 	// window is the width in bits of one signed digit of u2.
 	window = 5
-	// windows covers 256 bits plus the carry the signed recoding may push past the top.
+	// windows is the number of u2's digits (signeddigits.Count).
 	windows = (256 + window) / window
 	// perWindow is how many multiples each window keeps: 1..2^(window-1); negative digits
 	// negate them.
@@ -154,14 +156,9 @@ func hashToInt(hash []byte) *big.Int {
 func (t *Table) mult(k *[32]byte) *nistec.P256Point {
 	acc := nistec.NewP256Point() // the point at infinity
 	neg := nistec.NewP256Point()
-	carry := 0
-	for i := range windows {
-		d := carry + digit(k, i*window)
-		carry = 0
-		if d > perWindow {
-			d -= 1 << window
-			carry = 1
-		}
+	var digits [windows]int
+	signeddigits.Recode(k, window, digits[:])
+	for i, d := range digits {
 		switch {
 		case d > 0:
 			acc.Add(acc, &t.points[i*perWindow+d-1])
@@ -171,17 +168,4 @@ func (t *Table) mult(k *[32]byte) *nistec.P256Point {
 		}
 	}
 	return acc
-}
-
-// digit returns the window bits of the big-endian k starting at bit bit (bits past 255 are 0).
-func digit(k *[32]byte, bit int) int {
-	v := 0
-	for j := window - 1; j >= 0; j-- {
-		b := bit + j
-		v <<= 1
-		if b < 256 {
-			v |= int(k[31-b/8]>>(b%8)) & 1
-		}
-	}
-	return v
 }

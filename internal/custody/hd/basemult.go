@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"github.com/latchkey/latchkey/internal/signeddigits"
 )
 
 // The nonce's point k·G is three quarters of a secp256k1 signature's CPU (docs/performance.md,
@@ -18,7 +20,7 @@ import (
 const (
 	// baseWindow is the width in bits of one signed digit of the scalar.
 	baseWindow = 11
-	// baseWindows covers 256 bits plus the carry the signed recoding may push past the top.
+	// baseWindows is the number of the scalar's digits (signeddigits.Count).
 	baseWindows = (256 + baseWindow) / baseWindow
 	// basePerWindow is how many multiples each window keeps: 1..2^(baseWindow-1); negative
 	// digits use the negated point.
@@ -39,19 +41,15 @@ func baseMult(k *secp256k1.ModNScalar, r *secp256k1.JacobianPoint) {
 	baseTableOnce.Do(buildBaseTable)
 	kb := k.Bytes()
 	defer clear(kb[:])
+	var digits [baseWindows]int
+	signeddigits.Recode(&kb, baseWindow, digits[:])
+	defer clear(digits[:])
 	r.X.Zero() // the point at infinity
 	r.Y.Zero()
 	r.Z.Zero()
 	var q secp256k1.JacobianPoint
 	q.Z.SetInt(1)
-	carry := 0
-	for i := range baseWindows {
-		d := carry + baseDigit(&kb, i*baseWindow)
-		carry = 0
-		if d > basePerWindow {
-			d -= 1 << baseWindow
-			carry = 1
-		}
+	for i, d := range digits {
 		switch {
 		case d > 0:
 			p := &baseTable[i*basePerWindow+d-1]
@@ -67,20 +65,6 @@ func baseMult(k *secp256k1.ModNScalar, r *secp256k1.JacobianPoint) {
 	}
 	q.X.Zero()
 	q.Y.Zero()
-}
-
-// baseDigit returns the baseWindow bits of the big-endian k starting at bit (bits past 255
-// are 0).
-func baseDigit(k *[32]byte, bit int) int {
-	v := 0
-	for j := baseWindow - 1; j >= 0; j-- {
-		b := bit + j
-		v <<= 1
-		if b < 256 {
-			v |= int(k[31-b/8]>>(b%8)) & 1
-		}
-	}
-	return v
 }
 
 // buildBaseTable computes every window's multiples in Jacobian coordinates and converts each
