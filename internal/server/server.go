@@ -956,8 +956,12 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, ready func(apiAdd
 		bound:    s.bound,
 		draining: s.API.Drain,
 	}
+	if len(s.tls) > 0 {
+		l.hangup = append(l.hangup, hangupAction{"TLS certificates", "serving the previous ones", s.ReloadTLS})
+	}
 	if s.cfg.GasStationFile != "" {
-		l.reloadGas = s.ReloadGasStation
+		l.hangup = append(l.hangup,
+			hangupAction{"the gas-station file", "its kill switch is as it was", s.ReloadGasStation})
 	}
 	return l.run(ctx, drain, func(apiAddr string) {
 		stop = s.startWorkers()
@@ -1009,11 +1013,17 @@ type listenerSet struct {
 	tls     map[string]*tlsListener
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	// reloadGas re-reads the gas-station file's kill switch on SIGHUP (nil: no file).
-	reloadGas func() error
-	handlers  map[string]http.Handler
-	bound     func(name, url string)
-	draining  func() // called when ctx ends, before the listeners drain
+	// hangup is what SIGHUP reads again (TLS certificates, the gas station's kill switch).
+	hangup   []hangupAction
+	handlers map[string]http.Handler
+	bound    func(name, url string)
+	draining func() // called when ctx ends, before the listeners drain
+}
+
+// hangupAction is one thing SIGHUP reloads: what, what a failure leaves in place, and how.
+type hangupAction struct {
+	what, onFailure string
+	reload          func() error
 }
 
 // run binds the listeners, calls started with the API's address, serves until ctx ends, then
@@ -1095,7 +1105,7 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 	for _, fn := range serve {
 		go func() { errc <- fn() }()
 	}
-	if len(l.tls) > 0 || l.reloadGas != nil {
+	if len(l.hangup) > 0 {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		stopped := make(chan struct{})
@@ -1107,24 +1117,11 @@ func (l listenerSet) run(ctx context.Context, drain time.Duration, started func(
 					return
 				case <-hup:
 				}
-				if len(l.tls) > 0 {
-					var errs []error
-					for _, t := range l.tls {
-						errs = append(errs, t.reload())
-					}
-					if err := errors.Join(errs...); err != nil {
-						l.log.Error("SIGHUP: reloading TLS certificates failed; serving the previous ones", "err", err)
+				for _, a := range l.hangup {
+					if err := a.reload(); err != nil {
+						l.log.Error("SIGHUP: reloading "+a.what+" failed; "+a.onFailure, "err", err)
 					} else {
-						l.log.Info("SIGHUP: TLS certificates reloaded")
-					}
-				}
-				if l.reloadGas != nil {
-					if err := l.reloadGas(); err != nil {
-						l.log.Error(
-							"SIGHUP: reading the gas-station file failed; its kill switch is as it was",
-							"err",
-							err,
-						)
+						l.log.Info("SIGHUP: " + a.what + " reloaded")
 					}
 				}
 			}
