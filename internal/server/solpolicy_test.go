@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,13 +19,13 @@ import (
 // Policies see a Solana send's transaction as solana.tx, as they see sign_transaction's: a DENY
 // on a transfer's recipient stops sol_send_transaction for a user another policy allows to send.
 func TestSolSendTransactionPolicies(t *testing.T) {
-	sent := 0
+	var sent atomic.Int64 // written by the node's handler goroutine
 	sol := newFakeNode(t, map[string]func([]json.RawMessage) string{
 		"sendTransaction": func(p []json.RawMessage) string {
 			var b64 string
 			_ = json.Unmarshal(p[0], &b64)
 			raw, _ := base64.StdEncoding.DecodeString(b64)
-			sent++
+			sent.Add(1)
 			return `"` + base58.Encode(raw[1:65]) + `"`
 		},
 	})
@@ -58,13 +59,13 @@ func TestSolSendTransactionPolicies(t *testing.T) {
 		})
 	}
 	servertest.WantError(t, send(blocked), http.StatusForbidden, 7, "policy engine denied request explicitly")
-	if sent != 0 {
+	if sent.Load() != 0 {
 		t.Fatalf("a denied send reached the node")
 	}
 	other := make([]byte, 32)
 	other[0] = 8
 	servertest.MustOK(t, send(other))
-	if sent != 1 {
-		t.Fatalf("the allowed send was sent %d times", sent)
+	if n := sent.Load(); n != 1 {
+		t.Fatalf("the allowed send was sent %d times", n)
 	}
 }
